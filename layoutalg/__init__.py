@@ -1,0 +1,56 @@
+"""layoutalg: CuTe's layout algebra in pure Python.
+
+0-based, colexicographic coordinates and compact column-major default
+strides, as in CuTe C++ (CUTLASS).
+
+>>> from layoutalg import Layout, composition
+>>> str(composition(Layout((4, 3), (3, 1)), Layout(6, 2)))
+'(2,3):(6,1)'
+"""
+
+from .errors import LayoutError, LayoutIndexError, LayoutTypeError
+from .inttuple import (
+    ceil_div, colex_less, compatible, congruent, crd2crd, crd2idx, elem_less, flatten,
+    idx2crd, prefix_product, product, shape_div, suffix_product, unflatten, weakly_congruent,
+)
+from .basis import ArithTuple, E, ScaledBasis
+from .layout import (
+    Layout, _, cosize, depth, is_layout, make_layout, make_layout_like, make_ordered_layout,
+    rank, shape, size, slice_and_offset, stride,
+)
+from .swizzle import ComposedLayout, Swizzle, make_composed_layout
+from .algebra import (
+    append, blocked_product, coalesce, complement, composition, downcast, filter, filter_zeros,
+    flat_divide, flat_product, flatten_layout, left_inverse, logical_divide, logical_product,
+    max_common_layout, max_common_vector, nullspace, raked_product, recast_layout, right_inverse,
+    tile_to_shape, tiled_divide, tiled_product, type_bits, upcast, with_shape, zip_layouts,
+    zipped_divide, zipped_product,
+)
+from .parse import evaluate
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # errors
+    "LayoutError", "LayoutIndexError", "LayoutTypeError",
+    # int-tuples
+    "product", "size", "rank", "depth", "flatten", "unflatten", "prefix_product",
+    "suffix_product", "shape_div", "ceil_div", "congruent", "compatible", "weakly_congruent",
+    "idx2crd", "crd2idx", "crd2crd", "elem_less", "colex_less",
+    # layouts
+    "Layout", "make_layout", "make_ordered_layout", "make_layout_like", "cosize", "shape",
+    "stride", "slice_and_offset", "is_layout", "_",
+    # bases
+    "E", "ScaledBasis", "ArithTuple",
+    # swizzle
+    "Swizzle", "ComposedLayout", "make_composed_layout",
+    # algebra
+    "coalesce", "filter", "filter_zeros", "composition", "complement", "right_inverse",
+    "left_inverse", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide",
+    "logical_product", "zipped_product", "tiled_product", "flat_product", "blocked_product",
+    "raked_product", "tile_to_shape", "upcast", "downcast", "recast_layout", "type_bits",
+    "max_common_layout", "max_common_vector", "nullspace", "with_shape", "append",
+    "zip_layouts", "flatten_layout",
+    # text
+    "evaluate",
+]

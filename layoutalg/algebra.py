@@ -1,0 +1,780 @@
+"""The layout algebra: coalesce, composition, complement, inverses, divides and products.
+
+Definitions follow CuTe C++ (CUTLASS ``cute/layout.hpp``).  Layouts are
+immutable, so every operation here is memoised on its arguments.
+
+>>> from layoutalg import Layout
+>>> str(composition(Layout((4, 3), (3, 1)), Layout(6, 2)))
+'(2,3):(6,1)'
+>>> str(complement(Layout(4, 2), 24))
+'(2,3):(1,8)'
+>>> str(logical_divide(Layout(16, 1), Layout(4, 1)))
+'(4,4):(1,4)'
+>>> str(logical_product(Layout((2, 2), (4, 1)), Layout(6, 1)))
+'((2,2),(2,3)):((4,1),(2,8))'
+"""
+
+from functools import lru_cache
+
+from .basis import ScaledBasis
+from .errors import LayoutError, LayoutTypeError
+from .inttuple import (
+    ceil_div, compatible, flat_tuple, fmt, is_int, prefix_product, product, unflatten,
+)
+from .layout import Layout, _layout_of, cosize, make_layout, make_ordered_layout, rank, size
+from .swizzle import ComposedLayout, Swizzle
+
+__all__ = [
+    "coalesce", "filter", "filter_zeros", "composition", "complement", "right_inverse",
+    "left_inverse", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide",
+    "logical_product", "zipped_product", "tiled_product", "flat_product", "blocked_product",
+    "raked_product", "tile_to_shape", "upcast", "downcast", "recast_layout",
+    "max_common_layout", "max_common_vector", "nullspace", "with_shape", "flatten_layout",
+    "append", "zip_layouts", "get_nonswizzle_portion",
+]
+
+_CACHE = 1 << 16
+
+
+def _as_layout(op, x):
+    if isinstance(x, Layout):
+        return x
+    if isinstance(x, bool):
+        raise LayoutTypeError(f"{op}: expected a layout or an int, got {x!r}")
+    if is_int(x):
+        return Layout(int(x))
+    raise LayoutTypeError(f"{op}: expected a layout, got {x!r}")
+
+
+def _flat_modes(L):
+    return flat_tuple(L.shape), flat_tuple(L.stride)
+
+
+def _from_modes(shapes, strides):
+    """A layout from flat mode lists: one mode -> int-shaped, none -> ``1:0``."""
+    if len(shapes) == 0:
+        return Layout._make(1, 0)
+    if len(shapes) == 1:
+        return Layout._make(shapes[0], strides[0])
+    return Layout._make(tuple(shapes), tuple(strides))
+
+
+# ---- coalesce / filter ---------------------------------------------------
+
+def _coalesce_modes(shapes, strides):
+    rs, rd = [], []
+    for s, d in zip(shapes, strides):
+        if s == 1:
+            continue
+        if rs and rs[-1] * rd[-1] == d:
+            rs[-1] *= s
+        else:
+            rs.append(s)
+            rd.append(d)
+    return rs, rd
+
+
+@lru_cache(_CACHE)
+def _coalesce(L):
+    return _from_modes(*_coalesce_modes(*_flat_modes(L)))
+
+
+def coalesce(layout, profile=None):
+    """The layout with the fewest modes that is the same function on ``[0, size)``.
+
+    With a tuple ``profile``, coalesce each of the first ``rank(profile)`` modes
+    on its own (recursively) and keep the mode structure.
+
+    >>> str(coalesce(Layout((2, (1, 6)), (1, (6, 2)))))
+    '12:1'
+    >>> str(coalesce(Layout((2, (2, 3)), (1, (2, 4))), (1, 1)))
+    '(2,6):(1,2)'
+    """
+    if not isinstance(layout, Layout):
+        if hasattr(layout, "coalesce"):
+            return layout.coalesce(profile)
+        raise LayoutTypeError(f"coalesce: expected a layout, got {layout!r}")
+    if profile is None or not isinstance(profile, tuple):
+        return _coalesce(layout)
+    r = rank(layout)
+    if len(profile) > r:
+        raise LayoutError(f"coalesce: profile {fmt(profile)} has more modes than layout {layout}")
+    modes = [coalesce(layout[i], profile[i]) if i < len(profile) else layout[i] for i in range(r)]
+    return make_layout(*modes)
+
+
+def filter_zeros(layout):
+    """Replace every stride-0 mode's shape with 1.
+
+    >>> str(filter_zeros(Layout((4, 2), (0, 1))))
+    '(1,2):(0,1)'
+    """
+    def fz(s, d):
+        if isinstance(s, tuple):
+            return tuple(fz(x, y) for x, y in zip(s, d))
+        return 1 if d == 0 else s
+
+    return Layout._make(fz(layout.shape, layout.stride), layout.stride)
+
+
+def filter(layout):
+    """Remove stride-0 and size-1 modes, then coalesce.
+
+    >>> str(filter(Layout((4, 2, 3), (0, 1, 2))))
+    '6:1'
+    """
+    shapes, strides = _flat_modes(layout)
+    keep = [(s, d) for s, d in zip(shapes, strides) if d != 0 and s != 1]
+    return _from_modes(*_coalesce_modes([s for s, _ in keep], [d for _, d in keep]))
+
+
+# ---- composition ---------------------------------------------------------
+
+def _compose_leaf(op, A, B, ls, ld, s, d):
+    """``(ls:ld) o (s:d)`` for flat coalesced lhs modes and a single rhs mode."""
+    if d == 0:
+        return s, 0
+    if isinstance(d, ScaledBasis):
+        raise LayoutError(f"{op}: right-hand side with coordinate-basis strides is not supported ({B})")
+    if len(ls) == 1:
+        return s, ld[0] * d
+    if d < 0:
+        raise LayoutError(f"{op}: negative stride {d} in {B} needs a rank-1 left-hand side, got {A}")
+    res_s, res_d = [], []
+    rest_stride, rest_shape = d, s
+    last = len(ls) - 1
+    for i in range(last):
+        si, di = ls[i], ld[i]
+        # divide out the stride
+        if rest_stride % si == 0:
+            rest_stride //= si
+            continue
+        if si % rest_stride != 0:
+            raise LayoutError(
+                f"{op}: stride divisibility violated: stride {rest_stride} and shape {si} "
+                f"do not divide one another ({A} o {B})")
+        new_s, new_d = si // rest_stride, di * rest_stride
+        rest_stride = 1
+        # mod out the shape
+        if rest_shape == 1:
+            break
+        if new_s >= rest_shape:
+            if new_s % rest_shape != 0:
+                raise LayoutError(
+                    f"{op}: shape divisibility violated: shape {rest_shape} does not divide {new_s} "
+                    f"({A} o {B})")
+            res_s.append(rest_shape)
+            res_d.append(new_d)
+            rest_shape = 1
+            break
+        if rest_shape % new_s != 0:
+            raise LayoutError(
+                f"{op}: shape divisibility violated: shape {new_s} does not divide {rest_shape} "
+                f"({A} o {B})")
+        res_s.append(new_s)
+        res_d.append(new_d)
+        rest_shape //= new_s
+    else:
+        if rest_shape != 1 or not res_s:
+            res_s.append(rest_shape)
+            res_d.append(rest_stride * ld[last])
+    rs, rd = _coalesce_modes(res_s, res_d)
+    if not rs:
+        return 1, 0
+    if len(rs) == 1:
+        return rs[0], rd[0]
+    return tuple(rs), tuple(rd)
+
+
+def _compose_tree(op, A, B, ls, ld, s, d):
+    if isinstance(s, tuple):
+        parts = [_compose_tree(op, A, B, ls, ld, x, y) for x, y in zip(s, d)]
+        return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
+    return _compose_leaf(op, A, B, ls, ld, s, d)
+
+
+@lru_cache(_CACHE)
+def _composition(A, B):
+    op = "composition"
+    flatA = _coalesce(A)
+    ls, ld = _flat_modes(flatA)
+    s, d = _compose_tree(op, A, B, ls, ld, B.shape, B.stride)
+    return Layout._make(s, d)
+
+
+def composition(lhs, rhs):
+    """``R = lhs o rhs`` with ``R(c) == lhs(rhs(c))`` for every coordinate ``c`` of ``rhs``.
+
+    ``rhs`` may be a layout, an int ``n`` (meaning ``n:1``), or a tuple tiler whose
+    entries (layouts, ints or ``None`` to keep a mode) apply to ``lhs``'s modes.
+    Post: ``compatible(rhs, R)`` for a layout ``rhs``.
+
+    >>> str(composition(Layout((6, 2), (8, 2)), Layout((4, 3), (3, 1))))
+    '((2,2),3):((24,2),8)'
+    >>> str(composition(Layout((12, (4, 8)), (59, (13, 1))), (3, 8)))
+    '(3,(4,2)):(59,(13,1))'
+    """
+    if type(lhs) is Layout and type(rhs) is Layout:
+        return _composition(lhs, rhs)
+    if hasattr(lhs, "__compose__"):
+        return lhs.__compose__(rhs)
+    if isinstance(lhs, Swizzle):
+        if isinstance(rhs, ComposedLayout) or not isinstance(rhs, Layout):
+            raise LayoutTypeError(f"composition: a swizzle composes with a layout, got {rhs!r}")
+        return ComposedLayout(lhs, 0, rhs)
+    if not isinstance(lhs, Layout):
+        raise LayoutTypeError(f"composition: left-hand side must be a layout, got {lhs!r}")
+    if isinstance(rhs, tuple):
+        return _by_mode("composition", lhs, rhs, composition)
+    if isinstance(rhs, ComposedLayout):
+        raise LayoutError(f"composition: a swizzled right-hand side {rhs} is not supported")
+    rhs = _as_layout("composition", rhs)
+    return _composition(lhs, rhs)
+
+
+def _by_mode(op, layout, tiler, fn):
+    """Apply ``fn(mode_i, tiler_i)`` to the first ``len(tiler)`` modes; ``None`` keeps a mode."""
+    r = rank(layout)
+    if len(tiler) > r:
+        raise LayoutError(f"{op}: tiler {_fmt_tiler(tiler)} has more modes than layout {layout}")
+    modes = []
+    for i in range(r):
+        m = layout[i]
+        if i < len(tiler) and tiler[i] is not None:
+            t = tiler[i]
+            if isinstance(t, bool) or not (isinstance(t, (Layout, tuple)) or is_int(t)):
+                raise LayoutTypeError(f"{op}: tiler entries must be layouts, ints, tuples or None, got {t!r}")
+            m = fn(m, t)
+        modes.append(m)
+    return make_layout(*modes)
+
+
+def _fmt_tiler(t):
+    if isinstance(t, tuple):
+        return "(" + ",".join(_fmt_tiler(x) for x in t) + ")"
+    return "_" if t is None else str(t)
+
+
+# ---- complement ----------------------------------------------------------
+
+@lru_cache(_CACHE)
+def _complement(L, cotarget):
+    op = "complement"
+    shapes, strides = _flat_modes(L)
+    modes = [(s, d) for s, d in zip(shapes, strides) if d != 0 and s != 1]
+    for s, d in modes:
+        if not isinstance(d, int):
+            raise LayoutError(f"{op}: layout {L} has coordinate-basis strides")
+        if d < 0:
+            raise LayoutError(f"{op}: layout {L} has a negative stride {d}; complement needs positive strides")
+    modes.sort(key=lambda m: m[1])
+    rs, rd = [], []
+    cur = 1
+    for s, d in modes:
+        if d % cur != 0 or d < cur:
+            raise LayoutError(
+                f"{op}: layout {L} is not injective or its strides are not divisible "
+                f"(stride {d} after extent {cur})")
+        rs.append(d // cur)
+        rd.append(cur)
+        cur = s * d
+    rest = ceil_div(cotarget, cur)
+    if isinstance(rest, tuple):
+        rest_s = flat_tuple(rest)
+        rest_d = [cur * p for p in flat_tuple(prefix_product(rest))]
+    else:
+        rest_s, rest_d = [rest], [cur]
+    return _from_modes(*_coalesce_modes(rs + list(rest_s), rd + list(rest_d)))
+
+
+def complement(layout, cotarget=None):
+    """The layout ``C`` such that ``(layout, C)`` is ordered, injective and covers ``cotarget``.
+
+    Pre: ``layout`` is injective with positive strides that divide one another in order.
+    Post: ``C`` is ordered (increasing strides), disjoint from ``layout`` except at 0,
+    and ``size(C) >= ceil(cotarget / cosize(layout))``.
+
+    >>> str(complement(Layout((2, 2), (1, 6)), 24))
+    '(3,2):(2,12)'
+    >>> str(complement(Layout(4, 1)))
+    '1:0'
+    """
+    if not isinstance(layout, Layout):
+        layout = _as_layout("complement", layout)
+    if cotarget is None:
+        cotarget = cosize(filter(layout))
+    elif isinstance(cotarget, bool) or not (is_int(cotarget) or isinstance(cotarget, tuple)):
+        raise LayoutTypeError(f"complement: cotarget must be an int or a shape, got {cotarget!r}")
+    elif isinstance(cotarget, tuple):
+        from .inttuple import check_shape
+        cotarget = check_shape("complement", cotarget)
+    else:
+        cotarget = int(cotarget)
+        if cotarget <= 0:
+            raise LayoutError(f"complement: cotarget must be positive, got {cotarget}")
+    return _complement(layout, cotarget)
+
+
+# ---- inverses ------------------------------------------------------------
+
+@lru_cache(_CACHE)
+def _right_inverse(L):
+    flat = _coalesce(L)
+    shapes, strides = _flat_modes(flat)
+    pos = flat_tuple(prefix_product(shapes)) if len(shapes) > 1 else (1,)
+    rs, rd = [], []
+    cur = 1
+    while True:
+        for s, d, p in zip(shapes, strides, pos):
+            if isinstance(d, int) and d == cur:
+                rs.append(s)
+                rd.append(p)
+                cur = s * d
+                break
+        else:
+            break
+    return _from_modes(*_coalesce_modes(rs, rd))
+
+
+def right_inverse(layout):
+    """``R`` with ``layout(R(i)) == i`` for every ``i`` in ``[0, size(R))`` (the largest such).
+
+    >>> str(right_inverse(Layout((4, 2), (2, 1))))
+    '(2,4):(4,1)'
+    """
+    if not isinstance(layout, Layout):
+        if hasattr(layout, "right_inverse"):
+            return layout.right_inverse()
+        layout = _as_layout("right_inverse", layout)
+    return _right_inverse(layout)
+
+
+@lru_cache(_CACHE)
+def _left_inverse(L):
+    try:
+        comp = complement(L)
+    except LayoutError as e:
+        raise LayoutError(f"left_inverse: layout {L} is not injective ({e})") from None
+    return _right_inverse(make_layout(L, comp))
+
+
+def left_inverse(layout):
+    """``R`` with ``R(layout(i)) == i`` for every ``i`` in ``[0, size(layout))``.
+
+    Pre: ``layout`` is injective (non-injective layouts raise ``LayoutError``).
+
+    >>> str(left_inverse(Layout((4, 2), (2, 1))))
+    '(2,4):(4,1)'
+    """
+    layout = _as_layout("left_inverse", layout)
+    return _left_inverse(layout)
+
+
+# ---- divides -------------------------------------------------------------
+
+def _tile_layout(op, t):
+    if isinstance(t, Layout):
+        return t
+    if isinstance(t, tuple):
+        return None
+    return _as_layout(op, t)
+
+
+@lru_cache(_CACHE)
+def _logical_divide_layout(A, B):
+    cot = flat_tuple(_coalesce(A).shape)
+    cot = cot[0] if len(cot) == 1 else cot
+    try:
+        comp = complement(B, cot)
+    except LayoutError as e:
+        raise LayoutError(f"logical_divide: tiler {B} cannot tile {A}: {e}") from None
+    try:
+        return composition(A, make_layout(B, comp))
+    except LayoutError as e:
+        raise LayoutError(f"logical_divide: tiler {B} is not admissible for {A}: {e}") from None
+
+
+def logical_divide(layout, tiler):
+    """Split ``layout`` into (tile, rest): ``layout o (tiler, complement(tiler, shape(layout)))``.
+
+    A tuple ``tiler`` divides mode by mode (entries layouts, ints or ``None``).
+    Residue tiles are allowed, as in CuTe: the rest mode rounds up.
+
+    >>> str(logical_divide(Layout((4, 2, 3), (2, 1, 8)), Layout(4, 2)))
+    '((2,2),(2,3)):((4,1),(2,8))'
+    >>> str(logical_divide(Layout((8, 8)), (2, 4)))
+    '((2,4),(4,2)):((1,2),(8,32))'
+    """
+    if hasattr(layout, "__divide__"):
+        return layout.__divide__(logical_divide, tiler)
+    layout = _as_layout("logical_divide", layout)
+    if isinstance(tiler, tuple):
+        return _by_mode("logical_divide", layout, tiler, logical_divide)
+    return _logical_divide_layout(layout, _as_layout("logical_divide", tiler))
+
+
+def _unzip(op, divided, tiler, split):
+    """From by-mode ((tile_i, rest_i), ...) build (tiles, rests)."""
+    if not isinstance(tiler, tuple):
+        return divided
+    n = len(tiler)
+    tiles, rests = [], []
+    for i in range(rank(divided)):
+        m = divided[i]
+        if i < n and tiler[i] is not None:
+            tiles.append(m[0])
+            rests.append(m[1])
+        elif i < n:
+            tiles.append(m)
+        else:
+            rests.append(m)
+    return make_layout(*tiles), rests
+
+
+def zipped_divide(layout, tiler):
+    """``((tile modes...), (rest modes...))``.
+
+    >>> str(zipped_divide(Layout((8, 8)), (2, 4)))
+    '((2,4),(4,2)):((1,8),(2,32))'
+    """
+    if hasattr(layout, "__divide__"):
+        return layout.__divide__(zipped_divide, tiler)
+    d = logical_divide(layout, tiler)
+    if not isinstance(tiler, tuple):
+        return d
+    tiles, rests = _unzip("zipped_divide", d, tiler, True)
+    return make_layout(tiles, make_layout(*rests) if rests else Layout._make((), ()))
+
+
+def tiled_divide(layout, tiler):
+    """``((tile modes...), rest_0, rest_1, ...)``."""
+    if hasattr(layout, "__divide__"):
+        return layout.__divide__(tiled_divide, tiler)
+    z = zipped_divide(layout, tiler)
+    if not isinstance(tiler, tuple):
+        return make_layout(z[0], *list(z[1]) if isinstance(z[1].shape, tuple) else [z[1]])
+    return make_layout(z[0], *list(z[1]))
+
+
+def flat_divide(layout, tiler):
+    """``(tile_0, tile_1, ..., rest_0, rest_1, ...)``."""
+    if hasattr(layout, "__divide__"):
+        return layout.__divide__(flat_divide, tiler)
+    z = zipped_divide(layout, tiler)
+    if not isinstance(tiler, tuple):
+        return make_layout(*(list(z[0]) if isinstance(z[0].shape, tuple) else [z[0]]),
+                           *(list(z[1]) if isinstance(z[1].shape, tuple) else [z[1]]))
+    return make_layout(*list(z[0]), *list(z[1]))
+
+
+# ---- products ------------------------------------------------------------
+
+@lru_cache(_CACHE)
+def _logical_product_layout(A, B):
+    try:
+        comp = complement(A, size(A) * cosize(B))
+        return make_layout(A, composition(comp, B))
+    except LayoutError as e:
+        raise LayoutError(f"logical_product: {A} and {B}: {e}") from None
+
+
+def logical_product(block, tiler):
+    """``(block, complement(block, size(block)*cosize(tiler)) o tiler)``: ``tiler`` copies of ``block``.
+
+    An int ``tiler`` ``n`` means ``n:1``; a tuple multiplies mode by mode.
+
+    >>> str(logical_product(Layout((2, 2), (1, 2)), Layout((3, 4), (4, 1))))
+    '((2,2),(3,4)):((1,2),(16,4))'
+    >>> str(logical_product(Layout(4, 1), 3))
+    '(4,3):(1,4)'
+    """
+    block = _as_layout("logical_product", block) if not hasattr(block, "__product__") else block
+    if hasattr(block, "__product__"):
+        return block.__product__(logical_product, tiler)
+    if isinstance(tiler, tuple):
+        return _by_mode("logical_product", block, tiler, logical_product)
+    return _logical_product_layout(block, _as_layout("logical_product", tiler))
+
+
+def zipped_product(block, tiler):
+    """``((block modes...), (tiler modes...))``."""
+    p = logical_product(block, tiler)
+    if not isinstance(tiler, tuple):
+        return p
+    tiles, rests = _unzip("zipped_product", p, tiler, True)
+    return make_layout(tiles, make_layout(*rests) if rests else Layout._make((), ()))
+
+
+def tiled_product(block, tiler):
+    """``((block modes...), tiler_0, tiler_1, ...)``."""
+    z = zipped_product(block, tiler)
+    rest = list(z[1]) if isinstance(z[1].shape, tuple) else [z[1]]
+    return make_layout(z[0], *rest)
+
+
+def flat_product(block, tiler):
+    """``(block_0, block_1, ..., tiler_0, tiler_1, ...)``."""
+    z = zipped_product(block, tiler)
+    first = list(z[0]) if isinstance(z[0].shape, tuple) else [z[0]]
+    rest = list(z[1]) if isinstance(z[1].shape, tuple) else [z[1]]
+    return make_layout(*first, *rest)
+
+
+def append(layout, n, fill=None):
+    """Pad ``layout`` with ``1:0`` modes (or ``fill``) up to rank ``n``."""
+    r = rank(layout)
+    if r >= n:
+        return layout
+    modes = list(layout) if isinstance(layout.shape, tuple) else [layout]
+    modes += [fill if fill is not None else Layout._make(1, 0)] * (n - r)
+    return make_layout(*modes)
+
+
+def zip_layouts(a, b):
+    """``((a_0, b_0), (a_1, b_1), ...)`` for layouts of equal rank."""
+    return make_layout(*[make_layout(x, y) for x, y in zip(a, b)])
+
+
+def _block_or_raked(op, block, tiler, raked):
+    block = _as_layout(op, block)
+    tiler = _as_layout(op, tiler) if not isinstance(tiler, Layout) else tiler
+    R = max(rank(block), rank(tiler))
+    b, t = append(block, R), append(tiler, R)
+    try:
+        p = logical_product(b, t)
+    except LayoutError as e:
+        raise LayoutError(f"{op}: {block} x {tiler}: {e}") from None
+    first, second = (p[1], p[0]) if raked else (p[0], p[1])
+    if R == 1:
+        first = make_layout(first)
+        second = make_layout(second)
+    return coalesce(zip_layouts(first, second), (1,) * R)
+
+
+def blocked_product(block, tiler):
+    """Tile ``block`` in the arrangement ``tiler``, mode by mode: block elements vary fastest.
+
+    >>> str(blocked_product(Layout((2, 2), (1, 2)), Layout((3, 4), (4, 1))))
+    '((2,3),8):((1,16),2)'
+    """
+    return _block_or_raked("blocked_product", block, tiler, False)
+
+
+def raked_product(block, tiler):
+    """Interleave copies of ``block`` in ``tiler``'s arrangement: tiler elements vary fastest.
+
+    >>> str(raked_product(Layout((2, 2), (1, 2)), Layout((3, 4), (4, 1))))
+    '((3,2),(4,2)):((16,1),(4,2))'
+    """
+    return _block_or_raked("raked_product", block, tiler, True)
+
+
+def tile_to_shape(block, target_shape, order=None):
+    """Repeat ``block`` (blocked) until it covers ``target_shape``.
+
+    Pre: each mode of ``target_shape`` is a multiple of the block's mode size.
+
+    >>> str(tile_to_shape(Layout((2, 2), (1, 2)), (4, 6)))
+    '((2,2),(2,3)):((1,4),(2,8))'
+    """
+    if hasattr(block, "__tile_to_shape__"):
+        return block.__tile_to_shape__(target_shape, order)
+    block = _as_layout("tile_to_shape", block)
+    from .inttuple import check_shape
+
+    target_shape = check_shape("tile_to_shape", target_shape)
+    trg = target_shape if isinstance(target_shape, tuple) else (target_shape,)
+    R = len(trg)
+    if rank(block) > R:
+        raise LayoutError(f"tile_to_shape: block {block} has more modes than target {fmt(target_shape)}")
+    padded = append(block, R)
+    block_shape = tuple(size(m) for m in padded) if R > 1 else (size(padded),)
+    target = tuple(product(t) for t in trg)
+    for b, t in zip(block_shape, target):
+        if t % b != 0:
+            raise LayoutError(
+                f"tile_to_shape: block {block} (mode sizes {fmt(block_shape)}) does not divide "
+                f"target shape {fmt(target_shape)}")
+    reps = tuple(t // b for b, t in zip(block_shape, target))
+    ordered = make_ordered_layout(reps if R > 1 else reps[0], order)
+    res = blocked_product(padded, ordered)
+    return coalesce(res, reps if R > 1 else None) if R > 1 else coalesce(res)
+
+
+# ---- recasting -----------------------------------------------------------
+
+def _upcast_leaf(op, s, d, n):
+    if d == 0:
+        return s, 0
+    sign = -1 if d < 0 else 1
+    a = abs(d)
+    if a % n == 0:
+        return s, sign * (a // n)
+    if n % a != 0:
+        raise LayoutError(f"{op}: stride {d} and factor {n} do not divide one another")
+    k = n // a
+    if s % k != 0 and k % s != 0:
+        raise LayoutError(f"{op}: shape {s} with stride {d} cannot be grouped by {n}")
+    return -(-s // k), sign
+
+
+def upcast(layout, n):
+    """View a layout of ``n`` narrow elements per wide element as a layout of wide elements.
+
+    >>> str(upcast(Layout((4, 8), (8, 1)), 2))
+    '(4,4):(4,1)'
+    """
+    if hasattr(layout, "__upcast__"):
+        return layout.__upcast__(n)
+    layout = _as_layout("upcast", layout)
+    _check_factor("upcast", n)
+
+    def go(s, d):
+        if isinstance(s, tuple):
+            parts = [go(x, y) for x, y in zip(s, d)]
+            return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
+        return _upcast_leaf("upcast", s, d, n)
+
+    return Layout._make(*go(layout.shape, layout.stride))
+
+
+def downcast(layout, n):
+    """View a layout of wide elements as a layout of ``n`` times narrower elements.
+
+    >>> str(downcast(Layout((4, 4), (4, 1)), 2))
+    '(4,8):(8,1)'
+    """
+    if hasattr(layout, "__downcast__"):
+        return layout.__downcast__(n)
+    layout = _as_layout("downcast", layout)
+    _check_factor("downcast", n)
+
+    def go(s, d):
+        if isinstance(s, tuple):
+            parts = [go(x, y) for x, y in zip(s, d)]
+            return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
+        if d == 1 or d == -1:
+            return s * n, d
+        return s, d * n
+
+    return Layout._make(*go(layout.shape, layout.stride))
+
+
+def _check_factor(op, n):
+    if isinstance(n, bool) or not is_int(n) or n <= 0:
+        raise LayoutTypeError(f"{op}: factor must be a positive int, got {n!r}")
+
+
+_BITS = {"b1": 1, "s4": 4, "u4": 4, "int4": 4, "f8": 8, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8,
+         "i8": 8, "int8": 8, "uint8": 8, "f16": 16, "bf16": 16, "half": 16, "float16": 16,
+         "bfloat16": 16, "u16": 16, "s16": 16, "tf32": 32, "f32": 32, "float32": 32, "s32": 32,
+         "u32": 32, "i32": 32, "int32": 32, "uint32": 32, "f64": 64, "float64": 64, "u64": 64,
+         "s64": 64, "u128": 128}
+
+
+def type_bits(t):
+    """Bit width of a type given as bits (int), a name (``"f16"``) or a numpy dtype."""
+    if isinstance(t, bool):
+        raise LayoutTypeError(f"type_bits: expected a type, got {t!r}")
+    if is_int(t):
+        if t <= 0:
+            raise LayoutError(f"type_bits: bit width must be positive, got {t}")
+        return int(t)
+    if isinstance(t, str) and t.lower() in _BITS:
+        return _BITS[t.lower()]
+    try:
+        import numpy as np
+
+        return np.dtype(t).itemsize * 8
+    except Exception:
+        raise LayoutTypeError(f"type_bits: unknown type {t!r}") from None
+
+
+def recast_layout(layout, old_type, new_type):
+    """Re-express ``layout`` over elements of ``old_type`` in elements of ``new_type``.
+
+    >>> str(recast_layout(Layout((4, 8), (8, 1)), "f16", "f32"))
+    '(4,4):(4,1)'
+    """
+    ob, nb = type_bits(old_type), type_bits(new_type)
+    if ob == nb:
+        return layout
+    if nb > ob:
+        if nb % ob:
+            raise LayoutError(f"recast_layout: {nb} bits is not a multiple of {ob} bits")
+        return upcast(layout, nb // ob)
+    if ob % nb:
+        raise LayoutError(f"recast_layout: {ob} bits is not a multiple of {nb} bits")
+    return downcast(layout, ob // nb)
+
+
+# ---- common vectors ------------------------------------------------------
+
+def _mode0(L):
+    return Layout._make(L.shape[0], L.stride[0]) if isinstance(L.shape, tuple) else L
+
+
+def max_common_layout(a, b):
+    """The largest layout ``C`` such that ``a o C`` and ``b o C`` are both ``n:1`` (contiguous in both).
+
+    >>> str(max_common_layout(Layout((4, 8), (8, 1)), Layout((4, 8), (8, 1))))
+    '(8,4):(4,1)'
+    """
+    a = _layout_of(a) or _as_layout("max_common_layout", a)
+    b = _layout_of(b) or _as_layout("max_common_layout", b)
+    inv_b = right_inverse(b)
+    common = coalesce(composition(a, inv_b))
+    m = _mode0(common)
+    if m.stride == 1:
+        return composition(inv_b, Layout._make(m.shape, 1))
+    return Layout._make(1, 0)
+
+
+def max_common_vector(a, b):
+    """The number of elements that are contiguous in both ``a`` and ``b`` starting at 0.
+
+    >>> max_common_vector(Layout((4, 8), (8, 1)), Layout((4, 8), (1, 4)))
+    1
+    """
+    a = _layout_of(a) or _as_layout("max_common_vector", a)
+    b = _layout_of(b) or _as_layout("max_common_vector", b)
+    common = coalesce(composition(a, right_inverse(b)))
+    m = _mode0(common)
+    return m.shape if m.stride == 1 else 1
+
+
+def nullspace(layout):
+    """The layout of the domain positions that ``layout`` sends to 0 (its stride-0 modes).
+
+    >>> str(nullspace(Layout((2, 4, 3), (0, 1, 0))))
+    '(2,3):(1,8)'
+    """
+    layout = _as_layout("nullspace", layout)
+    shapes, strides = _flat_modes(layout)
+    pos = flat_tuple(prefix_product(shapes)) if len(shapes) > 1 else (1,)
+    zs = [(s, p) for s, d, p in zip(shapes, strides, pos) if d == 0]
+    if not zs:
+        return Layout._make(1, 0)
+    return _from_modes([s for s, _ in zs], [p for _, p in zs])
+
+
+def with_shape(layout, shape):
+    """``layout o make_layout(shape)``: the same function re-indexed by ``shape``.
+
+    >>> str(with_shape(Layout(24, 1), (4, 6)))
+    '(4,6):(1,4)'
+    """
+    return composition(layout, Layout(shape))
+
+
+def flatten_layout(layout):
+    """The layout with flat shape and stride."""
+    s, d = _flat_modes(layout)
+    if not isinstance(layout.shape, tuple):
+        return layout
+    return Layout._make(s, d)
+
+
+def get_nonswizzle_portion(layout):
+    """The plain layout part (for a ComposedLayout, its inner layout)."""
+    return getattr(layout, "inner", layout)
