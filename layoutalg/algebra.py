@@ -413,22 +413,31 @@ def logical_divide(layout, tiler):
     return _logical_divide_layout(layout, _as_layout("logical_divide", tiler))
 
 
-def _unzip(op, divided, tiler, split):
-    """From by-mode ((tile_i, rest_i), ...) build (tiles, rests)."""
+def _zip2_by(op, layout, guide):
+    """CuTe's ``zip2_by``: gather the (tile, rest) pairs at the guide's terminals.
+
+    Returns ``(tiles, rests)`` as layouts; modes beyond the guide go to the rests.
+    A non-tuple guide entry (a layout, an int or ``None``) marks a mode that is
+    already a (tile, rest) pair.
+    """
+    if not isinstance(guide, tuple):
+        if rank(layout) != 2:
+            raise LayoutError(f"{op}: mode {layout} is not a (tile, rest) pair")
+        return layout[0], layout[1]
+    r = rank(layout)
+    if len(guide) > r:
+        raise LayoutError(f"{op}: tiler {_fmt_tiler(guide)} has more modes than {layout}")
+    split = [_zip2_by(op, layout[i], guide[i]) for i in range(len(guide))]
+    tiles = make_layout(*[t for t, _ in split])
+    rests = make_layout(*[x for _, x in split], *[layout[i] for i in range(len(guide), r)])
+    return tiles, rests
+
+
+def _tile_unzip(op, layout, tiler):
     if not isinstance(tiler, tuple):
-        return divided
-    n = len(tiler)
-    tiles, rests = [], []
-    for i in range(rank(divided)):
-        m = divided[i]
-        if i < n and tiler[i] is not None:
-            tiles.append(m[0])
-            rests.append(m[1])
-        elif i < n:
-            tiles.append(m)
-        else:
-            rests.append(m)
-    return make_layout(*tiles), rests
+        return layout
+    tiles, rests = _zip2_by(op, layout, tiler)
+    return make_layout(tiles, rests)
 
 
 def zipped_divide(layout, tiler):
@@ -439,11 +448,11 @@ def zipped_divide(layout, tiler):
     """
     if hasattr(layout, "__divide__"):
         return layout.__divide__(zipped_divide, tiler)
-    d = logical_divide(layout, tiler)
-    if not isinstance(tiler, tuple):
-        return d
-    tiles, rests = _unzip("zipped_divide", d, tiler, True)
-    return make_layout(tiles, make_layout(*rests) if rests else Layout._make((), ()))
+    return _tile_unzip("zipped_divide", logical_divide(layout, tiler), tiler)
+
+
+def _modes(L):
+    return list(L) if isinstance(L.shape, tuple) else [L]
 
 
 def tiled_divide(layout, tiler):
@@ -451,9 +460,7 @@ def tiled_divide(layout, tiler):
     if hasattr(layout, "__divide__"):
         return layout.__divide__(tiled_divide, tiler)
     z = zipped_divide(layout, tiler)
-    if not isinstance(tiler, tuple):
-        return make_layout(z[0], *list(z[1]) if isinstance(z[1].shape, tuple) else [z[1]])
-    return make_layout(z[0], *list(z[1]))
+    return make_layout(z[0], *_modes(z[1]))
 
 
 def flat_divide(layout, tiler):
@@ -461,10 +468,7 @@ def flat_divide(layout, tiler):
     if hasattr(layout, "__divide__"):
         return layout.__divide__(flat_divide, tiler)
     z = zipped_divide(layout, tiler)
-    if not isinstance(tiler, tuple):
-        return make_layout(*(list(z[0]) if isinstance(z[0].shape, tuple) else [z[0]]),
-                           *(list(z[1]) if isinstance(z[1].shape, tuple) else [z[1]]))
-    return make_layout(*list(z[0]), *list(z[1]))
+    return make_layout(*_modes(z[0]), *_modes(z[1]))
 
 
 # ---- products ------------------------------------------------------------
@@ -498,26 +502,25 @@ def logical_product(block, tiler):
 
 def zipped_product(block, tiler):
     """``((block modes...), (tiler modes...))``."""
-    p = logical_product(block, tiler)
-    if not isinstance(tiler, tuple):
-        return p
-    tiles, rests = _unzip("zipped_product", p, tiler, True)
-    return make_layout(tiles, make_layout(*rests) if rests else Layout._make((), ()))
+    if hasattr(block, "__product__"):
+        return block.__product__(zipped_product, tiler)
+    return _tile_unzip("zipped_product", logical_product(block, tiler), tiler)
 
 
 def tiled_product(block, tiler):
     """``((block modes...), tiler_0, tiler_1, ...)``."""
+    if hasattr(block, "__product__"):
+        return block.__product__(tiled_product, tiler)
     z = zipped_product(block, tiler)
-    rest = list(z[1]) if isinstance(z[1].shape, tuple) else [z[1]]
-    return make_layout(z[0], *rest)
+    return make_layout(z[0], *_modes(z[1]))
 
 
 def flat_product(block, tiler):
     """``(block_0, block_1, ..., tiler_0, tiler_1, ...)``."""
+    if hasattr(block, "__product__"):
+        return block.__product__(flat_product, tiler)
     z = zipped_product(block, tiler)
-    first = list(z[0]) if isinstance(z[0].shape, tuple) else [z[0]]
-    rest = list(z[1]) if isinstance(z[1].shape, tuple) else [z[1]]
-    return make_layout(*first, *rest)
+    return make_layout(*_modes(z[0]), *_modes(z[1]))
 
 
 def append(layout, n, fill=None):

@@ -26,6 +26,7 @@ import math
 __all__ = [
     "Layout", "make_layout", "make_ordered_layout", "make_layout_like", "size", "cosize",
     "rank", "depth", "shape", "stride", "slice_and_offset", "is_layout", "_", "Underscore",
+    "compact_col_major",
 ]
 
 
@@ -60,12 +61,28 @@ def _check_stride(op, d):
     return int(d)
 
 
+def compact_col_major(shape, current=1):
+    """Compact column-major strides, as CuTe's ``compact_major<LayoutLeft>``: size-1 modes get stride 0.
+
+    >>> compact_col_major((2, (1, 3), 1)) == (1, (0, 2), 0)
+    True
+    """
+    if isinstance(shape, tuple):
+        out = []
+        for s in shape:
+            out.append(compact_col_major(s, current))
+            current = current * product(s)
+        return tuple(out)
+    return 0 if shape == 1 else current
+
+
 class Layout:
     """An immutable, hashable (shape, stride) pair.
 
     Pre: ``shape`` is a positive int-tuple; ``stride`` is congruent to it (ints,
     possibly zero or negative, or coordinate bases ``E<i>``).  Without a stride
-    the layout is compact column-major.
+    the layout is compact column-major; as in CuTe C++, size-1 modes of a
+    compact layout get stride 0 (``Layout((2, 1))`` is ``(2,1):(1,0)``).
     """
 
     __slots__ = ("shape", "stride", "_hash")
@@ -73,7 +90,7 @@ class Layout:
     def __init__(self, shape, stride=None):
         shape = check_shape("Layout", shape)
         if stride is None:
-            stride = prefix_product(shape)
+            stride = compact_col_major(shape)
         else:
             stride = _check_stride("Layout", stride)
             if not congruent(shape, stride):
@@ -242,7 +259,7 @@ def make_ordered_layout(shape, order=None):
     strides = [0] * len(fs)
     cur = 1
     for i in sorted(range(len(fs)), key=lambda k: (fo[k], k)):
-        strides[i] = cur
+        strides[i] = 0 if fs[i] == 1 else cur
         cur *= fs[i]
     return Layout._make(shape, unflatten(tuple(strides), shape) if isinstance(shape, tuple) else strides[0])
 
