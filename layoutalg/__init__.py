@@ -27,6 +27,17 @@ from .algebra import (
     zipped_divide, zipped_product,
 )
 from .parse import evaluate
+from .tensor import (
+    ArrayEngine, CoordEngine, PointerEngine, RegisterEngine, Tensor, dice, get_flat_coord,
+    group_modes, inner_partition, local_partition, local_tile, make_basis_like,
+    make_fragment_like, make_identity_layout, make_identity_tensor, make_tensor, outer_partition,
+    recast,
+)
+from .atom import CopyAtom, MMAAtom
+from .tiled_mma import ThrMMA, TiledMMA, make_tiled_mma
+from .tiled_copy import (
+    ThrCopy, TiledCopy, make_tiled_copy, make_tiled_copy_A, make_tiled_copy_B, make_tiled_copy_C,
+)
 
 __version__ = "0.1.0"
 
@@ -53,4 +64,12 @@ __all__ = [
     "zip_layouts", "flatten_layout",
     # text
     "evaluate",
+    # tensors
+    "Tensor", "ArrayEngine", "RegisterEngine", "PointerEngine", "CoordEngine", "make_tensor",
+    "make_identity_tensor", "make_identity_layout", "make_basis_like", "local_tile",
+    "local_partition", "inner_partition", "outer_partition", "make_fragment_like", "recast",
+    "group_modes", "get_flat_coord", "dice",
+    # atoms and tiled partitioning
+    "MMAAtom", "CopyAtom", "TiledMMA", "ThrMMA", "make_tiled_mma", "TiledCopy", "ThrCopy",
+    "make_tiled_copy", "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C",
 ]

@@ -1,0 +1,104 @@
+"""``MMAAtom`` and ``CopyAtom``: an instruction's table entry, typed.
+
+An MMA atom's layouts map (thread, value) to a column-major index into its
+``MxK`` (A), ``NxK`` (B) and ``MxN`` (C) tiles.  A copy atom's tables are in
+bits; ``CopyAtom(op, dtype)`` recasts them to elements of ``dtype``.
+
+>>> atom = MMAAtom("SM80_16x8x16_F32F16F16F32_TN")
+>>> atom.shape_mnk
+(16, 8, 16)
+>>> str(atom.layout_c)                      # (T32,V4) -> (M16,N8)
+'((4,8),(2,2)):((32,1),(16,8))'
+"""
+
+from .algebra import recast_layout, type_bits
+from .errors import LayoutError, LayoutTypeError
+from .layout import Layout, size
+
+__all__ = ["MMAAtom", "CopyAtom", "lookup_op"]
+
+
+def lookup_op(op, kind):
+    """A table entry from itself or its name (``mma_atoms.get``)."""
+    if isinstance(op, str):
+        import mma_atoms
+
+        return mma_atoms.get(op)
+    if not hasattr(op, "name"):
+        raise LayoutTypeError(f"{kind}: expected an atom table entry or its name, got {op!r}")
+    return op
+
+
+class MMAAtom:
+    """An MMA instruction as the algebra sees it.
+
+    Attributes: ``op`` (the table entry), ``shape_mnk``, ``thr_id`` (logical thread ->
+    lane), ``layout_a`` ``# (T,V) -> (M,K)``, ``layout_b`` ``# (T,V) -> (N,K)``,
+    ``layout_c`` ``# (T,V) -> (M,N)``, and the element types.
+    """
+
+    def __init__(self, op):
+        op = lookup_op(op, "MMAAtom")
+        for attr in ("shape_mnk", "thr_id", "layout_a", "layout_b", "layout_c"):
+            if not hasattr(op, attr):
+                raise LayoutTypeError(f"MMAAtom: {getattr(op, 'name', op)!r} is not an MMA entry (no {attr})")
+        self.op = op
+        self.name = op.name
+        self.shape_mnk = tuple(op.shape_mnk)
+        self.thr_id = op.thr_id
+        self.layout_a = op.layout_a
+        self.layout_b = op.layout_b
+        self.layout_c = op.layout_c
+        self.a_type = getattr(op, "a_type", None)
+        self.b_type = getattr(op, "b_type", None)
+        self.c_type = getattr(op, "c_type", None)
+        self.d_type = getattr(op, "d_type", self.c_type)
+
+    @property
+    def num_threads(self):
+        return size(self.thr_id)
+
+    def __repr__(self):
+        return f"MMAAtom({self.name})"
+
+
+class CopyAtom:
+    """A copy instruction for elements of ``dtype``.
+
+    ``src_layout``/``dst_layout``/``ref_layout`` are the table's (thread, bit) layouts
+    recast to (thread, value) layouts of ``dtype`` elements.
+    """
+
+    def __init__(self, op, dtype):
+        op = lookup_op(op, "CopyAtom")
+        for attr in ("thr_id", "src_layout", "dst_layout", "ref_layout"):
+            if not hasattr(op, attr):
+                raise LayoutTypeError(f"CopyAtom: {getattr(op, 'name', op)!r} is not a copy entry (no {attr})")
+        self.op = op
+        self.name = op.name
+        self.dtype = dtype
+        self.value_bits = type_bits(dtype)
+        self.thr_id = op.thr_id
+        try:
+            self.src_layout = recast_layout(op.src_layout, 1, self.value_bits)   # (T,V) -> src value
+            self.dst_layout = recast_layout(op.dst_layout, 1, self.value_bits)   # (T,V) -> dst value
+            self.ref_layout = recast_layout(op.ref_layout, 1, self.value_bits)   # (T,V) -> ref value
+        except LayoutError as e:
+            raise LayoutError(
+                f"CopyAtom: {op.name} cannot move {dtype} elements ({self.value_bits} bits): {e}") from None
+
+    @property
+    def num_threads(self):
+        return size(self.ref_layout[0])
+
+    @property
+    def num_values(self):
+        return size(self.ref_layout[1])
+
+    @property
+    def vector_bits(self):
+        """Bits each thread moves per instruction (the copy's vector width)."""
+        return self.num_values * self.value_bits
+
+    def __repr__(self):
+        return f"CopyAtom({self.name}, {self.dtype})"

@@ -1,0 +1,512 @@
+"""Tensors: a layout over an engine.
+
+Engines:
+
+* :class:`ArrayEngine` -- host data in a numpy array (element ``k`` of its flat memory);
+* :class:`RegisterEngine` -- an owned register fragment (a small numpy array);
+* :class:`PointerEngine` -- a symbolic pointer, a named base plus an offset, for the code emitter;
+* :class:`CoordEngine` -- coordinates: the element at an offset *is* that offset, which with
+  coordinate-basis strides (``E<i>``) makes an identity tensor.
+
+>>> import numpy as np
+>>> t = make_tensor(np.arange(12), Layout((3, 4)))   # (M3,N4) -> offset
+>>> int(t[1, 2])
+7
+>>> c = make_identity_tensor((4, 8))                 # (M4,N8) -> (m,n)
+>>> c[3, 5]
+(3, 5)
+>>> part = local_partition(c, Layout((2, 4)), 5)     # thread 5 of a 2x4 arrangement
+>>> [part[i] for i in range(4)]
+[(1, 2), (3, 2), (1, 6), (3, 6)]
+"""
+
+import numpy as np
+
+from .basis import ArithTuple, ScaledBasis, basis_value
+from .errors import LayoutError, LayoutTypeError
+from .inttuple import crd2idx, flat_tuple, fmt, idx2crd, is_int, product
+from .layout import (
+    Layout, _has_slot, make_layout, make_layout_like, rank, size, slice_and_offset,
+)
+from .swizzle import ComposedLayout
+from . import algebra as _alg
+
+__all__ = [
+    "Tensor", "ArrayEngine", "RegisterEngine", "PointerEngine", "CoordEngine", "make_tensor",
+    "make_identity_tensor", "make_identity_layout", "make_basis_like", "local_tile",
+    "local_partition", "inner_partition", "outer_partition", "make_fragment_like", "recast",
+    "group_modes", "get_flat_coord", "dice",
+]
+
+
+# ---- engines -------------------------------------------------------------
+
+class ArrayEngine:
+    """Host memory: a 1-D numpy array and a base offset into it."""
+
+    __slots__ = ("array", "offset")
+
+    def __init__(self, array, offset=0):
+        self.array = array
+        self.offset = offset
+
+    def __add__(self, k):
+        return ArrayEngine(self.array, self.offset + k)
+
+    def load(self, off):
+        return self.array[self.offset + off]
+
+    def store(self, off, value):
+        self.array[self.offset + off] = value
+
+    @property
+    def dtype(self):
+        return self.array.dtype
+
+    def __repr__(self):
+        return f"ArrayEngine({self.array.dtype}[{self.array.size}] + {self.offset})"
+
+
+class RegisterEngine(ArrayEngine):
+    """An owned register fragment (a fresh zero-filled numpy array)."""
+
+    def __init__(self, dtype, n, array=None, offset=0):
+        super().__init__(np.zeros(n, dtype=dtype) if array is None else array, offset)
+
+    def __add__(self, k):
+        return RegisterEngine(self.array.dtype, 0, self.array, self.offset + k)
+
+    def __repr__(self):
+        return f"RegisterEngine({self.array.dtype}[{self.array.size}] + {self.offset})"
+
+
+class PointerEngine:
+    """A symbolic pointer: a named base and an offset (an int or a symbolic expression)."""
+
+    __slots__ = ("name", "offset", "dtype")
+
+    def __init__(self, name, offset=0, dtype=None):
+        self.name = name
+        self.offset = offset
+        self.dtype = dtype
+
+    def __add__(self, k):
+        return PointerEngine(self.name, self.offset + k, self.dtype)
+
+    def load(self, off):
+        return (self.name, self.offset + off)
+
+    def store(self, off, value):
+        raise LayoutError(f"PointerEngine {self.name}: a symbolic pointer holds no data")
+
+    def __repr__(self):
+        return f"PointerEngine({self.name} + {self.offset})"
+
+
+class CoordEngine:
+    """Coordinates: ``load(off)`` returns the offset itself (a coordinate for basis strides)."""
+
+    __slots__ = ("origin", "rank")
+
+    def __init__(self, origin=0, rank=None):
+        self.origin = origin
+        self.rank = rank
+
+    def __add__(self, k):
+        return CoordEngine(self.origin + k, self.rank)
+
+    def load(self, off):
+        return basis_value(self.origin + off, self.rank)
+
+    def store(self, off, value):
+        raise LayoutError("CoordEngine: an identity tensor is read-only")
+
+    dtype = None
+
+    def __repr__(self):
+        return f"CoordEngine({basis_value(self.origin, self.rank)})"
+
+
+# ---- tensors -------------------------------------------------------------
+
+class Tensor:
+    """A layout over an engine: ``t[c] == engine[layout(c)]``.
+
+    Indexing with ints or coordinates gives an element; a coordinate containing
+    ``None``/``_`` gives a sub-tensor.  Algebra functions (divides, products,
+    composition) apply to the layout and keep the engine.
+    """
+
+    __slots__ = ("engine", "layout")
+
+    def __init__(self, engine, layout):
+        if not isinstance(layout, (Layout, ComposedLayout)):
+            raise LayoutTypeError(f"Tensor: layout must be a Layout or ComposedLayout, got {layout!r}")
+        self.engine = engine
+        self.layout = layout
+
+    @property
+    def shape(self):
+        return self.layout.shape
+
+    @property
+    def stride(self):
+        return self.layout.stride
+
+    @property
+    def dtype(self):
+        return getattr(self.engine, "dtype", None)
+
+    def size(self):
+        return size(self.layout)
+
+    def cosize(self):
+        from .layout import cosize
+
+        return cosize(self.layout)
+
+    def __layout_rank__(self):
+        return rank(self.layout)
+
+    def __layout_mode__(self, i):
+        return self.layout[i]
+
+    def __len__(self):
+        return size(self.layout)
+
+    def __repr__(self):
+        return f"Tensor({self.engine!r} o {self.layout})"
+
+    def _coord(self, key):
+        if isinstance(key, list):
+            key = tuple(key)
+        return key
+
+    def __getitem__(self, key):
+        key = self._coord(key)
+        if _has_slot(key):
+            return self._slice(key)
+        return self.engine.load(self._offset(key))
+
+    def __call__(self, *args):
+        return self[args[0] if len(args) == 1 else tuple(args)]
+
+    def __setitem__(self, key, value):
+        key = self._coord(key)
+        if _has_slot(key):
+            sub = self._slice(key)
+            vals = np.broadcast_to(np.asarray(value), (size(sub),))
+            for i in range(size(sub)):
+                sub[i] = vals[i]
+            return
+        self.engine.store(self._offset(key), value)
+
+    def _offset(self, key):
+        if isinstance(key, bool) or not (is_int(key) or isinstance(key, tuple)):
+            raise LayoutTypeError(f"Tensor[{key!r}]: index must be an int or a coordinate")
+        return self.layout(key)
+
+    def _slice(self, key):
+        sub, off = slice_and_offset(key, self.layout)
+        return Tensor(self.engine + off, sub)
+
+    def __iter__(self):
+        for i in range(size(self.layout)):
+            yield self[i]
+
+    def with_layout(self, layout):
+        return Tensor(self.engine, layout)
+
+    # algebra hooks: act on the layout, keep the engine
+    def __compose__(self, rhs):
+        return self.with_layout(_alg.composition(self.layout, rhs))
+
+    def compose(self, *tilers):
+        """``compose(t0, t1, ...)``: compose mode by mode (CuTe's ``tensor.compose``)."""
+        tiler = tilers[0] if len(tilers) == 1 else tuple(tilers)
+        return self.with_layout(_alg.composition(self.layout, tiler))
+
+    def __divide__(self, fn, tiler):
+        return self.with_layout(fn(self.layout, tiler))
+
+    def __product__(self, fn, tiler):
+        return self.with_layout(fn(self.layout, tiler))
+
+    def coalesce(self, profile=None):
+        return self.with_layout(_alg.coalesce(self.layout, profile))
+
+    def numpy(self):
+        """The tensor's values as a numpy array of its (flattened-mode) sizes, column-major."""
+        vals = [self[i] for i in range(size(self.layout))]
+        shp = tuple(size(self.layout[i]) for i in range(rank(self.layout))) if isinstance(
+            self.layout.shape, tuple) else (size(self.layout),)
+        return np.array(vals).reshape(shp + np.array(vals).shape[1:], order="F")
+
+
+def _numpy_layout(a):
+    """The layout of a numpy array in elements, and the base of its memory as a 1-D array."""
+    if a.ndim == 0:
+        raise LayoutError("make_tensor: a 0-d array has no layout")
+    item = a.itemsize
+    strides = []
+    for s in a.strides:
+        if s % item:
+            raise LayoutError(f"make_tensor: array strides {a.strides} are not multiples of its itemsize {item}")
+        strides.append(s // item)
+    if any(d < 0 for d in strides):
+        raise LayoutError(f"make_tensor: negative array strides {a.strides} are not supported")
+    span = 1 + sum((n - 1) * d for n, d in zip(a.shape, strides))
+    base = np.lib.stride_tricks.as_strided(a, shape=(span,), strides=(item,))
+    shape = tuple(a.shape) if a.ndim > 1 else a.shape[0]
+    stride = tuple(strides) if a.ndim > 1 else strides[0]
+    return base, Layout(shape, stride)
+
+
+def make_tensor(engine, layout=None):
+    """A tensor of ``engine`` (a numpy array, an engine, or a name for a symbolic pointer).
+
+    A numpy array without a layout keeps its own shape and strides (in elements):
+    ``make_tensor(np.zeros((4, 8)))`` has layout ``(4,8):(8,1)``.  With a layout,
+    the array's flat (C-order) memory is indexed by the layout's offsets.
+    A dtype (e.g. ``np.float32`` or ``"f16"``) with a layout makes a register fragment.
+    """
+    if isinstance(layout, tuple) or is_int(layout):
+        layout = Layout(layout)
+    if isinstance(engine, np.ndarray):
+        if layout is None:
+            base, layout = _numpy_layout(engine)
+            return Tensor(ArrayEngine(base), layout)
+        flat = engine.reshape(-1)
+        if _cos(layout) > flat.size:
+            raise LayoutError(
+                f"make_tensor: layout {layout} needs {_cos(layout)} elements, array has {flat.size}")
+        return Tensor(ArrayEngine(flat), layout)
+    if isinstance(engine, (ArrayEngine, PointerEngine, CoordEngine)):
+        if layout is None:
+            raise LayoutError("make_tensor: an engine needs a layout")
+        return Tensor(engine, layout)
+    if isinstance(engine, str) and layout is not None and not _is_dtype_name(engine):
+        return Tensor(PointerEngine(engine), layout)
+    if layout is not None:
+        dt = _dtype(engine)
+        return Tensor(RegisterEngine(dt, _cos(layout)), layout)
+    raise LayoutTypeError(f"make_tensor: cannot make a tensor of {engine!r}")
+
+
+def _is_dtype_name(x):
+    try:
+        _dtype(x)
+        return True
+    except LayoutTypeError:
+        return False
+
+
+_DTYPES = {"f16": np.float16, "half": np.float16, "f32": np.float32, "tf32": np.float32,
+           "f64": np.float64, "s8": np.int8, "u8": np.uint8, "s32": np.int32, "u32": np.uint32,
+           "bf16": np.float32, "u16": np.uint16}
+
+
+def _dtype(x):
+    if isinstance(x, str) and x in _DTYPES:
+        return np.dtype(_DTYPES[x])
+    try:
+        return np.dtype(x)
+    except TypeError:
+        raise LayoutTypeError(f"make_tensor: unknown element type {x!r}") from None
+
+
+def _cos(layout):
+    from .layout import cosize
+
+    if isinstance(layout, ComposedLayout):
+        return cosize(layout.inner)
+    return cosize(layout)
+
+
+# ---- identity tensors ----------------------------------------------------
+
+def make_basis_like(shape):
+    """Coordinate-basis strides for ``shape``: ``(M,(N0,N1))`` gives ``(E<0>,(E<1,0>,E<1,1>))``."""
+    def go(s, path):
+        if isinstance(s, tuple):
+            return tuple(go(x, path + (i,)) for i, x in enumerate(s))
+        return ScaledBasis(1, path)
+
+    if not isinstance(shape, tuple):
+        return 1
+    return tuple(go(x, (i,)) for i, x in enumerate(shape))
+
+
+def make_identity_layout(shape):
+    """``(shape):(E<0>,E<1>,...)``: maps a coordinate to itself."""
+    from .inttuple import check_shape
+
+    shape = check_shape("make_identity_layout", shape)
+    return Layout._make(shape, make_basis_like(shape))
+
+
+def make_identity_tensor(shape):
+    """The coordinate tensor of ``shape``: ``t[c] == c``.
+
+    Partitioning it the same way as a data tensor tells which coordinates a
+    thread touches; ``elem_less(t[i], shape)`` is then the residue predicate.
+    """
+    lay = make_identity_layout(shape)
+    r = len(shape) if isinstance(shape, tuple) else None
+    return Tensor(CoordEngine(0, r), lay)
+
+
+# ---- tiling and partitioning ---------------------------------------------
+
+def dice(proj, t):
+    """Keep the modes of ``t`` where ``proj`` is not ``None`` (CuTe's ``dice`` with ``X`` as ``None``)."""
+    if not isinstance(proj, tuple):
+        return t
+    items = list(t) if isinstance(t, tuple) else [t]
+    if len(proj) != len(items):
+        raise LayoutError(f"dice: projection {proj!r} does not match {t!r}")
+    kept = tuple(x for p, x in zip(proj, items) if p is not None)
+    return kept
+
+
+def get_flat_coord(layout, idx):
+    """The rank-``R`` coordinate of index ``idx`` in ``layout``'s arrangement (CuTe's ``get_flat_coord``).
+
+    Each leaf is ``(idx // stride) % shape``; each mode is then collapsed to its own 1-D coordinate.
+    """
+    def hier(s, d):
+        if isinstance(s, tuple):
+            return tuple(hier(x, y) for x, y in zip(s, d))
+        if s == 1 or d == 0:
+            return 0
+        return (idx // d) % s
+
+    crd = hier(layout.shape, layout.stride)
+    if not isinstance(layout.shape, tuple):
+        return crd
+    return tuple(crd2idx(c, s) if isinstance(s, tuple) else c for c, s in zip(crd, layout.shape))
+
+
+def _repeat_slots(n):
+    return (None,) * n
+
+
+def inner_partition(tensor, tiler, coord):
+    """The tile at ``coord`` of ``zipped_divide(tensor, tiler)``: ``tiled(repeat(_), coord)``."""
+    t = _alg.zipped_divide(tensor, tiler)
+    lay = t.layout if isinstance(t, Tensor) else t
+    r0 = rank(lay[0])
+    if isinstance(coord, tuple):
+        r1 = rank(lay[1])
+        coord = coord + (None,) * (r1 - len(coord))
+    return t[(_repeat_slots(r0) if r0 > 1 or isinstance(lay[0].shape, tuple) else None, coord)]
+
+
+def outer_partition(tensor, tiler, coord):
+    """Element ``coord`` of every tile of ``zipped_divide(tensor, tiler)``: ``tiled(coord, repeat(_))``."""
+    t = _alg.zipped_divide(tensor, tiler)
+    lay = t.layout if isinstance(t, Tensor) else t
+    r1 = rank(lay[1])
+    if isinstance(coord, tuple):
+        r0 = rank(lay[0])
+        coord = coord + (None,) * (r0 - len(coord))
+    rest = _repeat_slots(r1) if isinstance(lay[1].shape, tuple) else None
+    return t[(coord, rest)]
+
+
+def local_tile(tensor, tiler, coord, proj=None):
+    """The CTA tile at ``coord``: ``inner_partition(tensor, tiler, coord)``.
+
+    ``proj`` (e.g. ``(1, None, 1)``) selects the tiler and coordinate modes that apply.
+    """
+    if proj is not None:
+        tiler = dice(proj, tiler)
+        coord = dice(proj, coord)
+    return inner_partition(tensor, tiler, coord)
+
+
+def local_partition(tensor, thr_layout, idx, proj=None):
+    """Thread ``idx``'s elements when ``thr_layout``'s threads tile ``tensor`` (outer partition)."""
+    if not isinstance(thr_layout, Layout):
+        raise LayoutTypeError(f"local_partition: thread layout must be a Layout, got {thr_layout!r}")
+    if proj is not None:
+        thr_layout = _alg.make_layout(*[thr_layout[i] for i, p in enumerate(proj) if p is not None])
+    n = size(thr_layout)
+    if isinstance(idx, bool) or not is_int(idx) or not 0 <= idx < n:
+        raise LayoutError(f"local_partition: thread index {idx!r} out of range [0, {n}) for {thr_layout}")
+    tiler = tuple(size(m) for m in thr_layout) if isinstance(thr_layout.shape, tuple) else size(thr_layout)
+    return outer_partition(tensor, tiler, get_flat_coord(thr_layout, idx))
+
+
+# ---- fragments and views -------------------------------------------------
+
+def make_fragment_like(x, dtype=None):
+    """A register tensor shaped like ``x`` (a tensor or a layout).
+
+    Mode 0 is compact; the other modes follow ``x``'s stride order, as CuTe's
+    ``make_fragment_like``.
+    """
+    layout = x.layout if isinstance(x, Tensor) else x
+    if isinstance(layout, ComposedLayout):
+        layout = layout.inner
+    if dtype is None:
+        dtype = getattr(x, "dtype", None) or np.float32
+    frag = _fragment_layout(layout)
+    return Tensor(RegisterEngine(_dtype(dtype), _cos(frag)), frag)
+
+
+def _fragment_layout(layout):
+    r = rank(layout)
+    if r <= 1 or not isinstance(layout.shape, tuple):
+        return Layout(layout.shape)
+    m0 = Layout(layout.shape[0])
+    rest = make_layout_like(Layout._make(tuple(layout.shape[1:]), tuple(
+        _abs_stride(d) for d in layout.stride[1:])))
+    n0 = size(m0)
+    rest_shape = rest.shape
+    rest_stride = _scale(rest.stride, n0)
+    return Layout._make((layout.shape[0],) + tuple(rest_shape), (m0.stride,) + tuple(rest_stride))
+
+
+def _abs_stride(d):
+    if isinstance(d, tuple):
+        return tuple(_abs_stride(x) for x in d)
+    return abs(d) if isinstance(d, int) else 1
+
+
+def _scale(d, k):
+    if isinstance(d, tuple):
+        return tuple(_scale(x, k) for x in d)
+    return d * k
+
+
+def recast(tensor, dtype):
+    """View a host/register tensor as another element type (layout via ``recast_layout``)."""
+    if not isinstance(tensor.engine, ArrayEngine):
+        raise LayoutError(f"recast: needs a tensor over host or register memory, got {tensor.engine!r}")
+    old = tensor.engine.array.dtype
+    new = np.dtype(dtype)
+    lay = _alg.recast_layout(tensor.layout, old.itemsize * 8, new.itemsize * 8)
+    arr = tensor.engine.array
+    off_bytes = tensor.engine.offset * old.itemsize
+    if off_bytes % new.itemsize:
+        raise LayoutError(f"recast: offset {tensor.engine.offset} is not aligned to {new}")
+    nbytes = arr.size * old.itemsize
+    view = arr.view(np.uint8)[: nbytes - nbytes % new.itemsize].view(new)
+    eng = type(tensor.engine).__new__(type(tensor.engine))
+    ArrayEngine.__init__(eng, view, off_bytes // new.itemsize)
+    return Tensor(eng, lay)
+
+
+def group_modes(x, begin, end=None):
+    """Group modes ``[begin, end)`` into one mode (of a tensor or a layout)."""
+    layout = x.layout if isinstance(x, Tensor) else x
+    r = rank(layout)
+    if end is None:
+        end = r
+    if not 0 <= begin <= end <= r:
+        raise LayoutError(f"group_modes: range [{begin}, {end}) out of range for rank {r}")
+    modes = list(layout) if isinstance(layout.shape, tuple) else [layout]
+    grouped = modes[:begin] + [make_layout(*modes[begin:end])] + modes[end:]
+    new = make_layout(*grouped)
+    return x.with_layout(new) if isinstance(x, Tensor) else new

@@ -1,0 +1,204 @@
+"""``TiledMMA``: an MMA atom tiled over threads (atom layout) and values (permutation).
+
+The thread arrangement is ``thr_layout_vmnk = tiled_product(atom.thr_id, atom_layout)``
+``# (ThrV,ThrM,ThrN,ThrK) -> thread index``.  ``thrfrg_A/B/C`` re-tile a tensor of
+shape ``(M,K)``, ``(N,K)``, ``(M,N)`` into ``((ThrV,(ThrM,ThrK)),(FrgV,(RestM,RestK)))``,
+and a thread's slice of that is its partition ``(MMA, MMA_M, MMA_K)``.
+
+>>> mma = make_tiled_mma("SM80_16x8x16_F32F16F16F32_TN", (2, 2, 1), (32, 32, 16))
+>>> str(mma.thr_layout_vmnk)                 # (ThrV,ThrM,ThrN,ThrK) -> thread
+'(32,2,2,1):(1,32,64,0)'
+>>> mma.tile_size_mnk
+(32, 32, 16)
+"""
+
+from . import algebra as _alg
+from .atom import MMAAtom
+from .errors import LayoutError, LayoutTypeError
+from .inttuple import is_int
+from .layout import Layout, make_layout, rank, size
+from .tensor import Tensor, get_flat_coord, make_fragment_like
+
+__all__ = ["TiledMMA", "ThrMMA", "make_tiled_mma"]
+
+
+def _as_atom_layout(x):
+    if isinstance(x, Layout):
+        return x
+    if isinstance(x, tuple) and all(is_int(v) for v in x):
+        return Layout(x)
+    raise LayoutTypeError(f"make_tiled_mma: atom layout must be a Layout or a tuple of ints, got {x!r}")
+
+
+class TiledMMA:
+    """A tiled MMA.  Build it with :func:`make_tiled_mma`."""
+
+    def __init__(self, atom, atom_layout, permutation):
+        self.atom = atom
+        self.atom_layout = atom_layout          # (AtomM,AtomN,AtomK) -> atom index
+        self.permutation = permutation          # (PermM,PermN,PermK), entries Layout/int/None
+        self.thr_layout_vmnk = _alg.tiled_product(atom.thr_id, atom_layout)
+        sizes = []
+        for i in range(3):
+            core = atom.shape_mnk[i] * size(self.thr_layout_vmnk[i + 1])
+            p = permutation[i]
+            sizes.append(core if p is None else max(core, size(p)))
+        self.tile_size_mnk = tuple(sizes)
+        self.size = size(self.thr_layout_vmnk)
+
+    def __repr__(self):
+        return (f"TiledMMA({self.atom.name}, thr_layout_vmnk={self.thr_layout_vmnk}, "
+                f"tile={self.tile_size_mnk[0]}x{self.tile_size_mnk[1]}x{self.tile_size_mnk[2]})")
+
+    def tile_size(self, i):
+        return self.tile_size_mnk[i]
+
+    # ---- re-tiling: (M,K) -> ((ThrV,(ThrM,ThrK)),(FrgV,(RestM,RestK))) ---------
+    def _thrfrg(self, t, i, j, atom_tv, ti, tj):
+        perm = (self.permutation[i], self.permutation[j])
+        t = _alg.logical_divide(t, perm)                                    # (PermI,PermJ)
+        a_tile = (Layout(self.atom.shape_mnk[i]), Layout(self.atom.shape_mnk[j]))
+        t = _alg.zipped_divide(t, a_tile)                                   # ((AtomI,AtomJ),(RestI,RestJ))
+        t = _alg.composition(t, (atom_tv, None))                            # ((ThrV,FrgV),(RestI,RestJ))
+        thr_tile = (None, (Layout(size(self.thr_layout_vmnk[ti])), Layout(size(self.thr_layout_vmnk[tj]))))
+        return _alg.zipped_divide(t, thr_tile)                              # ((ThrV,(ThrI,ThrJ)),(FrgV,(RestI,RestJ)))
+
+    def thrfrg_A(self, t):
+        """``(M,K,...) -> ((ThrV,(ThrM,ThrK)),(FrgV,(RestM,RestK,...)))``."""
+        return self._thrfrg(t, 0, 2, self.atom.layout_a, 1, 3)
+
+    def thrfrg_B(self, t):
+        """``(N,K,...) -> ((ThrV,(ThrN,ThrK)),(FrgV,(RestN,RestK,...)))``."""
+        return self._thrfrg(t, 1, 2, self.atom.layout_b, 2, 3)
+
+    def thrfrg_C(self, t):
+        """``(M,N,...) -> ((ThrV,(ThrM,ThrN)),(FrgV,(RestM,RestN,...)))``."""
+        return self._thrfrg(t, 0, 1, self.atom.layout_c, 1, 2)
+
+    # ---- whole-tile TV layouts -----------------------------------------------
+    def _thridx_to_thrid(self):
+        return _alg.right_inverse(self.thr_layout_vmnk)
+
+    def get_layoutC_TV(self):
+        """``(thread, value) -> (M,N)`` column-major index over the tile."""
+        ref = Layout((self.tile_size_mnk[0], self.tile_size_mnk[1]))
+        return _alg.composition(self.thrfrg_C(ref), (self._thridx_to_thrid(), None))
+
+    def _ab_layout_TV(self, thrfrg, mk, other):
+        ref = Layout((self.tile_size_mnk[mk], self.tile_size_mnk[2]))
+        v = self.thr_layout_vmnk
+        # (ThrV,(ThrM,ThrK)) -> (ThrV,(ThrM,ThrN,ThrK)): the other operand's threads broadcast
+        if mk == 0:
+            inner = Layout((size(v[1]), size(v[2])), (1, 0))
+        else:
+            inner = Layout((size(v[1]), size(v[2])), (0, 1))
+        atile = (None, (inner, None))
+        t = _alg.composition(thrfrg(ref), (atile, None))
+        return _alg.composition(t, (self._thridx_to_thrid(), None))
+
+    def get_layoutA_TV(self):
+        """``(thread, value) -> (M,K)`` column-major index over the tile."""
+        return self._ab_layout_TV(self.thrfrg_A, 0, 1)
+
+    def get_layoutB_TV(self):
+        """``(thread, value) -> (N,K)`` column-major index over the tile."""
+        return self._ab_layout_TV(self.thrfrg_B, 1, 0)
+
+    def get_slice(self, thr_idx):
+        if isinstance(thr_idx, bool) or not is_int(thr_idx) or not 0 <= thr_idx < self.size:
+            raise LayoutError(f"TiledMMA.get_slice: thread {thr_idx!r} out of range [0, {self.size})")
+        return ThrMMA(self, thr_idx)
+
+    get_thread_slice = get_slice
+
+    def _repr_svg_(self):
+        from .draw import svg_of
+
+        return svg_of(self)
+
+
+def _layout(x):
+    return x.layout if isinstance(x, Tensor) else x
+
+
+def _with(x, layout):
+    return x.with_layout(layout) if isinstance(x, Tensor) else layout
+
+
+class ThrMMA:
+    """One thread's view of a :class:`TiledMMA`."""
+
+    def __init__(self, tiled_mma, thr_idx):
+        self.tiled_mma = tiled_mma
+        self.thr_idx = thr_idx
+        self.thr_vmnk = get_flat_coord(tiled_mma.thr_layout_vmnk, thr_idx)
+
+    def _partition(self, t, thrfrg, a, b):
+        thr = _with(t, thrfrg(_layout(t)))            # ((ThrV,(ThrI,ThrJ)),(FrgV,(RestI,RestJ,...)))
+        v = self.thr_vmnk
+        r11 = rank(_layout(thr)[1][1])
+        return thr[(v[0], (v[a], v[b])), (None, (None,) * r11)]
+
+    def partition_A(self, t):
+        """``(M,K,...) -> (MMA, MMA_M, MMA_K, ...)``: this thread's A elements."""
+        return self._partition(t, self.tiled_mma.thrfrg_A, 1, 3)
+
+    def partition_B(self, t):
+        """``(N,K,...) -> (MMA, MMA_N, MMA_K, ...)``."""
+        return self._partition(t, self.tiled_mma.thrfrg_B, 2, 3)
+
+    def partition_C(self, t):
+        """``(M,N,...) -> (MMA, MMA_M, MMA_N, ...)``."""
+        return self._partition(t, self.tiled_mma.thrfrg_C, 1, 2)
+
+    def _fragment(self, t, part, dtype):
+        p = part(t)
+        return make_fragment_like(p, dtype)
+
+    def partition_fragment_A(self, t, dtype=None):
+        """A register fragment shaped like ``partition_A(t)``."""
+        return self._fragment(t, self.partition_A, dtype or _np_type(self.tiled_mma.atom.a_type))
+
+    def partition_fragment_B(self, t, dtype=None):
+        return self._fragment(t, self.partition_B, dtype or _np_type(self.tiled_mma.atom.b_type))
+
+    def partition_fragment_C(self, t, dtype=None):
+        return self._fragment(t, self.partition_C, dtype or _np_type(self.tiled_mma.atom.c_type))
+
+
+def _np_type(name):
+    import numpy as np
+
+    return {"f16": np.float16, "bf16": np.float32, "tf32": np.float32, "f32": np.float32,
+            "f64": np.float64, "s8": np.int8, "u8": np.uint8, "s32": np.int32, "e4m3": np.float32,
+            "e5m2": np.float32, "b1": np.uint32}.get(name, np.float32)
+
+
+def make_tiled_mma(atom, atom_layout=(1, 1, 1), permutation=(None, None, None)):
+    """Tile ``atom`` over ``atom_layout`` (threads) and ``permutation`` (values).
+
+    ``atom``: an :class:`MMAAtom`, a table entry or its name.  ``atom_layout``: a layout or
+    shape ``(AtomM,AtomN,AtomK)`` of atoms; ``permutation``: up to three entries
+    (layout, int or ``None``) that set and permute the tile in M, N and K.
+    """
+    if not isinstance(atom, MMAAtom):
+        atom = MMAAtom(atom)
+    lay = _as_atom_layout(atom_layout)
+    if rank(lay) > 3:
+        raise LayoutError(f"make_tiled_mma: atom layout {lay} has more than 3 modes")
+    lay = _alg.append(lay, 3)
+    perm = tuple(permutation) if isinstance(permutation, (tuple, list)) else (permutation,)
+    if len(perm) > 3:
+        raise LayoutError(f"make_tiled_mma: permutation {perm!r} has more than 3 entries")
+    perm = perm + (None,) * (3 - len(perm))
+    for p in perm:
+        if p is not None and not isinstance(p, Layout) and not (is_int(p) and not isinstance(p, bool) and p > 0):
+            raise LayoutTypeError(f"make_tiled_mma: permutation entries must be layouts, positive ints or None, got {p!r}")
+    perm = tuple(Layout(p) if is_int(p) and not isinstance(p, bool) else p for p in perm)
+    for i, (p, n) in enumerate(zip(perm, atom.shape_mnk)):
+        core = n * size(lay[i])
+        if p is not None and size(p) % core:
+            raise LayoutError(
+                f"make_tiled_mma: permutation size {size(p)} in mode {'MNK'[i]} is not a multiple of "
+                f"atom size {n} x {size(lay[i])} atoms = {core}")
+    return TiledMMA(atom, lay, perm)
