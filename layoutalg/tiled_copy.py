@@ -89,7 +89,8 @@ class TiledCopy:
         tiler = (V,) + tuple(size(m) for m in _modes(frg_mn))
         tt = _alg.zipped_divide(lay, tiler)                                  # ((TileV,TileM,TileN),(1,RestM,RestN))
         vt = _with(t, _alg.composition(tt, (frg_v, None)))                   # ((atom_vals,rest_vals),(1,RM,RN))
-        return vt[None, (0,) + (None,) * (rank(_layout(vt)[1]) - 1)]
+        crd = (None, (0,) + (None,) * (rank(_layout(vt)[1]) - 1))
+        return vt[crd] if isinstance(vt, Tensor) else vt(crd)
 
     def get_layoutS_TV(self):
         ref = Layout((_tiler_shape(self.tiler_mn), 1))

@@ -79,13 +79,11 @@ class TiledMMA:
     def _thridx_to_thrid(self):
         return _alg.right_inverse(self.thr_layout_vmnk)
 
-    def get_layoutC_TV(self):
-        """``(thread, value) -> (M,N)`` column-major index over the tile."""
-        ref = Layout((self.tile_size_mnk[0], self.tile_size_mnk[1]))
-        return _alg.composition(self.thrfrg_C(ref), (self._thridx_to_thrid(), None))
+    def tv_C(self, t):
+        """``(M,N,...) -> (thr_idx, (FrgV,(RestM,RestN,...)))``: ``thrfrg_C`` indexed by thread index."""
+        return _alg.composition(self.thrfrg_C(t), (self._thridx_to_thrid(), None))
 
-    def _ab_layout_TV(self, thrfrg, mk, other):
-        ref = Layout((self.tile_size_mnk[mk], self.tile_size_mnk[2]))
+    def _tv_ab(self, thrfrg, mk, t):
         v = self.thr_layout_vmnk
         # (ThrV,(ThrM,ThrK)) -> (ThrV,(ThrM,ThrN,ThrK)): the other operand's threads broadcast
         if mk == 0:
@@ -93,16 +91,28 @@ class TiledMMA:
         else:
             inner = Layout((size(v[1]), size(v[2])), (0, 1))
         atile = (None, (inner, None))
-        t = _alg.composition(thrfrg(ref), (atile, None))
-        return _alg.composition(t, (self._thridx_to_thrid(), None))
+        u = _alg.composition(thrfrg(t), (atile, None))
+        return _alg.composition(u, (self._thridx_to_thrid(), None))
+
+    def tv_A(self, t):
+        """``(M,K,...) -> (thr_idx, (FrgV,(RestM,RestK,...)))``."""
+        return self._tv_ab(self.thrfrg_A, 0, t)
+
+    def tv_B(self, t):
+        """``(N,K,...) -> (thr_idx, (FrgV,(RestN,RestK,...)))``."""
+        return self._tv_ab(self.thrfrg_B, 1, t)
+
+    def get_layoutC_TV(self):
+        """``(thread, value) -> (M,N)`` column-major index over the tile."""
+        return self.tv_C(Layout((self.tile_size_mnk[0], self.tile_size_mnk[1])))
 
     def get_layoutA_TV(self):
         """``(thread, value) -> (M,K)`` column-major index over the tile."""
-        return self._ab_layout_TV(self.thrfrg_A, 0, 1)
+        return self.tv_A(Layout((self.tile_size_mnk[0], self.tile_size_mnk[2])))
 
     def get_layoutB_TV(self):
         """``(thread, value) -> (N,K)`` column-major index over the tile."""
-        return self._ab_layout_TV(self.thrfrg_B, 1, 0)
+        return self.tv_B(Layout((self.tile_size_mnk[1], self.tile_size_mnk[2])))
 
     def get_slice(self, thr_idx):
         if isinstance(thr_idx, bool) or not is_int(thr_idx) or not 0 <= thr_idx < self.size:

@@ -1,0 +1,13 @@
+"""codegen: GEMM kernels generated from layouts.
+
+>>> from codegen import GemmConfig, emit_gemm_source
+>>> "mma_m16n8k16_f32f16" in emit_gemm_source(GemmConfig.default("f16"))
+True
+"""
+
+from .config import GemmConfig
+from .host import GemmError, gemm
+from .ptx import compile_ptx, emit_gemm_source
+from .plan import make_plan
+
+__all__ = ["GemmConfig", "gemm", "GemmError", "compile_ptx", "emit_gemm_source", "make_plan"]

@@ -1,0 +1,97 @@
+"""``GemmConfig``: the choices that define a generated GEMM kernel.
+
+Everything else (thread partitions, shared-memory layouts, copy and MMA
+schedules, every index expression) is derived from these by the layout
+algebra in :mod:`codegen.plan`.
+"""
+
+from dataclasses import dataclass, replace
+
+__all__ = ["GemmConfig", "DTYPES"]
+
+# element type -> (bits, MMA atom, K per atom)
+DTYPES = {
+    "f16": (16, "SM80_16x8x16_F32F16F16F32_TN", 16),
+    "bf16": (16, "SM80_16x8x16_F32BF16BF16F32_TN", 16),
+    "tf32": (32, "SM80_16x8x8_F32TF32TF32F32_TN", 8),
+    "f64": (64, "SM80_8x8x4_F64F64F64F64_TN", 4),
+    "f32": (32, "UniversalFMA", 1),
+}
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """A GEMM plan's free parameters.
+
+    ``dtype``: input element type ("f16", "bf16", "tf32", "f32" on CUDA cores, "f64");
+    ``out_dtype``: output element type (None: same as the input, f32 for tf32);
+    ``bm, bn, bk``: CTA tile; ``warps_m, warps_n``: warps tiling the CTA (for "f32",
+    threads are arranged 16 x (warps*32/16)); ``stages``: shared-memory pipeline depth (>= 2);
+    ``group_m``: CTA rasterization group (CTAs of ``group_m`` rows of tiles run together
+    for L2 reuse; 1 disables it).
+    """
+
+    dtype: str = "f16"
+    out_dtype: str = None
+    bm: int = 128
+    bn: int = 256
+    bk: int = 32
+    warps_m: int = 2
+    warps_n: int = 4
+    stages: int = 4
+    group_m: int = 8
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ValueError(f"GemmConfig: dtype {self.dtype!r} is not one of {sorted(DTYPES)}")
+        if self.out_dtype is not None and self.out_dtype not in ("f16", "bf16", "f32", "f64"):
+            raise ValueError(f"GemmConfig: out_dtype {self.out_dtype!r} is not f16, bf16, f32 or f64")
+        for name in ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "group_m"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise ValueError(f"GemmConfig: {name} must be a positive int, got {v!r}")
+        if self.stages < 2:
+            raise ValueError(f"GemmConfig: stages must be at least 2 (double buffering), got {self.stages}")
+        for name in ("bm", "bn", "bk"):
+            v = getattr(self, name)
+            if v & (v - 1):
+                raise ValueError(f"GemmConfig: {name} must be a power of two, got {v}")
+
+    @property
+    def threads(self):
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def bits(self):
+        return DTYPES[self.dtype][0]
+
+    @property
+    def mma_atom(self):
+        return DTYPES[self.dtype][1]
+
+    @property
+    def out(self):
+        if self.out_dtype:
+            return self.out_dtype
+        return {"tf32": "f32"}.get(self.dtype, self.dtype)
+
+    def with_(self, **kw):
+        return replace(self, **kw)
+
+    @classmethod
+    def default(cls, dtype="f16", M=None, N=None, K=None, out_dtype=None):
+        """A sensible plan for ``dtype`` and (optionally) the problem size."""
+        if dtype in ("f16", "bf16"):
+            cfg = cls(dtype, out_dtype, 128, 256, 32, 2, 4, 4, 8)
+            small = (M is not None and M <= 512) or (N is not None and N <= 512)
+            if small:
+                cfg = cls(dtype, out_dtype, 128, 128, 32, 2, 2, 3, 8)
+        elif dtype == "tf32":
+            cfg = cls(dtype, out_dtype, 128, 128, 32, 2, 2, 3, 8)
+        elif dtype == "f64":
+            cfg = cls(dtype, out_dtype, 64, 64, 16, 2, 2, 3, 8)
+        elif dtype == "f32":
+            cfg = cls(dtype, out_dtype, 64, 64, 16, 2, 4, 2, 8)
+        else:
+            raise ValueError(f"GemmConfig.default: dtype {dtype!r} is not one of {sorted(DTYPES)}")
+        return cfg

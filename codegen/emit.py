@@ -1,0 +1,302 @@
+"""Turn a :class:`~codegen.plan.GemmPlan` into numba.cuda source.
+
+The kernel reads like a hand-written one: named stages (rasterize, prologue,
+main loop, epilogue), and every index carries a comment naming the layout it
+came from.  Thread-dependent parts are expressions in ``tid`` printed from
+sympy (shifts and masks for powers of two); value parts are constants that
+the layouts produced.
+"""
+
+from layoutalg import ComposedLayout, size
+
+from .plan import GemmPlan
+
+__all__ = ["emit_source", "KERNEL_NAME"]
+
+KERNEL_NAME = "gemm_kernel"
+
+_NP = {"f16": "float16", "bf16": "uint16", "tf32": "float32", "f32": "float32", "f64": "float64"}
+_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "f32": 4, "f64": 8}
+_MMA_FN = {"f16": "mma_m16n8k16_f32f16", "bf16": "mma_m16n8k16_f32bf16", "tf32": "mma_m16n8k8_f32tf32",
+           "f64": "mma_m8n8k4_f64"}
+
+
+class _W:
+    def __init__(self):
+        self.lines = []
+        self.ind = 0
+
+    def __call__(self, s=""):
+        self.lines.append(("    " * self.ind + s) if s else "")
+
+    def block(self):
+        w = self
+
+        class _B:
+            def __enter__(self_):
+                w.ind += 1
+
+            def __exit__(self_, *a):
+                w.ind -= 1
+
+        return _B()
+
+
+def _sw(expr, sw):
+    """Code applying swizzle ``sw`` to an integer expression."""
+    if sw is None or sw.bits == 0:
+        return expr
+    return f"({expr}) ^ ((({expr}) & {sw.yyy_mask}) >> {sw.shift})"
+
+
+def _swz(lay):
+    return lay.outer if isinstance(lay, ComposedLayout) else None
+
+
+def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
+    """Source text of the kernel for ``plan``; ``x_mode`` is "cp_async" or "sync" per operand."""
+    cfg = plan.config
+    dt = cfg.dtype
+    eb = _BYTES[dt]
+    w = _W()
+    S = cfg.stages
+    KB = plan.kblocks
+    if KB % 2:
+        raise ValueError(f"emit: k-blocks per tile ({KB}) must be even for register double buffering")
+    a, b = plan.a, plan.b
+    stage_a = a.smem_words
+    stage_b = b.smem_words
+    smem_b_off = stage_a * S                                  # B stages follow A's
+    ops = (("a", a, a_mode, "A", "M", "sam", "sak", 0), ("b", b, b_mode, "B", "N", "sbn", "sbk", 1))
+
+    w(f'"""Generated GEMM kernel: C = alpha * A @ B + beta * C ({dt} in, f32 accumulate).')
+    w("")
+    w(f"Plan: CTA tile {cfg.bm}x{cfg.bn}x{cfg.bk}, {cfg.threads} threads, {S} smem stages, "
+      f"tiled MMA {plan.mma.atom.name} {plan.mma.thr_layout_vmnk}")
+    w(f"A smem {a.major}-major {a.smem}; B smem {b.major}-major {b.smem}")
+    w('"""')
+    w("from numba import cuda, float32, float64, int32, int64, uint16, uint32")
+    w("from numba.core.types import float16")
+    w("from codegen.atoms import (")
+    w("    cp_async_ca_4, cp_async_ca_8, cp_async_ca_16, cp_async_cg_16, cp_async_commit,")
+    w("    cp_async_wait_group, cp_async_wait_all, smem_addr, gmem_addr, ldmatrix_x4, ldmatrix_x4_trans,")
+    w("    mma_m16n8k16_f32f16, mma_m16n8k16_f32bf16, mma_m16n8k8_f32tf32, mma_m8n8k4_f64,")
+    w("    cvt_f16x2_f32, cvt_bf16x2_f32, pack_b16x2, f32_as_u32, u32_as_f32, unpack_f16x2_f32,")
+    w("    unpack_bf16x2_f32,")
+    w(")")
+    w("")
+    w(f"BM, BN, BK, STAGES, THREADS, GROUP_M = {cfg.bm}, {cfg.bn}, {cfg.bk}, {S}, {cfg.threads}, {cfg.group_m}")
+    w(f"SMEM_BYTES = {(stage_a + stage_b) * S * eb}")
+    w("")
+    w("")
+    w(f"def {KERNEL_NAME}(A, B, C, M, N, K, sam, sak, sbn, sbk, scm, scn, alpha, beta):")
+    with w.block():
+        w(f"smem = cuda.shared.array(0, {_NP[dt] if dt != 'bf16' else 'uint16'})")
+        w("tid = cuda.threadIdx.x")
+        w("")
+        w("# ---- rasterize: grouped CTA order for L2 reuse ------------------------------------")
+        w("num_m = (M + BM - 1) // BM")
+        w("num_n = (N + BN - 1) // BN")
+        w("pid = cuda.blockIdx.x")
+        w("group = GROUP_M * num_n")
+        w("first_m = (pid // group) * GROUP_M")
+        w("rows = min(num_m - first_m, GROUP_M)")
+        w("bm = first_m + (pid % group) % rows")
+        w("bn = (pid % group) // rows")
+        w("m0 = bm * BM")
+        w("n0 = bn * BN")
+        w("ktiles = (K + BK - 1) // BK")
+        w("")
+        # ---- per-thread global->shared indices
+        w("# ---- global -> shared: per-thread coordinates and shared-memory offsets -------------")
+        for p, op, mode, name, rdim, srow, sk, _ in ops:
+            g = op.g2s
+            sw = _swz(op.smem)
+            w(f"# {name}: {g.atom}, {g.vec} elements per copy; tiled copy layout_tv {g.notes['tiled_copy'].layout_tv}")
+            w(f"#    thread part of the identity partition (Thr,FrgV,Rest) -> ({rdim.lower()},k): {g.notes['src']}")
+            w(f"{p}_row = {g.notes['thr_row']}  # {rdim} coordinate from tidfrg_S(identity ({op.rows},BK)) mode Thr")
+            w(f"{p}_col = {g.notes['thr_k']}  # K coordinate, same layout")
+            w(f"{p}_sthr = {g.notes['thr_smem']}  # smem offset from tidfrg_D({op.smem.inner if isinstance(op.smem, ComposedLayout) else op.smem}) mode Thr")
+            for i, ((rc, kc), soff) in enumerate(g.items):
+                w(f"{p}_s{i} = {_sw(f'{p}_sthr + {soff}', sw)}  # copy {i}: value part ({rc},{kc}) -> smem {soff}, then {sw}")
+            w(f"{p}_rows = {'M' if name == 'A' else 'N'}")
+        w("")
+        # ---- per-thread shared->register indices
+        w("# ---- shared -> registers: per-thread ldmatrix/load offsets ----------------------------")
+        for p, op, mode, name, rdim, srow, sk, _ in ops:
+            s = op.s2r
+            sw = _swz(op.smem)
+            w(f"# {name}: {s.atom}; copy layout_tv {s.notes['tiled_copy'].layout_tv}")
+            w(f"{p}_rthr = {s.notes['thr_smem']}  # smem offset from tidfrg_S of make_tiled_copy_{name} mode Thr")
+            for j, (soff, vals, kb) in enumerate(s.items):
+                w(f"{p}_r{j} = {_sw(f'{p}_rthr + {soff}', sw)}  # copy {j} (k-block {kb}) -> fragment {vals[0]}..{vals[-1]}")
+        w("")
+        # ---- fragments and accumulators
+        na = _frag_words(plan, a)
+        nb = _frag_words(plan, b)
+        fty = "float64" if dt == "f64" else "uint32"
+        w("# ---- registers: A/B fragments double-buffered across k-blocks, f32 accumulators ------")
+        w(f"a_frag = cuda.local.array((2, {na}), {fty})  # (MMA,MMA_M) per k-block, {plan.a.s2r.notes['frag']}")
+        w(f"b_frag = cuda.local.array((2, {nb}), {fty})  # (MMA,MMA_N) per k-block, {plan.b.s2r.notes['frag']}")
+        acc_t = "float64" if dt == "f64" else "float32"
+        w(f"acc = cuda.local.array({plan.acc_size}, {acc_t})  # (MMA,MMA_M,MMA_N) {plan.notes['acc_layout']}")
+        w(f"for i in range({plan.acc_size}):")
+        with w.block():
+            w("acc[i] = 0.0")
+        w("")
+        # ---- prologue
+        w("# ---- prologue: fill STAGES-1 shared-memory stages ----------------------------------")
+        w("for s in range(STAGES - 1):")
+        with w.block():
+            w("if s < ktiles:")
+            with w.block():
+                _emit_tile_load(w, plan, ops, "s", "s", eb, smem_b_off)
+            w("cp_async_commit()")
+        w(f"cp_async_wait_group({S - 2})")
+        w("cuda.syncthreads()")
+        w("")
+        w("read_stage = 0")
+        w("write_stage = STAGES - 1")
+        w("next_k = STAGES - 1")
+        _emit_frag_load(w, plan, "0", 0, 0, eb, smem_b_off)
+        w("")
+        w("# ---- main loop: k-tiles; k-blocks unrolled with register double buffering -----------")
+        w("for kt in range(ktiles):")
+        with w.block():
+            for kb in range(KB):
+                w(f"# k-block {kb}")
+                if kb == KB - 1:
+                    w(f"cp_async_wait_group({S - 2})  # the next stage has landed")
+                    w("cuda.syncthreads()")
+                    w("read_stage = read_stage + 1 if read_stage + 1 < STAGES else 0")
+                nkb = (kb + 1) % KB
+                _emit_frag_load(w, plan, "read_stage", nkb, nkb % 2, eb, smem_b_off)
+                if kb == 0:
+                    w("if next_k < ktiles:  # prefetch k-tile next_k into write_stage")
+                    with w.block():
+                        _emit_tile_load(w, plan, ops, "next_k", "write_stage", eb, smem_b_off)
+                    w("cp_async_commit()")
+                    w("write_stage = write_stage + 1 if write_stage + 1 < STAGES else 0")
+                    w("next_k += 1")
+                _emit_mma(w, plan, kb)
+        w("cp_async_wait_all()")
+        w("")
+        _emit_epilogue(w, plan)
+    return "\n".join(w.lines) + "\n"
+
+
+def _frag_words(plan, op):
+    s = op.s2r
+    per = s.notes["per_word"]
+    return s.notes["nfrag"] // plan.kblocks // per
+
+
+def _kb_local(plan, op, off):
+    """Fragment element offset -> (k-block, word index within that k-block's buffer)."""
+    s = op.s2r
+    per = s.notes["per_word"]
+    n_kb = s.notes["nfrag"] // plan.kblocks
+    return off // n_kb, (off % n_kb) // per
+
+
+def _emit_tile_load(w, plan, ops, ktile, stage, eb, smem_b_off):
+    cfg = plan.config
+    for p, op, mode, name, rdim, srow, sk, _ in ops:
+        g = op.g2s
+        base = f"{stage} * {op.smem_words}" + (f" + {smem_b_off}" if name == "B" else "")
+        r0 = "m0" if name == "A" else "n0"
+        w(f"# {name} tile {ktile} -> stage {stage}: {len(g.items)} x {g.atom}")
+        w(f"k0 = {ktile} * BK")
+        for i, ((rc, kc), soff) in enumerate(g.items):
+            row = f"{r0} + {p}_row + {rc}"
+            col = f"k0 + {p}_col + {kc}"
+            w(f"gr = {row}")
+            w(f"gc = {col}")
+            vec = g.vec
+            if mode == "cp_async" and g.atom.startswith("SM80_CP_ASYNC"):
+                if op.major == "K":
+                    ok = f"gr < {p}_rows and gc + {vec - 1} < K"
+                else:
+                    ok = f"gr + {vec - 1} < {p}_rows and gc < K"
+                fn = {16: "cp_async_cg_16", 8: "cp_async_ca_8", 4: "cp_async_ca_4"}[g.notes["nbytes"]]
+                w(f"ok = {ok}")
+                w(f"src = gmem_addr({name}, (gr * {srow} + gc * {sk}) * {eb} if ok else 0)")
+                w(f"{fn}(smem_addr(smem, ({base} + {p}_s{i}) * {eb}), src, {g.notes['nbytes']} if ok else 0)")
+            else:
+                # element-wise copy (unaligned or strided operand): predicated, zero-filled
+                for v in range(vec):
+                    dr, dc = (0, v) if op.major == "K" else (v, 0)
+                    w(f"smem[{base} + {p}_s{i} + {v}] = {name}[gr + {dr}, gc + {dc}] if gr + {dr} < {p}_rows and gc + {dc} < K else 0"
+                      if name == "A" else
+                      f"smem[{base} + {p}_s{i} + {v}] = B[gr + {dr}, gc + {dc}] if gr + {dr} < {p}_rows and gc + {dc} < K else 0")
+
+
+def _emit_frag_load(w, plan, stage, kb, buf, eb, smem_b_off):
+    for p, op, name in (("a", plan.a, "A"), ("b", plan.b, "B")):
+        s = op.s2r
+        base = f"{stage} * {op.smem_words}" + (f" + {smem_b_off}" if name == "B" else "")
+        frag = f"{p}_frag"
+        for j, (soff, vals, k) in enumerate(s.items):
+            if k != kb:
+                continue
+            if s.atom.startswith("SM75_U32x4_LDSM_N") or s.atom.startswith("SM75_U16x8_LDSM_T"):
+                fn = "ldmatrix_x4" if "LDSM_N" in s.atom else "ldmatrix_x4_trans"
+                per = s.notes["per_word"]
+                words = [_kb_local(plan, op, vals[i])[1] for i in range(0, len(vals), per)]
+                if per == 2:
+                    for i in range(0, len(vals), 2):
+                        if vals[i + 1] != vals[i] + 1 or vals[i] % 2:
+                            raise ValueError(f"emit: ldmatrix register {i // 2} of {name} does not hold a fragment pair")
+                lhs = ", ".join(f"{frag}[{buf}, {x}]" for x in words)
+                w(f"{lhs} = {fn}(smem_addr(smem, ({base} + {p}_r{j}) * {eb}))  # {s.atom}")
+            else:
+                _, word = _kb_local(plan, op, vals[0])
+                conv = {"f64": "{x}", "tf32": "f32_as_u32({x})", "f32": "f32_as_u32({x})"}[plan.config.dtype]
+                w(f"{frag}[{buf}, {word}] = {conv.format(x=f'smem[{base} + {p}_r{j}]')}  # {s.atom}")
+
+
+def _emit_mma(w, plan, kb):
+    dt = plan.config.dtype
+    buf = kb % 2
+    for aoff, boff, coff in plan.mma_calls[kb]:
+        if dt in ("f16", "bf16"):
+            aw = [_kb_local(plan, plan.a, aoff[i])[1] for i in range(0, 8, 2)]
+            bw = [_kb_local(plan, plan.b, boff[i])[1] for i in range(0, 4, 2)]
+        elif dt == "tf32":
+            aw = [_kb_local(plan, plan.a, x)[1] for x in aoff]
+            bw = [_kb_local(plan, plan.b, x)[1] for x in boff]
+        else:
+            aw = [_kb_local(plan, plan.a, x)[1] for x in aoff]
+            bw = [_kb_local(plan, plan.b, x)[1] for x in boff]
+        cs = ", ".join(f"acc[{c}]" for c in coff)
+        args = ", ".join([f"a_frag[{buf}, {x}]" for x in aw] + [f"b_frag[{buf}, {x}]" for x in bw] + [f"acc[{c}]" for c in coff])
+        if dt == "f32":
+            w(f"{cs} = acc[{coff[0]}] + u32_as_f32(a_frag[{buf}, {aw[0]}]) * u32_as_f32(b_frag[{buf}, {bw[0]}])")
+        else:
+            w(f"{cs} = {_MMA_FN[dt]}({args})")
+
+
+def _emit_epilogue(w, plan):
+    cfg = plan.config
+    out = cfg.out
+    w("# ---- epilogue: D = alpha * acc + beta * C, converted and predicated --------------------")
+    w(f"c_row = m0 + {plan.epi_thr[0]}  # from tv_C(identity (BM,BN)) mode Thr")
+    w(f"c_col = n0 + {plan.epi_thr[1]}")
+    for e, (r, c) in enumerate(plan.epilogue):
+        w(f"r = c_row + {r}")
+        w(f"c = c_col + {c}")
+        w("if r < M and c < N:")
+        with w.block():
+            val = f"alpha * acc[{e}]"
+            if out == "f16":
+                w(f"v = {val} + (beta * float32(C[r, c]) if beta != 0 else 0.0)")
+                w("C[r, c] = float16(v)")
+            elif out == "bf16":
+                w(f"v = {val}")
+                w("if beta != 0:")
+                with w.block():
+                    w("v += beta * u32_as_f32(uint32(C[r, c]) << 16)")
+                w("C[r, c] = uint16(cvt_bf16x2_f32(v, v) & 0xFFFF)")
+            else:
+                w(f"v = {val} + (beta * C[r, c] if beta != 0 else 0.0)")
+                w("C[r, c] = v")
