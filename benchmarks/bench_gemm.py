@@ -1,0 +1,81 @@
+"""GEMM speed: generated kernels against cuBLAS (torch.matmul) in the same process.
+
+    python benchmarks/bench_gemm.py [--sizes 4096] [--dtypes f16,bf16,tf32] [--json out.json]
+
+Prints TFLOP/s per dtype and size and the ratio to cuBLAS.  Needs a CUDA GPU and torch.
+"""
+
+import argparse
+import json
+import time
+
+
+def bench(fn, iters=20, warmup=3):
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(iters):
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    times.sort()
+    return times[len(times) // 2] / 1e3
+
+
+def main(argv=None):
+    import torch
+    import codegen
+    from codegen import GemmConfig
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--sizes", default="4096")
+    p.add_argument("--dtypes", default="f16,bf16,tf32")
+    p.add_argument("--configs", default="", help="extra f16 configs: bm,bn,bk,wm,wn,stages;...")
+    p.add_argument("--json", default=None)
+    a = p.parse_args(argv)
+    tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32,
+           "f64": torch.float64}
+    rows = []
+    dev = torch.cuda.get_device_name()
+    for n in (int(s) for s in a.sizes.split(",")):
+        for name in a.dtypes.split(","):
+            A = torch.randn(n, n, device="cuda", dtype=tdt[name])
+            B = torch.randn(n, n, device="cuda", dtype=tdt[name])
+            torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
+            cfgs = [GemmConfig.default(name, n, n, n)]
+            if name == "f16" and a.configs:
+                for c in a.configs.split(";"):
+                    bm, bn, bk, wm, wn, st = (int(x) for x in c.split(","))
+                    cfgs.append(GemmConfig("f16", None, bm, bn, bk, wm, wn, st, 8))
+            ref = torch.matmul(A, B)
+            t_ref = bench(lambda: torch.matmul(A, B))
+            for cfg in cfgs:
+                C = torch.empty(n, n, device="cuda", dtype=ref.dtype)
+                t0 = time.time()
+                codegen.gemm(A, B, C, config=cfg)
+                torch.cuda.synchronize()
+                first = time.time() - t0
+                err = ((C.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+                t = bench(lambda: codegen.gemm(A, B, C, config=cfg))
+                fl = 2 * n ** 3
+                row = {"device": dev, "n": n, "dtype": name, "config": repr(cfg), "tflops": fl / t / 1e12,
+                       "cublas_tflops": fl / t_ref / 1e12, "ratio": t_ref / t, "rel_err": err,
+                       "first_call_s": first}
+                rows.append(row)
+                print(f"{name:5s} n={n:5d} {cfg.bm}x{cfg.bn}x{cfg.bk} w{cfg.warps_m}x{cfg.warps_n} s{cfg.stages}: "
+                      f"{row['tflops']:7.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:7.1f}  ratio {row['ratio']:.2f}  "
+                      f"rel_err {err:.1e}  first call {first:.1f}s", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
