@@ -90,6 +90,7 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
     w("")
     w("")
     w(f"def {KERNEL_NAME}(A, B, C, M, N, K, sam, sak, sbn, sbk, scm, scn, alpha, beta):")
+    w('    """A: (M,K); B: (K,N), addressed as the (N,K) view with element strides (sbn, sbk); C: (M,N)."""')
     with w.block():
         w(f"smem = cuda.shared.array(0, {_NP[dt] if dt != 'bf16' else 'uint16'})")
         w("tid = cuda.threadIdx.x")
@@ -128,8 +129,12 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
             sw = _swz(op.smem)
             w(f"# {name}: {s.atom}; copy layout_tv {s.notes['tiled_copy'].layout_tv}")
             w(f"{p}_rthr = {s.notes['thr_smem']}  # smem offset from tidfrg_S of make_tiled_copy_{name} mode Thr")
-            for j, (soff, vals, kb) in enumerate(s.items):
-                w(f"{p}_r{j} = {_sw(f'{p}_rthr + {soff}', sw)}  # copy {j} (k-block {kb}) -> fragment {vals[0]}..{vals[-1]}")
+            for j, (soff, vals, kb, soffs) in enumerate(s.items):
+                if s.atom.startswith("SM75"):
+                    w(f"{p}_r{j} = {_sw(f'{p}_rthr + {soff}', sw)}  # copy {j} (k-block {kb}) -> fragment {vals[0]}..{vals[-1]}")
+                    continue
+                for v, so in enumerate(soffs):
+                    w(f"{p}_r{j}_{v} = {_sw(f'{p}_rthr + {so}', sw)}  # copy {j} value {v} (k-block {kb}) -> fragment {vals[v]}")
         w("")
         # ---- fragments and accumulators
         na = _frag_words(plan, a)
@@ -220,7 +225,7 @@ def _emit_tile_load(w, plan, ops, ktile, stage, eb, smem_b_off):
                     ok = f"gr + {vec - 1} < {p}_rows and gc < K"
                 fn = {16: "cp_async_cg_16", 8: "cp_async_ca_8", 4: "cp_async_ca_4"}[g.notes["nbytes"]]
                 w(f"ok = {ok}")
-                w(f"src = gmem_addr({name}, (gr * {srow} + gc * {sk}) * {eb} if ok else 0)")
+                w(f"src = gmem_addr({name}, (int64(gr) * {srow} + int64(gc) * {sk}) * {eb} if ok else int64(0))")
                 w(f"{fn}(smem_addr(smem, ({base} + {p}_s{i}) * {eb}), src, {g.notes['nbytes']} if ok else 0)")
             else:
                 # element-wise copy (unaligned or strided operand): predicated, zero-filled
@@ -228,7 +233,7 @@ def _emit_tile_load(w, plan, ops, ktile, stage, eb, smem_b_off):
                     dr, dc = (0, v) if op.major == "K" else (v, 0)
                     w(f"smem[{base} + {p}_s{i} + {v}] = {name}[gr + {dr}, gc + {dc}] if gr + {dr} < {p}_rows and gc + {dc} < K else 0"
                       if name == "A" else
-                      f"smem[{base} + {p}_s{i} + {v}] = B[gr + {dr}, gc + {dc}] if gr + {dr} < {p}_rows and gc + {dc} < K else 0")
+                      f"smem[{base} + {p}_s{i} + {v}] = B[gc + {dc}, gr + {dr}] if gr + {dr} < {p}_rows and gc + {dc} < K else 0")
 
 
 def _emit_frag_load(w, plan, stage, kb, buf, eb, smem_b_off):
@@ -236,7 +241,7 @@ def _emit_frag_load(w, plan, stage, kb, buf, eb, smem_b_off):
         s = op.s2r
         base = f"{stage} * {op.smem_words}" + (f" + {smem_b_off}" if name == "B" else "")
         frag = f"{p}_frag"
-        for j, (soff, vals, k) in enumerate(s.items):
+        for j, (soff, vals, k, soffs) in enumerate(s.items):
             if k != kb:
                 continue
             if s.atom.startswith("SM75_U32x4_LDSM_N") or s.atom.startswith("SM75_U16x8_LDSM_T"):
@@ -250,9 +255,10 @@ def _emit_frag_load(w, plan, stage, kb, buf, eb, smem_b_off):
                 lhs = ", ".join(f"{frag}[{buf}, {x}]" for x in words)
                 w(f"{lhs} = {fn}(smem_addr(smem, ({base} + {p}_r{j}) * {eb}))  # {s.atom}")
             else:
-                _, word = _kb_local(plan, op, vals[0])
                 conv = {"f64": "{x}", "tf32": "f32_as_u32({x})", "f32": "f32_as_u32({x})"}[plan.config.dtype]
-                w(f"{frag}[{buf}, {word}] = {conv.format(x=f'smem[{base} + {p}_r{j}]')}  # {s.atom}")
+                for v in range(len(vals)):
+                    _, word = _kb_local(plan, op, vals[v])
+                    w(f"{frag}[{buf}, {word}] = {conv.format(x=f'smem[{base} + {p}_r{j}_{v}]')}  # {s.atom}")
 
 
 def _emit_mma(w, plan, kb):

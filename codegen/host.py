@@ -186,10 +186,9 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     kc = _kind(C)
     dA, dB, dC = _device_view(A, ka, "A"), _device_view(B, kb, "B"), _device_view(C, kc, "C")
     sc = _shape_strides(C, kc)[1]
-    dBt = _transpose_view(dB)
     grid = ((M + config.bm - 1) // config.bm) * ((N + config.bn - 1) // config.bn)
     scalar = np.float64 if config.dtype == "f64" else np.float32
-    args = (dA, dBt, dC, np.int32(M), np.int32(N), np.int32(K), np.int32(sta[0]), np.int32(sta[1]),
+    args = (dA, dB, dC, np.int32(M), np.int32(N), np.int32(K), np.int32(sta[0]), np.int32(sta[1]),
             np.int32(b_strides[0]), np.int32(b_strides[1]), np.int32(sc[0]), np.int32(sc[1]),
             scalar(alpha), scalar(beta))
     _launch(k, grid, config.threads, stream, args)
@@ -197,11 +196,6 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
         res = dC.copy_to_host()
         C[...] = res.view(C.dtype) if res.dtype != C.dtype else res
     return C
-
-
-def _transpose_view(dB):
-    """B (K,N) seen as (N,K) without copying."""
-    return dB.T if hasattr(dB, "T") else dB
 
 
 def _new_out(A, kind, shape, name):

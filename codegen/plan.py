@@ -207,12 +207,13 @@ def _s2r(cfg, mma, op, smem, kblocks):
     for j in range(ncpy):
         crd = idx2crd(j, rest.shape)
         s_off = rest(crd) + src[1](0)
-        rcrd = crd if isinstance(crd, tuple) else (crd,)
+        rcrd = tuple(crd2idx(c, sh) for c, sh in zip(crd, rest.shape)) if isinstance(crd, tuple) else (crd,)
         if rank(retiled) != 1 + len(rcrd):
             raise ValueError(f"s2r: retiled fragment {retiled} does not match copy rest {rest}")
         vals = [retiled(v, *rcrd) for v in range(size(src[1]))]
         k_of = _k_of_fragment(frag, vals[0])
-        items.append((s_off, vals, k_of))
+        s_offs = [rest(crd) + src[1](v) for v in range(size(src[1]))]
+        items.append((s_off, vals, k_of, s_offs))
     return CopyPlan(atom_name, size(src[1]), items, {
         "thr_smem": to_code(thr_s), "tiled_copy": cp, "frag": frag, "nfrag": nfrag, "per_word": per,
         "src": src})

@@ -141,12 +141,22 @@ class ThrCopy:
         return thr[self.thr_idx, None, (None,) * rank(rest) if isinstance(rest.shape, tuple) else None]
 
     def partition_S(self, t):
-        """``(M,N,...) -> (CPY, CPY_M, CPY_N, ...)``: this thread's source elements."""
-        return self._part(t, self.tiled_copy.tidfrg_S)
+        """``(M,N,...) -> (CPY, CPY_M, CPY_N, ...)``: this thread's source elements.
+
+        Raises :class:`LayoutError` when the atom moves vectors (e.g. 8 f16 for a 128-bit
+        ``cp.async``) that are not contiguous and aligned in ``t``.
+        """
+        part = self._part(t, self.tiled_copy.tidfrg_S)
+        _check_vectors("partition_S", self.tiled_copy.atom, self.tiled_copy.atom.src_layout, part,
+                       self.thr_idx)
+        return part
 
     def partition_D(self, t):
         """``(M,N,...) -> (CPY, CPY_M, CPY_N, ...)``: this thread's destination elements."""
-        return self._part(t, self.tiled_copy.tidfrg_D)
+        part = self._part(t, self.tiled_copy.tidfrg_D)
+        _check_vectors("partition_D", self.tiled_copy.atom, self.tiled_copy.atom.dst_layout, part,
+                       self.thr_idx)
+        return part
 
     def retile_S(self, t):
         """A thread's fragment ``(V, RestM, ...)`` re-tiled as ``(CPY, CPY_M, ...)`` of this copy."""
@@ -154,6 +164,62 @@ class ThrCopy:
 
     def retile_D(self, t):
         return self.tiled_copy.retile(t)
+
+
+def vector_width(atom_tv):
+    """Values one thread moves as one contiguous vector: the leading stride-1 run of the
+    value mode of an atom's ``(thread, value)`` layout (in elements).
+
+    >>> vector_width(CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", "f16").src_layout)
+    8
+    >>> vector_width(CopyAtom("SM75_U32x4_LDSM_N", "f16").dst_layout)   # 32-bit registers
+    2
+    """
+    from .inttuple import flat_tuple
+
+    vals = _alg.coalesce(atom_tv[1])
+    shape, stride = flat_tuple(vals.shape), flat_tuple(vals.stride)
+    return shape[0] if stride[0] == 1 else 1
+
+
+def _check_vectors(op, atom, atom_tv, part, thr_idx):
+    """The atom's vectors must be contiguous (and aligned) in the partitioned tensor.
+
+    CuTe recasts each thread's values to the instruction's register type (e.g. one
+    ``uint128_t`` for eight f16), which requires exactly this.
+    """
+    from .tensor import CoordEngine
+
+    vec = vector_width(atom_tv)
+    if vec <= 1 or not isinstance(part, Tensor) or isinstance(part.engine, CoordEngine):
+        return
+    import numpy as np
+
+    from .host_gemm import _eval_layout
+
+    n = size(part.layout)
+    try:
+        off = _eval_layout(part.layout, np.arange(n, dtype=np.int64))
+    except LayoutError:
+        return                                              # not an offset layout
+    base = getattr(part.engine, "offset", 0)
+    what = f"{atom.name} moves {vec} {atom.dtype} values ({vec * atom.value_bits} bits) as one vector"
+    if n % vec:
+        raise LayoutError(f"{op}: {what}, but thread {thr_idx} has {n} values ({part.layout})")
+    groups = off.reshape(-1, vec)
+    bad = np.nonzero(np.any(groups != groups[:, :1] + np.arange(vec), axis=1))[0]
+    if bad.size:
+        g = groups[bad[0]].tolist()
+        raise LayoutError(
+            f"{op}: {what}, but the tensor holds thread {thr_idx}'s values at offsets {g}: the "
+            f"vector width exceeds the layout's contiguity ({part.layout})")
+    if is_int(base):
+        starts = groups[:, 0] + int(base)
+        bad = np.nonzero(starts % vec)[0]
+        if bad.size:
+            raise LayoutError(
+                f"{op}: {what}, but thread {thr_idx}'s vector starts at element offset "
+                f"{int(starts[bad[0]])}, not a multiple of {vec} (misaligned)")
 
 
 def _check_rank(op, t, tiler):
@@ -200,7 +266,7 @@ def _mma_copy(op, atom, mma, tv, a, b):
     from .algebra import type_bits
 
     mma_type = getattr(mma.atom, operand, None)
-    if mma_type is not None and atom.value_bits != type_bits(mma_type):
+    if mma_type not in (None, "any") and atom.value_bits != type_bits(mma_type):
         raise LayoutError(
             f"{op}: copy atom moves {atom.value_bits}-bit values ({atom.dtype}) but the MMA's "
             f"{operand[0].upper()} operand is {mma_type} ({type_bits(mma_type)} bits)")

@@ -1,0 +1,839 @@
+"""Pure-Python twins of :mod:`codegen.ptx_atoms` for the CUDA simulator.
+
+Same names and call signatures as the inline-PTX atoms, for kernels run with
+``NUMBA_ENABLE_CUDASIM=1`` (which has no ``@intrinsic``, no warp collectives and
+no bfloat16).  Generated kernels import from :mod:`codegen.atoms`, which picks
+this module when the simulator is enabled.  The module itself imports in either
+mode, so its fragment tables can be inspected anywhere.
+
+How the simulation works
+------------------------
+* Every simulated CUDA thread is a Python thread (numba's ``BlockThread``); the
+  current thread's ``threadIdx``/``blockIdx``, its linear ``thread_id`` and its
+  block manager are read from ``threading.current_thread()``.  Blocks run one
+  after another.
+* Warp-collective atoms (``mma_*``, ``ldmatrix_*``) deposit the lane's operands
+  in a per-warp slot table and meet at a per-warp 32-party barrier whose
+  action (run by the last lane to arrive) computes the collective once from
+  all 32 lanes' operands, using the PTX ISA fragment layouts in
+  :data:`FRAGMENT_LAYOUTS`; each lane then returns its own registers.  Lanes
+  calling different collectives raise an error; a lane that never arrives
+  makes the others raise after :data:`SIM_COLLECTIVE_TIMEOUT_S` seconds
+  instead of hanging.
+* Shared memory is addressed through a simulated 32-bit shared window: the
+  dynamic shared array (``cuda.shared.array(0, dtype)``) occupies window bytes
+  ``[0, dynamic size)`` and static shared arrays are placed after it, 1 KiB
+  aligned, the first time :func:`smem_addr` sees them.  Global addresses are
+  the host addresses of the arrays' data; every access is bounds-checked
+  against the arrays passed to :func:`gmem_addr` in this launch.
+* ``cp.async`` copies read their source when issued and write shared memory
+  only when a covering :func:`cp_async_wait_group` / :func:`cp_async_wait_all`
+  completes their group, so a missing wait shows up as stale data.
+* Alignment rules of the instructions (16-byte ldmatrix rows, cp-size aligned
+  cp.async operands, 16-byte vector accesses) are enforced with ``ValueError``.
+
+Numerics: MMA products and sums are computed in float64 and rounded to the
+output type (hardware accumulates in float32, so results agree to float32
+rounding).  tf32 operands are truncated to their 19 high bits, as the tensor
+core ignores the 13 low mantissa bits.  Integer results are Python ints, float
+results numpy scalars of the PTX type.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+__all__ = [
+    # tensor-core MMA
+    "mma_m16n8k16_f32f16",
+    "mma_m16n8k16_f32bf16",
+    "mma_m16n8k8_f32tf32",
+    "mma_m8n8k4_f64",
+    # ldmatrix
+    "ldmatrix_x1",
+    "ldmatrix_x2",
+    "ldmatrix_x4",
+    "ldmatrix_x1_trans",
+    "ldmatrix_x2_trans",
+    "ldmatrix_x4_trans",
+    # cp.async
+    "cp_async_ca_4",
+    "cp_async_ca_8",
+    "cp_async_ca_16",
+    "cp_async_cg_16",
+    "cp_async_commit",
+    "cp_async_wait_group",
+    "cp_async_wait_all",
+    # addresses
+    "smem_addr",
+    "gmem_addr",
+    # packing and conversion
+    "pack_f16x2",
+    "pack_b16x2",
+    "unpack_f16x2",
+    "unpack_f16x2_f32",
+    "unpack_bf16x2_f32",
+    "cvt_f16x2_f32",
+    "cvt_bf16x2_f32",
+    "cvt_tf32_f32",
+    "f32_as_u32",
+    "u32_as_f32",
+    # 16-byte vector memory access
+    "ld_global_v4_b32",
+    "st_global_v4_b32",
+    "ld_shared_v4_b32",
+    "st_shared_v4_b32",
+]
+
+#: Seconds a lane waits at a warp collective for the other 31 lanes.
+SIM_COLLECTIVE_TIMEOUT_S = 120.0
+
+_M32 = 0xFFFFFFFF
+
+
+# ---------------------------------------------------------------------------
+# fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16/m16n8k8/m8n8k4")
+# ---------------------------------------------------------------------------
+
+
+def _fragment_layouts() -> dict:
+    """Index tables mapping (lane, register[, half]) to matrix coordinates.
+
+    Shapes: A/B of 16-bit types are (32, regs, 2) with the last axis the lo/hi
+    half of the b32 register; all others are (32, regs).  Coordinates are
+    (row, col) of A (M x K), B (K x N) and C/D (M x N).
+    """
+    lane = np.arange(32)
+    g = lane >> 2  # groupID
+    t = lane & 3  # threadID_in_group
+    g3, t3 = g[:, None, None], t[:, None, None]
+    g2, t2 = g[:, None], t[:, None]
+
+    r4 = np.arange(4)[None, :, None]
+    r2 = np.arange(2)[None, :, None]
+    h = np.arange(2)[None, None, :]
+    i4 = np.arange(4)[None, :]
+    i2 = np.arange(2)[None, :]
+
+    def full(x, shape):
+        return np.ascontiguousarray(np.broadcast_to(x, shape))
+
+    c16x8 = (full(g2 + 8 * (i4 >> 1), (32, 4)), full(2 * t2 + (i4 & 1), (32, 4)))
+    return {
+        "m16n8k16": {
+            # a_reg: rows g (+8 for odd reg), cols 2t+half (+8 for reg >= 2)
+            "A": (full(g3 + 8 * (r4 & 1), (32, 4, 2)), full(2 * t3 + h + 8 * (r4 >> 1), (32, 4, 2))),
+            # b_reg: k = 2t+half (+8 for reg 1), n = g
+            "B": (full(2 * t3 + h + 8 * r2, (32, 2, 2)), full(g3, (32, 2, 2))),
+            "C": c16x8,
+        },
+        "m16n8k8.tf32": {
+            "A": (full(g2 + 8 * (i4 & 1), (32, 4)), full(t2 + 4 * (i4 >> 1), (32, 4))),
+            "B": (full(t2 + 4 * i2, (32, 2)), full(g2, (32, 2))),
+            "C": c16x8,
+        },
+        "m8n8k4.f64": {
+            "A": (full(g2, (32, 1)), full(t2, (32, 1))),
+            "B": (full(t2, (32, 1)), full(g2, (32, 1))),
+            "C": (full(g2, (32, 2)), full(2 * t2 + i2, (32, 2))),
+        },
+    }
+
+
+#: ``FRAGMENT_LAYOUTS[shape][operand] = (rows, cols)`` index arrays, see
+#: :func:`_fragment_layouts`.  Shapes: "m16n8k16" (f16/bf16), "m16n8k8.tf32",
+#: "m8n8k4.f64"; operands "A", "B", "C" (C is also D's layout).
+FRAGMENT_LAYOUTS = _fragment_layouts()
+
+_LANE = np.arange(32)
+_LG = _LANE >> 2
+_LT = _LANE & 3
+
+
+# ---------------------------------------------------------------------------
+# simulator plumbing
+# ---------------------------------------------------------------------------
+
+_STATE_LOCK = threading.Lock()
+
+
+def _thread(op: str):
+    t = threading.current_thread()
+    if not (hasattr(t, "threadIdx") and hasattr(t, "_manager") and hasattr(t, "thread_id")):
+        raise RuntimeError(
+            f"{op}: must be called from a kernel running in the CUDA simulator "
+            "(NUMBA_ENABLE_CUDASIM=1)"
+        )
+    return t
+
+
+def _kernel_context(op: str):
+    from numba.cuda.simulator.kernel import _get_kernel_context
+
+    ctx = _get_kernel_context()
+    if ctx is None:
+        raise RuntimeError(f"{op}: no simulated kernel is running")
+    return ctx
+
+
+def _as_int(op: str, name: str, v) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{op}: operand {name!r} must be an integer, got {type(v).__name__} {v!r}")
+    return int(v)
+
+
+def _b32(op: str, name: str, v) -> int:
+    """A .b32 register operand: an integer (low 32 bits) or a float32 (its bits)."""
+    if isinstance(v, (float, np.floating)):
+        return int(np.float32(v).view(np.uint32))
+    return _as_int(op, name, v) & _M32
+
+
+def _unwrap_array(op: str, arr) -> np.ndarray:
+    """The numpy array behind a simulator array (kernel argument or shared/local)."""
+    if isinstance(arr, np.ndarray):
+        return arr
+    d = getattr(arr, "__dict__", {})
+    item = d.get("_item")  # FakeWithinKernelCUDAArray
+    if item is not None:
+        d = getattr(item, "__dict__", {})
+    ary = d.get("_ary")  # FakeCUDAArray
+    if isinstance(ary, np.ndarray):
+        return ary
+    raise TypeError(f"{op}: operand 'arr' must be an array, got {type(arr).__name__}")
+
+
+def _root(a: np.ndarray) -> np.ndarray:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
+    bb = getattr(np, "byte_bounds", None)
+    if bb is None:  # numpy >= 2.0 moved it
+        bb = np.lib.array_utils.byte_bounds
+    return bb(a)
+
+
+class _Memory:
+    """Shared window and global-memory registry of one simulated kernel launch."""
+
+    def __init__(self, ctx):
+        dyn = ctx._shared._dynshared
+        self.dyn = dyn.view(np.uint8)
+        self.dyn_ptr = int(dyn.__array_interface__["data"][0])
+        self.dyn_size = int(dyn.nbytes)
+        # (window start, window end, uint8 view) for each shared region
+        self.regions = [(0, self.dyn_size, self.dyn)]
+        self.static = []  # (host lo, host hi, window start)
+        self.next_static = (self.dyn_size + 1023) & ~1023
+        self.globals = {}  # (host lo, host hi) -> array (kept alive)
+        self.lock = threading.Lock()
+
+    # shared -----------------------------------------------------------------
+    def shared_base(self, op: str, a: np.ndarray) -> int:
+        ptr = int(a.__array_interface__["data"][0])
+        if self.dyn_size and self.dyn_ptr <= ptr < self.dyn_ptr + self.dyn_size:
+            return ptr - self.dyn_ptr
+        with self.lock:
+            for lo, hi, start in self.static:
+                if lo <= ptr < hi:
+                    return start + (ptr - lo)
+            root = _root(a)
+            if not root.flags.c_contiguous:
+                raise ValueError(f"{op}: shared array must be contiguous")
+            lo, hi = _byte_bounds(root)
+            if not lo <= ptr < hi:
+                raise ValueError(f"{op}: array is not a shared-memory array of this kernel")
+            start = self.next_static
+            self.static.append((lo, hi, start))
+            self.regions.append((start, start + (hi - lo), root.reshape(-1).view(np.uint8)))
+            self.next_static = (start + (hi - lo) + 1023) & ~1023
+            return start + (ptr - lo)
+
+    def shared_view(self, op: str, addr: int, n: int) -> np.ndarray:
+        for start, end, view in self.regions:
+            if start <= addr and addr + n <= end:
+                return view[addr - start : addr - start + n]
+        raise ValueError(
+            f"{op}: shared address {addr:#x} (+{n} bytes) is outside the shared "
+            "memory of this kernel"
+        )
+
+    # global -----------------------------------------------------------------
+    def register_global(self, a: np.ndarray) -> None:
+        lo, hi = _byte_bounds(a)
+        with self.lock:
+            self.globals.setdefault((lo, hi), a)
+
+    def _check_global(self, op: str, addr: int, n: int) -> None:
+        with self.lock:
+            for lo, hi in self.globals:
+                if lo <= addr and addr + n <= hi:
+                    return
+        raise ValueError(
+            f"{op}: global address {addr:#x} (+{n} bytes) is outside every array "
+            "passed to gmem_addr in this kernel"
+        )
+
+    def read_global(self, op: str, addr: int, n: int) -> bytes:
+        self._check_global(op, addr, n)
+        return ctypes.string_at(addr, n)
+
+    def write_global(self, op: str, addr: int, data: bytes) -> None:
+        self._check_global(op, addr, len(data))
+        ctypes.memmove(addr, data, len(data))
+
+
+def _memory(op: str) -> _Memory:
+    ctx = _kernel_context(op)
+    mem = ctx.__dict__.get("_atoms_memory")
+    if mem is None:
+        with _STATE_LOCK:
+            mem = ctx.__dict__.get("_atoms_memory")
+            if mem is None:
+                mem = _Memory(ctx)
+                ctx.__dict__["_atoms_memory"] = mem
+    return mem
+
+
+def _check_align(op: str, what: str, addr: int, align: int) -> None:
+    if addr & (align - 1):
+        raise ValueError(f"{op}: {what} address {addr:#x} is not {align}-byte aligned")
+
+
+# ---------------------------------------------------------------------------
+# warp collectives
+# ---------------------------------------------------------------------------
+
+
+class _Warp:
+    """Rendezvous of the 32 lanes of one warp for collective atoms.
+
+    A barrier for 32 parties with an action: each lane deposits its operands
+    and, unless it is the last to arrive, blocks on its own gate lock; the last
+    lane computes the collective once, stores every lane's result and opens the
+    31 gates.  (One lock per lane instead of ``threading.Barrier``'s shared
+    condition avoids 31 woken threads contending for one lock, which makes a
+    collective several times faster in the simulator.)  A lane that does not
+    reach the collective within :data:`SIM_COLLECTIVE_TIMEOUT_S` makes the
+    waiting lanes raise instead of hanging.
+    """
+
+    def __init__(self, warp_id: int, nlanes: int):
+        self.warp_id = warp_id
+        self.nlanes = nlanes
+        self.slots = [None] * 32
+        self.results = [None] * 32
+        self.error = None
+        self.lock = threading.Lock()
+        self.waiting = []  # lanes blocked in the current round
+        self.gates = [threading.Lock() for _ in range(32)]
+        for gate in self.gates:
+            gate.acquire()
+
+    def _compute(self) -> None:
+        keys = {s[0] for s in self.slots}
+        if len(keys) != 1:
+            raise RuntimeError(
+                f"warp {self.warp_id}: divergent warp collective, lanes called "
+                f"{sorted(k[0] for k in keys)}"
+            )
+        key = self.slots[0][0]
+        self.results = _COLLECTIVES[key[0]](key, [s[1] for s in self.slots])
+
+    def _raise_error(self, op: str):
+        err = self.error
+        # Every lane reports the collective's own error, with the same type.
+        try:
+            again = type(err)(*err.args)
+        except Exception:
+            again = RuntimeError(f"{op}: warp collective failed: {err}")
+        raise again from err
+
+    def run(self, op: str, lane: int, key: tuple, args: tuple):
+        if self.nlanes != 32:
+            raise ValueError(
+                f"{op}: is warp-collective and needs all 32 lanes, but warp "
+                f"{self.warp_id} of this block has {self.nlanes} threads"
+            )
+        if self.error is not None:
+            self._raise_error(op)
+        self.slots[lane] = (key, args)
+        with self.lock:
+            waiting = self.waiting
+            last = len(waiting) == 31
+            if last:
+                self.waiting = []
+            else:
+                waiting.append(lane)
+        if last:
+            try:
+                self._compute()
+            except BaseException as e:
+                self.error = e
+            for other in waiting:
+                self.gates[other].release()
+            if self.error is not None:
+                raise self.error
+            return self.results[lane]
+        if not self.gates[lane].acquire(timeout=SIM_COLLECTIVE_TIMEOUT_S):
+            raise RuntimeError(
+                f"{op}: warp {self.warp_id} collective did not complete within "
+                f"{SIM_COLLECTIVE_TIMEOUT_S} s: not every lane reached it "
+                "(divergent or missing call)"
+            )
+        if self.error is not None:
+            self._raise_error(op)
+        return self.results[lane]
+
+
+def _collective(op: str, key: tuple, args: tuple):
+    t = _thread(op)
+    mgr = t._manager
+    wid = t.thread_id >> 5
+    warps = mgr.__dict__.get("_atoms_warps")
+    warp = warps.get(wid) if warps is not None else None
+    if warp is None:
+        with _STATE_LOCK:
+            warps = mgr.__dict__.setdefault("_atoms_warps", {})
+            warp = warps.get(wid)
+            if warp is None:
+                nthreads = int(np.prod(mgr._block_dim))
+                warp = _Warp(wid, min(32, nthreads - 32 * wid))
+                warps[wid] = warp
+    return warp.run(op, t.thread_id & 31, key, args)
+
+
+def _b16_halves(regs: np.ndarray) -> np.ndarray:
+    """(..., n) uint32 -> (..., n, 2) uint16 [lo, hi]."""
+    return np.stack([regs & 0xFFFF, regs >> 16], axis=-1).astype(np.uint16)
+
+
+def _decode_f16(h: np.ndarray) -> np.ndarray:
+    return h.view(np.float16).astype(np.float64)
+
+
+def _decode_bf16(h: np.ndarray) -> np.ndarray:
+    return (h.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def _mma_m16n8k16(key, lanes):
+    decode = _decode_f16 if key[1] == "f16" else _decode_bf16
+    lay = FRAGMENT_LAYOUTS["m16n8k16"]
+    regs = np.array([a[:6] for a in lanes], dtype=np.uint32)  # (32, 6)
+    halves = decode(_b16_halves(regs))  # (32, 6, 2)
+    a = np.zeros((16, 16))
+    a[lay["A"]] = halves[:, :4, :]
+    b = np.zeros((16, 8))
+    b[lay["B"]] = halves[:, 4:, :]
+    return _mma_finish(a, b, lanes, 6, (16, 8), lay["C"], np.float32)
+
+
+def _mma_m16n8k8_tf32(key, lanes):
+    lay = FRAGMENT_LAYOUTS["m16n8k8.tf32"]
+    regs = np.array([a[:6] for a in lanes], dtype=np.uint32) & np.uint32(0xFFFFE000)
+    vals = regs.view(np.float32).astype(np.float64)
+    a = np.zeros((16, 8))
+    a[lay["A"]] = vals[:, :4]
+    b = np.zeros((8, 8))
+    b[lay["B"]] = vals[:, 4:]
+    return _mma_finish(a, b, lanes, 6, (16, 8), lay["C"], np.float32)
+
+
+def _mma_m8n8k4_f64(key, lanes):
+    lay = FRAGMENT_LAYOUTS["m8n8k4.f64"]
+    vals = np.array([a[:2] for a in lanes], dtype=np.float64)
+    a = np.zeros((8, 4))
+    a[lay["A"]] = vals[:, :1]
+    b = np.zeros((4, 8))
+    b[lay["B"]] = vals[:, 1:2]
+    return _mma_finish(a, b, lanes, 2, (8, 8), lay["C"], np.float64)
+
+
+def _mma_finish(a, b, lanes, cstart, cshape, clay, outtype):
+    c = np.zeros(cshape)
+    c[clay] = np.array([x[cstart:] for x in lanes], dtype=outtype).astype(np.float64)
+    d = (a @ b + c).astype(outtype)
+    frag = d[clay]  # (32, nregs)
+    return [tuple(frag[lane]) for lane in range(32)]
+
+
+def _ldmatrix(key, lanes):
+    _, op, n, trans = key
+    mem = _memory(op)
+    m = np.empty((n, 8, 8), dtype=np.uint16)
+    for i in range(n):
+        for r in range(8):
+            addr = lanes[8 * i + r][0]
+            _check_align(op, "row", addr, 16)
+            m[i, r] = mem.shared_view(op, addr, 16).view(np.uint16)
+    if trans:
+        m = m.transpose(0, 2, 1)
+    lo = m[:, _LG, 2 * _LT].astype(np.uint32)  # (n, 32)
+    hi = m[:, _LG, 2 * _LT + 1].astype(np.uint32)
+    regs = lo | (hi << 16)
+    return [tuple(int(regs[i, lane]) for i in range(n)) for lane in range(32)]
+
+
+_COLLECTIVES = {
+    "mma_m16n8k16": _mma_m16n8k16,
+    "mma_m16n8k8_tf32": _mma_m16n8k8_tf32,
+    "mma_m8n8k4_f64": _mma_m8n8k4_f64,
+    "ldmatrix": _ldmatrix,
+}
+
+
+# ---------------------------------------------------------------------------
+# mma.sync
+# ---------------------------------------------------------------------------
+
+
+def _mma_4a2b4c(op, key, a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+    names = ("a0", "a1", "a2", "a3", "b0", "b1")
+    regs = tuple(_b32(op, n, v) for n, v in zip(names, (a0, a1, a2, a3, b0, b1)))
+    accs = tuple(float(c) for c in (c0, c1, c2, c3))
+    return _collective(op, key, regs + accs)
+
+
+def mma_m16n8k16_f32f16(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+    """Simulated ``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32``.
+
+    Fragment layout as documented in :func:`codegen.ptx_atoms.mma_m16n8k16_f32f16`.
+    Returns ``(d0, d1, d2, d3)`` numpy float32.
+    """
+    return _mma_4a2b4c(
+        "mma_m16n8k16_f32f16", ("mma_m16n8k16", "f16"),
+        a0, a1, a2, a3, b0, b1, c0, c1, c2, c3,
+    )
+
+
+def mma_m16n8k16_f32bf16(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+    """Simulated ``mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32``.
+
+    A/B registers hold two bfloat16 bit patterns each (lo = lower k).
+    Returns ``(d0, d1, d2, d3)`` numpy float32.
+    """
+    return _mma_4a2b4c(
+        "mma_m16n8k16_f32bf16", ("mma_m16n8k16", "bf16"),
+        a0, a1, a2, a3, b0, b1, c0, c1, c2, c3,
+    )
+
+
+def mma_m16n8k8_f32tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+    """Simulated ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``.
+
+    A/B registers are tf32 bit patterns (uint32) or float32 values (their bits);
+    the 13 low mantissa bits are ignored.  Returns ``(d0, d1, d2, d3)`` float32.
+    """
+    return _mma_4a2b4c(
+        "mma_m16n8k8_f32tf32", ("mma_m16n8k8_tf32",),
+        a0, a1, a2, a3, b0, b1, c0, c1, c2, c3,
+    )
+
+
+def mma_m8n8k4_f64(a0, b0, c0, c1):
+    """Simulated ``mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64``.
+
+    a0 = A[g, t], b0 = B[t, g], c0/c1 = C[g, 2t], C[g, 2t+1].
+    Returns ``(d0, d1)`` numpy float64.
+    """
+    vals = tuple(float(v) for v in (a0, b0, c0, c1))
+    return _collective("mma_m8n8k4_f64", ("mma_m8n8k4_f64",), vals)
+
+
+# ---------------------------------------------------------------------------
+# ldmatrix
+# ---------------------------------------------------------------------------
+
+
+def _ldsm(op, n, trans, addr):
+    return _collective(op, ("ldmatrix", op, n, trans), (_as_int(op, "addr", addr),))
+
+
+def ldmatrix_x1(addr):
+    """Simulated ``ldmatrix.sync.aligned.m8n8.x1.shared.b16``; returns ``(r0,)``."""
+    return _ldsm("ldmatrix_x1", 1, False, addr)
+
+
+def ldmatrix_x2(addr):
+    """Simulated ``ldmatrix.sync.aligned.m8n8.x2.shared.b16``; returns ``(r0, r1)``."""
+    return _ldsm("ldmatrix_x2", 2, False, addr)
+
+
+def ldmatrix_x4(addr):
+    """Simulated ``ldmatrix.sync.aligned.m8n8.x4.shared.b16``; returns ``(r0, .., r3)``."""
+    return _ldsm("ldmatrix_x4", 4, False, addr)
+
+
+def ldmatrix_x1_trans(addr):
+    """Simulated ``ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16``; returns ``(r0,)``."""
+    return _ldsm("ldmatrix_x1_trans", 1, True, addr)
+
+
+def ldmatrix_x2_trans(addr):
+    """Simulated ``ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16``; returns ``(r0, r1)``."""
+    return _ldsm("ldmatrix_x2_trans", 2, True, addr)
+
+
+def ldmatrix_x4_trans(addr):
+    """Simulated ``ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16``; returns ``(r0, .., r3)``."""
+    return _ldsm("ldmatrix_x4_trans", 4, True, addr)
+
+
+# ---------------------------------------------------------------------------
+# cp.async
+# ---------------------------------------------------------------------------
+
+
+class _CpAsyncState:
+    def __init__(self):
+        self.pending = []  # copies not yet committed
+        self.groups = []  # committed groups, oldest first
+
+
+def _cp_state(op: str) -> _CpAsyncState:
+    t = _thread(op)
+    st = t.__dict__.get("_atoms_cp_async")
+    if st is None:
+        st = _CpAsyncState()
+        t.__dict__["_atoms_cp_async"] = st
+    return st
+
+
+def _cp_async(op, size, dst, src, src_size):
+    dst = _as_int(op, "dst", dst)
+    src = _as_int(op, "src", src)
+    n = _as_int(op, "src_size", src_size)
+    if not 0 <= n <= size:
+        raise ValueError(f"{op}: src_size must be in [0, {size}], got {n}")
+    _check_align(op, "dst", dst, size)
+    _check_align(op, "src", src, size)
+    mem = _memory(op)
+    mem.shared_view(op, dst, size)  # validate the destination now
+    data = (mem.read_global(op, src, n) if n else b"") + bytes(size - n)
+    _cp_state(op).pending.append((dst, data))
+
+
+def cp_async_ca_4(dst, src, src_size):
+    """Simulated ``cp.async.ca.shared.global [dst], [src], 4, src_size`` (zero-fills)."""
+    _cp_async("cp_async_ca_4", 4, dst, src, src_size)
+
+
+def cp_async_ca_8(dst, src, src_size):
+    """Simulated ``cp.async.ca.shared.global [dst], [src], 8, src_size`` (zero-fills)."""
+    _cp_async("cp_async_ca_8", 8, dst, src, src_size)
+
+
+def cp_async_ca_16(dst, src, src_size):
+    """Simulated ``cp.async.ca.shared.global [dst], [src], 16, src_size`` (zero-fills)."""
+    _cp_async("cp_async_ca_16", 16, dst, src, src_size)
+
+
+def cp_async_cg_16(dst, src, src_size):
+    """Simulated ``cp.async.cg.shared.global [dst], [src], 16, src_size`` (zero-fills)."""
+    _cp_async("cp_async_cg_16", 16, dst, src, src_size)
+
+
+def cp_async_commit():
+    """Simulated ``cp.async.commit_group``."""
+    st = _cp_state("cp_async_commit")
+    st.groups.append(st.pending)
+    st.pending = []
+
+
+def _complete(op: str, group) -> None:
+    mem = _memory(op)
+    for dst, data in group:
+        mem.shared_view(op, dst, len(data))[:] = np.frombuffer(data, dtype=np.uint8)
+
+
+def cp_async_wait_group(n):
+    """Simulated ``cp.async.wait_group n``: completes all but the ``n`` newest groups."""
+    op = "cp_async_wait_group"
+    n = _as_int(op, "n", n)
+    if n < 0:
+        raise ValueError(f"{op}: n must be >= 0, got {n}")
+    st = _cp_state(op)
+    while len(st.groups) > n:
+        _complete(op, st.groups.pop(0))
+
+
+def cp_async_wait_all():
+    """Simulated ``cp.async.wait_all``: commits pending copies and completes every group."""
+    cp_async_commit()
+    st = _cp_state("cp_async_wait_all")
+    while st.groups:
+        _complete("cp_async_wait_all", st.groups.pop(0))
+
+
+# ---------------------------------------------------------------------------
+# addresses
+# ---------------------------------------------------------------------------
+
+
+def smem_addr(arr, byte_offset):
+    """Simulated 32-bit shared address of ``arr``'s first element plus ``byte_offset`` bytes."""
+    op = "smem_addr"
+    a = _unwrap_array(op, arr)
+    off = _as_int(op, "byte_offset", byte_offset)
+    return _memory(op).shared_base(op, a) + off
+
+
+def gmem_addr(arr, byte_offset):
+    """Simulated 64-bit global address of ``arr``'s first element plus ``byte_offset`` bytes."""
+    op = "gmem_addr"
+    a = _unwrap_array(op, arr)
+    off = _as_int(op, "byte_offset", byte_offset)
+    _memory(op).register_global(a)
+    return int(a.__array_interface__["data"][0]) + off
+
+
+# ---------------------------------------------------------------------------
+# packing and conversion
+# ---------------------------------------------------------------------------
+
+
+def _half_bits(op: str, name: str, v) -> int:
+    if not isinstance(v, (float, int, np.floating, np.integer)) or isinstance(v, bool):
+        raise TypeError(f"{op}: operand {name!r} must be float16, got {type(v).__name__}")
+    return int(np.float16(v).view(np.uint16))
+
+
+def _f32_bits(op: str, name: str, v) -> int:
+    if not isinstance(v, (float, int, np.floating, np.integer)) or isinstance(v, bool):
+        raise TypeError(f"{op}: operand {name!r} must be a number, got {type(v).__name__}")
+    return int(np.float32(v).view(np.uint32))
+
+
+def _bits_f16(b: int) -> np.float16:
+    return np.uint16(b & 0xFFFF).view(np.float16)
+
+
+def _bits_f32(b: int) -> np.float32:
+    return np.uint32(b & _M32).view(np.float32)
+
+
+def pack_f16x2(lo, hi):
+    """Pack two float16 into a b32 (``lo`` in bits 0-15); returns int."""
+    return _half_bits("pack_f16x2", "lo", lo) | (_half_bits("pack_f16x2", "hi", hi) << 16)
+
+
+def pack_b16x2(lo, hi):
+    """Pack two 16-bit patterns (low 16 bits of each integer) into a b32; returns int."""
+    lo = _as_int("pack_b16x2", "lo", lo) & 0xFFFF
+    hi = _as_int("pack_b16x2", "hi", hi) & 0xFFFF
+    return lo | (hi << 16)
+
+
+def unpack_f16x2(x):
+    """Split a b32 of two f16 into ``(lo, hi)`` numpy float16."""
+    x = _as_int("unpack_f16x2", "x", x)
+    return (_bits_f16(x), _bits_f16(x >> 16))
+
+
+def unpack_f16x2_f32(x):
+    """Split a b32 of two f16 into ``(lo, hi)`` numpy float32."""
+    lo, hi = unpack_f16x2(x)
+    return (np.float32(lo), np.float32(hi))
+
+
+def unpack_bf16x2_f32(x):
+    """Split a b32 of two bf16 into ``(lo, hi)`` numpy float32 (exact)."""
+    x = _as_int("unpack_bf16x2_f32", "x", x)
+    return (_bits_f32((x & 0xFFFF) << 16), _bits_f32(x & 0xFFFF0000))
+
+
+def _f32_to_f16_bits(v) -> int:
+    with np.errstate(over="ignore"):  # overflow rounds to +-inf, as cvt.rn does
+        return int(np.float32(v).astype(np.float16).view(np.uint16))
+
+
+def _f32_to_bf16_bits(bits: int) -> int:
+    """Round-to-nearest-even float32 -> bfloat16 bits; NaN -> canonical 0x7FFF."""
+    if (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF):
+        return 0x7FFF
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def cvt_f16x2_f32(lo, hi):
+    """Simulated ``cvt.rn.f16x2.f32``: two float32 rounded to f16, ``lo`` in bits 0-15."""
+    _f32_bits("cvt_f16x2_f32", "lo", lo)
+    _f32_bits("cvt_f16x2_f32", "hi", hi)
+    return _f32_to_f16_bits(lo) | (_f32_to_f16_bits(hi) << 16)
+
+
+def cvt_bf16x2_f32(lo, hi):
+    """Simulated ``cvt.rn.bf16x2.f32``: two float32 rounded to bf16, ``lo`` in bits 0-15."""
+    lo = _f32_to_bf16_bits(_f32_bits("cvt_bf16x2_f32", "lo", lo))
+    hi = _f32_to_bf16_bits(_f32_bits("cvt_bf16x2_f32", "hi", hi))
+    return lo | (hi << 16)
+
+
+def cvt_tf32_f32(x):
+    """Simulated ``cvt.rna.tf32.f32`` (nearest, ties away); returns the uint32 bits."""
+    bits = _f32_bits("cvt_tf32_f32", "x", x)
+    if (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF):
+        return 0x7FFFFFFF
+    return ((bits + 0x1000) & 0xFFFFE000) & _M32
+
+
+def f32_as_u32(x):
+    """Bit pattern of a float32 as int."""
+    return _f32_bits("f32_as_u32", "x", x)
+
+
+def u32_as_f32(x):
+    """Reinterpret the low 32 bits of an integer as numpy float32."""
+    return _bits_f32(_as_int("u32_as_f32", "x", x))
+
+
+# ---------------------------------------------------------------------------
+# 16-byte vector loads and stores
+# ---------------------------------------------------------------------------
+
+
+def _words(data: bytes) -> tuple:
+    return tuple(int(w) for w in np.frombuffer(data, dtype="<u4"))
+
+
+def _pack_words(op, r0, r1, r2, r3) -> bytes:
+    regs = [_b32(op, n, v) for n, v in zip(("r0", "r1", "r2", "r3"), (r0, r1, r2, r3))]
+    return np.array(regs, dtype="<u4").tobytes()
+
+
+def ld_global_v4_b32(addr):
+    """Simulated ``ld.global.v4.b32``; returns four ints, lowest address first."""
+    op = "ld_global_v4_b32"
+    addr = _as_int(op, "addr", addr)
+    _check_align(op, "global", addr, 16)
+    return _words(_memory(op).read_global(op, addr, 16))
+
+
+def st_global_v4_b32(addr, r0, r1, r2, r3):
+    """Simulated ``st.global.v4.b32`` (r0 at the lowest address)."""
+    op = "st_global_v4_b32"
+    addr = _as_int(op, "addr", addr)
+    _check_align(op, "global", addr, 16)
+    _memory(op).write_global(op, addr, _pack_words(op, r0, r1, r2, r3))
+
+
+def ld_shared_v4_b32(addr):
+    """Simulated ``ld.shared.v4.b32``; returns four ints, lowest address first."""
+    op = "ld_shared_v4_b32"
+    addr = _as_int(op, "addr", addr)
+    _check_align(op, "shared", addr, 16)
+    return _words(_memory(op).shared_view(op, addr, 16).tobytes())
+
+
+def st_shared_v4_b32(addr, r0, r1, r2, r3):
+    """Simulated ``st.shared.v4.b32`` (r0 at the lowest address)."""
+    op = "st_shared_v4_b32"
+    addr = _as_int(op, "addr", addr)
+    _check_align(op, "shared", addr, 16)
+    data = _pack_words(op, r0, r1, r2, r3)
+    _memory(op).shared_view(op, addr, 16)[:] = np.frombuffer(data, dtype=np.uint8)
