@@ -1,0 +1,585 @@
+"""Tests of the atom backends in ``codegen`` (ptx_atoms, sim_atoms, atoms).
+
+* PTX text: small kernels using every intrinsic are compiled with
+  ``numba.cuda.compile_ptx`` for cc 8.0 and 9.0 (no GPU needed) and the
+  instruction text is checked; ``ptxas -v`` on a small multi-stage main loop
+  checks that fragments stay in registers (skipped without ptxas).
+* Simulator: the simulator has to be selected before numba.cuda is imported,
+  so those tests run scripts in a subprocess with ``NUMBA_ENABLE_CUDASIM=1``:
+  ``tests/gpu/check_atoms.py --sim`` (the same kernels as the GPU check:
+  ldmatrix + mma with one and two warps, cp.async with zero-fill and a missing
+  wait, conversions) and a script of error cases.
+* The pure helpers of ``sim_atoms`` and its fragment tables are tested here
+  directly; they need no kernel.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+CHECK_SCRIPT = ROOT / "tests" / "gpu" / "check_atoms.py"
+SIM_ENV = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+import codegen.sim_atoms as S  # noqa: E402  (importable in either mode)
+
+needs_cuda_target = pytest.mark.skipif(
+    SIM_ENV, reason="compile_ptx needs numba's CUDA target, but the simulator is enabled"
+)
+
+if not SIM_ENV:
+    from numba import cuda
+    from numba.cuda import types as nt
+
+    import codegen.ptx_atoms as P
+    from codegen.ptx_atoms import (
+        cp_async_ca_4,
+        cp_async_ca_8,
+        cp_async_ca_16,
+        cp_async_cg_16,
+        cp_async_commit,
+        cp_async_wait_all,
+        cp_async_wait_group,
+        cvt_bf16x2_f32,
+        cvt_f16x2_f32,
+        cvt_tf32_f32,
+        f32_as_u32,
+        gmem_addr,
+        ld_global_v4_b32,
+        ld_shared_v4_b32,
+        ldmatrix_x1,
+        ldmatrix_x1_trans,
+        ldmatrix_x2,
+        ldmatrix_x2_trans,
+        ldmatrix_x4,
+        ldmatrix_x4_trans,
+        mma_m8n8k4_f64,
+        mma_m16n8k8_f32tf32,
+        mma_m16n8k16_f32bf16,
+        mma_m16n8k16_f32f16,
+        pack_b16x2,
+        pack_f16x2,
+        smem_addr,
+        st_global_v4_b32,
+        st_shared_v4_b32,
+        u32_as_f32,
+        unpack_bf16x2_f32,
+        unpack_f16x2,
+        unpack_f16x2_f32,
+    )
+
+U8 = np.dtype(np.uint8)
+CCS = [(8, 0), (9, 0)]
+
+
+# ---------------------------------------------------------------------------
+# interface parity
+# ---------------------------------------------------------------------------
+
+
+@needs_cuda_target
+def test_backends_export_same_names_and_signatures():
+    assert S.__all__ == P.__all__
+    for name in P.__all__:
+        intr = getattr(P, name)
+        sim = getattr(S, name)
+        ptx_params = list(inspect.signature(intr).parameters)[1:]  # drop typingctx
+        sim_params = list(inspect.signature(sim).parameters)
+        assert ptx_params == sim_params, name
+        assert intr.__doc__ and sim.__doc__, name
+
+
+@needs_cuda_target
+def test_atoms_selects_ptx_backend_outside_simulator():
+    import codegen.atoms as A
+
+    assert A.SIMULATED is False
+    assert A.__all__ == P.__all__
+    for name in A.__all__:
+        assert getattr(A, name) is getattr(P, name)
+
+
+# ---------------------------------------------------------------------------
+# fragment tables of the simulator
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape,operand,dims",
+    [
+        ("m16n8k16", "A", (16, 16)),
+        ("m16n8k16", "B", (16, 8)),
+        ("m16n8k16", "C", (16, 8)),
+        ("m16n8k8.tf32", "A", (16, 8)),
+        ("m16n8k8.tf32", "B", (8, 8)),
+        ("m16n8k8.tf32", "C", (16, 8)),
+        ("m8n8k4.f64", "A", (8, 4)),
+        ("m8n8k4.f64", "B", (4, 8)),
+        ("m8n8k4.f64", "C", (8, 8)),
+    ],
+)
+def test_fragment_layout_covers_matrix_once(shape, operand, dims):
+    rows, cols = S.FRAGMENT_LAYOUTS[shape][operand]
+    count = np.zeros(dims, dtype=int)
+    np.add.at(count, (rows, cols), 1)
+    assert (count == 1).all()
+
+
+def test_fragment_layout_spot_values():
+    lay = S.FRAGMENT_LAYOUTS["m16n8k16"]
+    # lane 5: group 1, thread-in-group 1
+    assert (lay["A"][0][5, 0, 0], lay["A"][1][5, 0, 0]) == (1, 2)
+    assert (lay["A"][0][5, 3, 1], lay["A"][1][5, 3, 1]) == (9, 11)
+    assert (lay["B"][0][5, 1, 1], lay["B"][1][5, 1, 1]) == (11, 1)
+    assert (lay["C"][0][31, 3], lay["C"][1][31, 3]) == (15, 7)
+    tf = S.FRAGMENT_LAYOUTS["m16n8k8.tf32"]
+    assert (tf["A"][0][6, 2], tf["A"][1][6, 2]) == (1, 6)
+    assert (tf["B"][0][6, 1], tf["B"][1][6, 1]) == (6, 1)
+
+
+# ---------------------------------------------------------------------------
+# pure helpers of the simulator (no kernel needed)
+# ---------------------------------------------------------------------------
+
+
+def test_sim_conversions():
+    bits = lambda v: int(np.float32(v).view(np.uint32))  # noqa: E731
+    # f16x2: lo in bits 0-15
+    assert S.cvt_f16x2_f32(1.0, -2.0) == 0x3C00 | (0xC000 << 16)
+    assert S.cvt_f16x2_f32(65520.0, 0.0) & 0xFFFF == 0x7C00  # rounds to inf
+    # bf16x2: round to nearest even
+    tie_even = np.uint32(0x3F808000).view(np.float32)
+    tie_odd = np.uint32(0x3F818000).view(np.float32)
+    assert S.cvt_bf16x2_f32(tie_even, tie_odd) == 0x3F80 | (0x3F82 << 16)
+    # tf32: nearest, ties away from zero
+    assert S.cvt_tf32_f32(np.uint32(0x3F801000).view(np.float32)) == 0x3F802000
+    assert S.cvt_tf32_f32(np.uint32(0xBF801000).view(np.float32)) == 0xBF802000
+    assert S.cvt_tf32_f32(np.uint32(0x3F800FFF).view(np.float32)) == 0x3F800000
+    assert S.cvt_tf32_f32(1.5) == bits(1.5)
+    # packing
+    p = S.pack_f16x2(np.float16(1.0), np.float16(-0.5))
+    assert p == 0x3C00 | (0xB800 << 16)
+    assert S.unpack_f16x2(p) == (np.float16(1.0), np.float16(-0.5))
+    assert S.unpack_f16x2_f32(p) == (np.float32(1.0), np.float32(-0.5))
+    assert S.pack_b16x2(0x1_3F80, 0x4000) == 0x3F80 | (0x4000 << 16)
+    assert S.unpack_bf16x2_f32(0x4000_3F80) == (np.float32(1.0), np.float32(2.0))
+    assert S.f32_as_u32(np.float32(1.0)) == 0x3F800000
+    assert S.u32_as_f32(0x3F800000) == np.float32(1.0)
+
+
+def test_sim_type_errors_name_the_atom():
+    with pytest.raises(TypeError, match="pack_b16x2.*'lo'"):
+        S.pack_b16x2(1.5, 0)
+    with pytest.raises(RuntimeError, match="ldmatrix_x4: must be called from a kernel"):
+        S.ldmatrix_x4(0)
+    with pytest.raises(RuntimeError, match="cp_async_commit: must be called from a kernel"):
+        S.cp_async_commit()
+
+
+# ---------------------------------------------------------------------------
+# PTX text (compile_ptx, no GPU)
+# ---------------------------------------------------------------------------
+
+
+def k_mma_all(out, r, f, d):
+    a = mma_m16n8k16_f32f16(r[0], r[1], r[2], r[3], r[4], r[5], f[0], f[1], f[2], f[3])
+    b = mma_m16n8k16_f32bf16(r[0], r[1], r[2], r[3], r[4], r[5], a[0], a[1], a[2], a[3])
+    c = mma_m16n8k8_f32tf32(r[0], r[1], r[2], r[3], r[4], f[0], b[0], b[1], b[2], b[3])
+    e = mma_m8n8k4_f64(d[0], d[1], d[2], d[3])
+    out[0] = c[0] + c[1] + c[2] + c[3] + e[0] + e[1]
+
+
+def k_ldmatrix_all(out):
+    sm = cuda.shared.array(0, U8)
+    addr = smem_addr(sm, (cuda.threadIdx.x & 31) * 16)
+    x1 = ldmatrix_x1(addr)
+    x2 = ldmatrix_x2(addr)
+    x4 = ldmatrix_x4(addr)
+    t1 = ldmatrix_x1_trans(addr)
+    t2 = ldmatrix_x2_trans(addr)
+    t4 = ldmatrix_x4_trans(addr)
+    out[cuda.threadIdx.x] = x1[0] ^ x2[1] ^ x4[3] ^ t1[0] ^ t2[1] ^ t4[3]
+
+
+def k_cp_async_all(src, n):
+    sm = cuda.shared.array(0, U8)
+    tid = cuda.threadIdx.x
+    base = smem_addr(sm, 0)
+    g = gmem_addr(src, tid * 16)
+    cp_async_ca_4(base + tid * 4, g, n & 4)
+    cp_async_ca_8(base + 512 + tid * 8, g, n & 8)
+    cp_async_ca_16(base + 1024 + tid * 16, g, n)
+    cp_async_commit()
+    cp_async_cg_16(base + 2048 + tid * 16, g, 0)
+    cp_async_commit()
+    cp_async_wait_group(1)
+    cp_async_wait_all()
+
+
+def k_cvt_all(out, x, h):
+    a = cvt_f16x2_f32(x[0], x[1])
+    b = cvt_bf16x2_f32(x[0], x[1])
+    c = cvt_tf32_f32(x[2])
+    p = pack_f16x2(h[0], h[1])
+    u = unpack_f16x2(p)
+    v = unpack_f16x2_f32(a)
+    w = unpack_bf16x2_f32(b)
+    out[0] = a ^ b ^ c ^ p ^ pack_b16x2(c, a) ^ f32_as_u32(v[0] + w[1])
+    out[1] = f32_as_u32(u32_as_f32(c))
+    h[0] = u[1]
+    h[1] = u[0]
+
+
+def k_vec_all(out, src):
+    sm = cuda.shared.array(0, U8)
+    tid = cuda.threadIdx.x
+    v = ld_global_v4_b32(gmem_addr(src, tid * 16))
+    st_shared_v4_b32(smem_addr(sm, tid * 16), v[0], v[1], v[2], v[3])
+    cuda.syncthreads()
+    w = ld_shared_v4_b32(smem_addr(sm, (tid ^ 1) * 16))
+    st_global_v4_b32(gmem_addr(out, tid * 16), w[0], w[1], w[2], w[3])
+
+
+def _sigs():
+    arr = lambda dt, nd=1: nt.Array(dt, nd, "C")  # noqa: E731
+    return {
+        "mma": (k_mma_all, (arr(nt.float32), arr(nt.uint32), arr(nt.float32), arr(nt.float64))),
+        "ldmatrix": (k_ldmatrix_all, (arr(nt.uint32),)),
+        "cp_async": (k_cp_async_all, (arr(nt.uint8), nt.int32)),
+        "cvt": (k_cvt_all, (arr(nt.uint32), arr(nt.float32), arr(nt.float16))),
+        "vec": (k_vec_all, (arr(nt.uint32), arr(nt.uint32))),
+    }
+
+
+EXPECTED_PTX = {
+    "mma": [
+        r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32 \{(%f\d+,?){4}\}, \{(%r\d+,?){4}\}, \{(%r\d+,?){2}\}, \{(%f\d+,?){4}\};",
+        r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32 ",
+        r"mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32 \{(%f\d+,?){4}\}, \{(%r\d+,?){4}\}, \{(%r\d+,?){2}\}, ",
+        r"mma\.sync\.aligned\.m8n8k4\.row\.col\.f64\.f64\.f64\.f64 \{%fd\d+,%fd\d+\}, \{%fd\d+\}, \{%fd\d+\}, \{%fd\d+,%fd\d+\};",
+    ],
+    "ldmatrix": [
+        r"ldmatrix\.sync\.aligned\.m8n8\.x1\.shared\.b16 \{%r\d+\}, \[%r\d+\];",
+        r"ldmatrix\.sync\.aligned\.m8n8\.x2\.shared\.b16 \{%r\d+,%r\d+\}, \[%r\d+\];",
+        r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16 \{(%r\d+,?){4}\}, \[%r\d+\];",
+        r"ldmatrix\.sync\.aligned\.m8n8\.x1\.trans\.shared\.b16 ",
+        r"ldmatrix\.sync\.aligned\.m8n8\.x2\.trans\.shared\.b16 ",
+        r"ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16 ",
+    ],
+    "cp_async": [
+        r"cp\.async\.ca\.shared\.global \[%r\d+\], \[%rd\d+\], 4, %r\d+;",
+        r"cp\.async\.ca\.shared\.global \[%r\d+\], \[%rd\d+\], 8, %r\d+;",
+        r"cp\.async\.ca\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r\d+;",
+        r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, (%r\d+|0);",
+        r"cp\.async\.commit_group;",
+        r"cp\.async\.wait_group 1;",
+        r"cp\.async\.wait_all;",
+    ],
+    "cvt": [
+        r"cvt\.rn\.f16x2\.f32 %r\d+, %f\d+, %f\d+;",
+        r"cvt\.rn\.bf16x2\.f32 %r\d+, %f\d+, %f\d+;",
+        r"cvt\.rna\.tf32\.f32 %r\d+, %f\d+;",
+    ],
+    "vec": [
+        r"ld\.global\.v4\.b32 \{(%r\d+,?){4}\}, \[%rd\d+\];",
+        r"st\.shared\.v4\.b32 \[%r\d+\], \{(%r\d+,?){4}\};",
+        r"ld\.shared\.v4\.b32 \{(%r\d+,?){4}\}, \[%r\d+\];",
+        r"st\.global\.v4\.b32 \[%rd\d+\], \{(%r\d+,?){4}\};",
+    ],
+}
+
+
+@needs_cuda_target
+@pytest.mark.parametrize("cc", CCS, ids=lambda cc: f"sm{cc[0]}{cc[1]}")
+@pytest.mark.parametrize("group", sorted(EXPECTED_PTX))
+def test_ptx_contains_instructions(group, cc):
+    fn, sig = _sigs()[group]
+    ptx, _ = cuda.compile_ptx(fn, sig, cc=cc)
+    assert f".target sm_{cc[0]}{cc[1]}" in ptx
+    for pattern in EXPECTED_PTX[group]:
+        assert re.search(pattern, ptx), f"{pattern!r} not in PTX of {group}"
+    # shared addresses fold to the symbol: no generic->shared conversion at run time
+    assert "cvta.to.shared" not in ptx
+    assert ".local" not in ptx
+
+
+@needs_cuda_target
+def test_memory_atoms_are_not_merged_or_moved():
+    """Two identical ldmatrix around a barrier must both stay, in order."""
+
+    def k(out):
+        sm = cuda.shared.array(0, U8)
+        addr = smem_addr(sm, (cuda.threadIdx.x & 31) * 16)
+        a = ldmatrix_x1(addr)
+        cuda.syncthreads()
+        b = ldmatrix_x1(addr)
+        out[cuda.threadIdx.x] = a[0] + b[0]
+
+    ptx, _ = cuda.compile_ptx(k, (nt.uint32[::1],), cc=(9, 0))
+    body = ptx[ptx.index("{") :]
+    ld = [m.start() for m in re.finditer(r"ldmatrix\.sync", body)]
+    bar = body.index("bar.sync")
+    assert len(ld) == 2 and ld[0] < bar < ld[1]
+
+
+@needs_cuda_target
+def test_wait_group_needs_constant():
+    def bad(n):
+        cp_async_wait_group(n)
+
+    # numba reports it as its TypingError (numba.core's class, not numba.cuda's)
+    with pytest.raises(Exception, match="compile-time integer constant"):
+        cuda.compile_ptx(bad, (nt.int32,), cc=(9, 0))
+
+    N = 3
+
+    def good(n):
+        cp_async_wait_group(N)
+
+    ptx, _ = cuda.compile_ptx(good, (nt.int32,), cc=(9, 0))
+    assert "cp.async.wait_group 3;" in ptx
+
+
+@needs_cuda_target
+def test_operand_type_errors_name_atom_and_operand():
+    def bad_mma(h):
+        mma_m16n8k16_f32f16(h[0], 1, 1, 1, 1, 1, 0.0, 0.0, 0.0, 0.0)
+
+    with pytest.raises(TypeError, match=r"mma_m16n8k16_f32f16: operand 'a0'"):
+        cuda.compile_ptx(bad_mma, (nt.float16[::1],), cc=(9, 0))
+
+    def bad_addr(x):
+        smem_addr(x[0], 0)
+
+    with pytest.raises(TypeError, match=r"smem_addr: operand 'arr' must be an array"):
+        cuda.compile_ptx(bad_addr, (nt.float32[::1],), cc=(9, 0))
+
+
+# ---------------------------------------------------------------------------
+# ptxas: a small multi-stage main loop keeps its fragments in registers
+# ---------------------------------------------------------------------------
+
+
+def k_mainloop(a, b, c, k_tiles):
+    sm = cuda.shared.array(0, U8)
+    tid = cuda.threadIdx.x
+    lane = tid & 31
+    base = smem_addr(sm, 0)
+    acc = cuda.local.array(16, nt.float32)
+    for i in range(16):
+        acc[i] = 0.0
+    for s in range(2):  # prologue: stages 0 and 1
+        cp_async_cg_16(base + s * 4096 + tid * 16, gmem_addr(a, (s * 128 + tid) * 16), 16)
+        cp_async_cg_16(base + s * 4096 + 2048 + tid * 16, gmem_addr(b, (s * 128 + tid) * 16), 16)
+        cp_async_commit()
+    for kt in range(k_tiles):
+        cp_async_wait_group(1)
+        cuda.syncthreads()
+        st = (kt & 1) * 4096
+        fa = ldmatrix_x4(base + st + (lane & 15) * 32 + (lane >> 4) * 16)
+        for j in range(4):
+            fb = ldmatrix_x2_trans(base + st + 2048 + (lane & 15) * 64 + j * 16)
+            r = mma_m16n8k16_f32f16(
+                fa[0], fa[1], fa[2], fa[3], fb[0], fb[1],
+                acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3],
+            )
+            for i in range(4):
+                acc[4 * j + i] = r[i]
+        cuda.syncthreads()
+        nxt = kt + 2
+        src = nxt * 128 + tid
+        n = 16 if nxt < k_tiles else 0  # predicated-off copies zero-fill
+        cp_async_cg_16(base + st + tid * 16, gmem_addr(a, (src & 1023) * 16), n)
+        cp_async_cg_16(base + st + 2048 + tid * 16, gmem_addr(b, (src & 1023) * 16), n)
+        cp_async_commit()
+    cp_async_wait_all()
+    for i in range(16):
+        c[tid * 16 + i] = acc[i]
+
+
+@needs_cuda_target
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
+def test_ptxas_no_spills_no_stack(tmp_path):
+    sig = (nt.float16[::1], nt.float16[::1], nt.float32[::1], nt.int32)
+    ptx, _ = cuda.compile_ptx(k_mainloop, sig, cc=(9, 0))
+    assert ".local" not in ptx
+    path = tmp_path / "mainloop.ptx"
+    path.write_text(ptx)
+    res = subprocess.run(
+        ["ptxas", "-v", "-arch=sm_90", str(path), "-o", str(tmp_path / "mainloop.cubin")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    info = res.stderr + res.stdout
+    assert "0 bytes stack frame" in info, info
+    assert "0 bytes spill stores" in info and "0 bytes spill loads" in info, info
+
+
+# ---------------------------------------------------------------------------
+# simulator (subprocesses with NUMBA_ENABLE_CUDASIM=1)
+# ---------------------------------------------------------------------------
+
+
+def _run_sim(args, timeout=600):
+    env = dict(os.environ)
+    env["NUMBA_ENABLE_CUDASIM"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT
+    )
+
+
+def test_sim_check_script_passes():
+    """ldmatrix + mma with 32 and 64 threads, cp.async incl. zero-fill and a
+    missing wait, conversions and vector accesses, all against numpy."""
+    res = _run_sim([str(CHECK_SCRIPT), "--sim"])
+    out = res.stdout
+    assert res.returncode == 0, out + res.stderr
+    assert "backend: simulator" in out
+    for name in (
+        "mma_f16", "mma_bf16", "mma_tf32", "mma_f64", "ldmatrix", "ldsm_mma_1warp",
+        "ldsm_mma_2warps", "cp_async", "cvt", "vector_ldst", "static_dynamic_smem",
+        "pipeline_2stage", "pipeline_3stage", "pipeline_4stage",
+    ):
+        assert re.search(rf"^PASS {name}:", out, re.M), out
+    assert "no-wait copy stale as modelled" in out
+
+
+_SIM_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    sys.setswitchinterval(1e-4)
+    import numpy as np
+    from numba import cuda
+    import codegen.sim_atoms as S
+    from codegen.atoms import *
+    import codegen.atoms as A
+
+    S.SIM_COLLECTIVE_TIMEOUT_S = 1.0
+    U8 = np.dtype(np.uint8)
+    results = {"simulated": A.SIMULATED}
+
+    @cuda.jit
+    def k_divergent(out):
+        sm = cuda.shared.array(0, U8)
+        if cuda.threadIdx.x < 16:
+            ldmatrix_x4(smem_addr(sm, 0))
+        else:
+            mma_m16n8k16_f32f16(0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0)
+
+    @cuda.jit
+    def k_missing_lane(out):
+        sm = cuda.shared.array(0, U8)
+        if cuda.threadIdx.x == 7:
+            return
+        ldmatrix_x1(smem_addr(sm, 0))
+
+    @cuda.jit
+    def k_misaligned(out):
+        sm = cuda.shared.array(0, U8)
+        ldmatrix_x1(smem_addr(sm, 8))
+
+    @cuda.jit
+    def k_out_of_bounds(src):
+        sm = cuda.shared.array(0, U8)
+        cp_async_cg_16(smem_addr(sm, 0), gmem_addr(src, 64), 16)
+
+    @cuda.jit
+    def k_partial_warp(out):
+        sm = cuda.shared.array(0, U8)
+        ldmatrix_x1(smem_addr(sm, 0))
+
+    @cuda.jit
+    def k_bad_src_size(src):
+        sm = cuda.shared.array(0, U8)
+        cp_async_ca_8(smem_addr(sm, 0), gmem_addr(src, 0), 9)
+
+    cases = [
+        ("divergent", k_divergent, (np.zeros(1),), 32),
+        ("missing_lane", k_missing_lane, (np.zeros(1),), 32),
+        ("misaligned", k_misaligned, (np.zeros(1),), 32),
+        ("out_of_bounds", k_out_of_bounds, (np.zeros(64, np.uint8),), 32),
+        ("partial_warp", k_partial_warp, (np.zeros(1),), 48),
+        ("bad_src_size", k_bad_src_size, (np.zeros(64, np.uint8),), 32),
+    ]
+    for name, k, args, nthr in cases:
+        try:
+            k[1, nthr, 0, 512](*args)
+            results[name] = ["no error", ""]
+        except Exception as e:
+            results[name] = [type(e).__name__, str(e)]
+
+    # Several blocks (run one after another) each doing ldmatrix + mma, with a
+    # static shared array next to the dynamic one.
+    @cuda.jit
+    def k_blocks(a, b, d):
+        st = cuda.shared.array(512, U8)
+        dy = cuda.shared.array(0, U8)
+        lane = cuda.threadIdx.x
+        blk = cuda.blockIdx.x
+        sa = smem_addr(st, 0)
+        sb = smem_addr(dy, 0)
+        cp_async_cg_16(sa + lane * 16, gmem_addr(a, (blk * 32 + lane) * 16), 16)
+        if lane < 16:
+            cp_async_ca_16(sb + lane * 16, gmem_addr(b, (blk * 16 + lane) * 16), 16)
+        cp_async_wait_all()
+        cuda.syncthreads()
+        fa = ldmatrix_x4(sa + (lane & 15) * 32 + (lane >> 4) * 16)
+        fb = ldmatrix_x2_trans(sb + (lane & 15) * 16)
+        r = mma_m16n8k16_f32f16(fa[0], fa[1], fa[2], fa[3], fb[0], fb[1], 0.0, 0.0, 0.0, 0.0)
+        g = lane >> 2
+        t = lane & 3
+        d[blk, g, 2 * t] = r[0]
+        d[blk, g, 2 * t + 1] = r[1]
+        d[blk, g + 8, 2 * t] = r[2]
+        d[blk, g + 8, 2 * t + 1] = r[3]
+        if lane == 0:
+            d[blk, 0, 8] = sa
+            d[blk, 0, 9] = sb
+
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((3, 16, 16)).astype(np.float16)
+    b = rng.standard_normal((3, 16, 8)).astype(np.float16)
+    d = np.zeros((3, 16, 10), np.float32)
+    k_blocks[3, 32, 0, 256](a, b, d)
+    ref = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64))
+    results["blocks_max_err"] = float(np.max(np.abs(d[:, :, :8] - ref)))
+    results["static_addr"] = float(d[0, 0, 8])
+    results["dynamic_addr"] = float(d[0, 0, 9])
+    print("RESULTS " + json.dumps(results))
+    """
+)
+
+
+def test_sim_errors_and_multi_block(tmp_path):
+    script = tmp_path / "sim_cases.py"
+    script.write_text(_SIM_SCRIPT)
+    res = _run_sim([str(script)])
+    assert res.returncode == 0, res.stdout + res.stderr
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("RESULTS "))
+    r = json.loads(line[len("RESULTS ") :])
+    assert r["simulated"] is True
+    assert r["divergent"][0] == "RuntimeError" and "divergent warp collective" in r["divergent"][1]
+    assert r["missing_lane"][0] == "RuntimeError" and "did not complete" in r["missing_lane"][1]
+    assert r["misaligned"][0] == "ValueError" and "not 16-byte aligned" in r["misaligned"][1]
+    assert r["out_of_bounds"][0] == "ValueError" and "outside every array" in r["out_of_bounds"][1]
+    assert r["partial_warp"][0] == "ValueError" and "needs all 32 lanes" in r["partial_warp"][1]
+    assert r["bad_src_size"][0] == "ValueError" and "src_size must be in [0, 8]" in r["bad_src_size"][1]
+    assert r["blocks_max_err"] < 1e-4
+    assert r["dynamic_addr"] == 0.0 and r["static_addr"] == 1024.0
