@@ -23,7 +23,16 @@ def lookup_op(op, kind):
     if isinstance(op, str):
         import mma_atoms
 
-        return mma_atoms.get(op)
+        try:
+            return mma_atoms.get(op)
+        except LookupError as e:
+            close = getattr(e, "suggestions", None)
+            if close is None:
+                import difflib
+
+                close = difflib.get_close_matches(op, mma_atoms.names(), n=5, cutoff=0.6)
+            hint = f"; close matches: {', '.join(close)}" if close else "; mma_atoms.names() lists them"
+            raise LayoutError(f"{kind}: no atom named {op!r}{hint}") from None
     if not hasattr(op, "name"):
         raise LayoutTypeError(f"{kind}: expected an atom table entry or its name, got {op!r}")
     return op
@@ -86,6 +95,13 @@ class CopyAtom:
         except LayoutError as e:
             raise LayoutError(
                 f"CopyAtom: {op.name} cannot move {dtype} elements ({self.value_bits} bits): {e}") from None
+        # CuTe: static_assert(size<0>(ValLayoutSrc{}) == size(ThrID{}), "CopyOperation is not valid for Src of ValType.")
+        for what, lay, bits in (("src", self.src_layout, op.src_layout), ("dst", self.dst_layout, op.dst_layout),
+                                ("ref", self.ref_layout, op.ref_layout)):
+            if size(lay[0]) != size(self.thr_id):
+                raise LayoutError(
+                    f"CopyAtom: {op.name} is not valid for {dtype} ({self.value_bits} bits): its {what} "
+                    f"layout {bits} (bits) recast to {lay} has {size(lay[0])} threads, not {size(self.thr_id)}")
 
     @property
     def num_threads(self):

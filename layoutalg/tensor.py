@@ -24,9 +24,9 @@ import numpy as np
 
 from .basis import ArithTuple, ScaledBasis, basis_value
 from .errors import LayoutError, LayoutTypeError
-from .inttuple import crd2idx, flat_tuple, fmt, idx2crd, is_int, product
+from .inttuple import crd2idx, flat_tuple, fmt, idx2crd, is_int, product, unflatten
 from .layout import (
-    Layout, _has_slot, make_layout, make_layout_like, rank, size, slice_and_offset,
+    Layout, _has_slot, make_layout, make_ordered_layout, rank, size, slice_and_offset,
 )
 from .swizzle import ComposedLayout
 from . import algebra as _alg
@@ -429,11 +429,11 @@ def local_partition(tensor, thr_layout, idx, proj=None):
     """Thread ``idx``'s elements when ``thr_layout``'s threads tile ``tensor`` (outer partition)."""
     if not isinstance(thr_layout, Layout):
         raise LayoutTypeError(f"local_partition: thread layout must be a Layout, got {thr_layout!r}")
-    if proj is not None:
-        thr_layout = _alg.make_layout(*[thr_layout[i] for i, p in enumerate(proj) if p is not None])
-    n = size(thr_layout)
+    n = size(thr_layout)         # the index runs over all threads, also with a projection
     if isinstance(idx, bool) or not is_int(idx) or not 0 <= idx < n:
         raise LayoutError(f"local_partition: thread index {idx!r} out of range [0, {n}) for {thr_layout}")
+    if proj is not None:
+        thr_layout = _alg.make_layout(*[thr_layout[i] for i, p in enumerate(proj) if p is not None])
     tiler = tuple(size(m) for m in thr_layout) if isinstance(thr_layout.shape, tuple) else size(thr_layout)
     return outer_partition(tensor, tiler, get_flat_coord(thr_layout, idx))
 
@@ -443,8 +443,8 @@ def local_partition(tensor, thr_layout, idx, proj=None):
 def make_fragment_like(x, dtype=None):
     """A register tensor shaped like ``x`` (a tensor or a layout).
 
-    Mode 0 is compact; the other modes follow ``x``'s stride order, as CuTe's
-    ``make_fragment_like``.
+    Mode 0 is compact column-major (stride-0 sub-modes stay 0); the other modes are
+    compact in ``x``'s stride order, as CuTe's ``make_fragment_like``.
     """
     layout = x.layout if isinstance(x, Tensor) else x
     if isinstance(layout, ComposedLayout):
@@ -456,16 +456,30 @@ def make_fragment_like(x, dtype=None):
 
 
 def _fragment_layout(layout):
+    """CuTe's ``make_fragment_like(layout)``: mode 0 column-major keeping its stride-0
+    (broadcast) sub-modes, then the other modes compact in the order of their strides
+    (``make_ordered_layout``), after mode 0.
+
+    >>> str(_fragment_layout(Layout((4, 3, 5), (15, 5, 1))))
+    '(4,3,5):(1,20,4)'
+    >>> str(_fragment_layout(Layout(((2, 2), 3), ((0, 1), 0))))     # stride 0 in mode 0 kept
+    '((2,2),3):((0,1),2)'
+    """
     r = rank(layout)
     if r <= 1 or not isinstance(layout.shape, tuple):
         return Layout(layout.shape)
-    m0 = Layout(layout.shape[0])
-    rest = make_layout_like(Layout._make(tuple(layout.shape[1:]), tuple(
-        _abs_stride(d) for d in layout.stride[1:])))
-    n0 = size(m0)
-    rest_shape = rest.shape
-    rest_stride = _scale(rest.stride, n0)
-    return Layout._make((layout.shape[0],) + tuple(rest_shape), (m0.stride,) + tuple(rest_stride))
+    s0, d0 = layout.shape[0], layout.stride[0]
+    fs, fd = flat_tuple(s0), flat_tuple(d0)
+    strides, cur = [], 1
+    for s, d in zip(fs, fd):
+        if s == 1 or (is_int(d) and d == 0):
+            strides.append(0)
+        else:
+            strides.append(cur)
+            cur *= s
+    d0 = unflatten(tuple(strides), s0) if isinstance(s0, tuple) else strides[0]
+    rest = make_ordered_layout(tuple(layout.shape[1:]), tuple(_abs_stride(d) for d in layout.stride[1:]))
+    return Layout._make((s0,) + tuple(rest.shape), (d0,) + tuple(_scale(rest.stride, cur)))
 
 
 def _abs_stride(d):

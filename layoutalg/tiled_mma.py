@@ -197,6 +197,10 @@ def make_tiled_mma(atom, atom_layout=(1, 1, 1), permutation=(None, None, None)):
     if rank(lay) > 3:
         raise LayoutError(f"make_tiled_mma: atom layout {lay} has more than 3 modes")
     lay = _alg.append(lay, 3)
+    if not _is_permutation(lay):
+        raise LayoutError(
+            f"make_tiled_mma: atom layout {lay} does not number the {size(lay)} atoms 0..{size(lay) - 1} "
+            f"once each, so the atoms' threads would overlap or leave gaps")
     perm = tuple(permutation) if isinstance(permutation, (tuple, list)) else (permutation,)
     if len(perm) > 3:
         raise LayoutError(f"make_tiled_mma: permutation {perm!r} has more than 3 entries")
@@ -211,4 +215,25 @@ def make_tiled_mma(atom, atom_layout=(1, 1, 1), permutation=(None, None, None)):
             raise LayoutError(
                 f"make_tiled_mma: permutation size {size(p)} in mode {'MNK'[i]} is not a multiple of "
                 f"atom size {n} x {size(lay[i])} atoms = {core}")
+        if p is not None and not _is_injective(p):
+            raise LayoutError(
+                f"make_tiled_mma: permutation {p} in mode {'MNK'[i]} sends two coordinates to the "
+                f"same place (it must be injective)")
     return TiledMMA(atom, lay, perm)
+
+
+def _image(layout):
+    try:
+        return sorted(layout(i) for i in range(size(layout)))
+    except (LayoutError, TypeError):
+        return None
+
+
+def _is_permutation(layout):
+    """True when ``layout`` maps its domain onto ``[0, size)`` one-to-one."""
+    return _image(layout) == list(range(size(layout)))
+
+
+def _is_injective(layout):
+    image = _image(layout)
+    return image is not None and len(set(image)) == len(image)
