@@ -1,0 +1,96 @@
+"""Hopper warpgroup MMA (``wgmma.mma_async``) atoms for 16-bit inputs, K = 16.
+
+CuTe's ``SM90_64xNx16_{F16F16F16,F32F16F16,F32BF16BF16}_{SS,RS}`` for
+``N = 8, 16, ..., 256``: 128 threads (a warpgroup), C/D in registers.
+
+* ``SS``: A and B are read from shared memory through 64-bit matrix descriptors.
+  Their layouts are CuTe's ``ABLayout<M,K> = (128,(M,K)):(0,(1,M))``: every thread
+  maps to the whole tile (thread stride 0).  They are a *broadcast*, not per-thread
+  bijections: the descriptor, not the thread, says where each element is.
+* ``RS``: A comes from registers (``ALayout_64x16``, the same (thread, value) map as
+  a 64x16 accumulator); B is a shared-memory descriptor.
+
+The CuTe op types are templates over the operand majorness and input scaling
+(``SM90_64x128x16_F32F16F16_SS<tnspA, tnspB, scaleA, scaleB>``); those choose
+immediates of the instruction, not the layouts here.
+"""
+
+from layoutalg import Layout
+
+from .ops import MMAOp, Regs
+
+__all__ = ["ENTRIES", "WGMMA_N", "clayout_64xn", "ablayout"]
+
+WARPGROUP = Layout(128, 1)                                               # T128 -> thread
+WGMMA_N = tuple(range(8, 257, 8))
+
+# Register A for 16-bit inputs = a 64x16 accumulator's map.
+ALAYOUT_64x16 = Layout(((4, 8, 4), (2, 2, 2)), ((128, 1, 16), (64, 8, 512)))  # (T128,V8) -> (M64,K16)
+
+
+def clayout_64xn(n):
+    """CuTe's ``CLayout_64xN``: ``((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))``.
+
+    (T128,V(N/2)) -> (M64,N): thread = (threadID_in_group, groupID, warp), value =
+    (column pair, row half, 8-column block).
+    """
+    if n % 8 or not 8 <= n <= 256:
+        raise ValueError(f"clayout_64xn: N must be a multiple of 8 in [8, 256], got {n}")
+    return Layout(((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512)))  # (T128,V(N/2)) -> (M64,N)
+
+
+def ablayout(mn, k):
+    """CuTe's ``ABLayout<MN,K> = (128,(MN,K)):(0,(1,MN))``: a broadcast over 128 threads."""
+    return Layout((128, (mn, k)), (0, (1, mn)))                         # (T128,(MN,K)) -> (MN,K)
+
+
+_TYPES = (  # name part, (d, a, b, c) types
+    ("F16F16F16", ("f16", "f16", "f16", "f16")),
+    ("F32F16F16", ("f32", "f16", "f16", "f32")),
+    ("F32BF16BF16", ("f32", "bf16", "bf16", "f32")),
+)
+
+_NOTE_SS = ("A and B are shared-memory descriptors (one u64 each); their layouts are broadcast "
+            "over the 128 threads; D is accumulated in place (C = D registers, scale-d selects "
+            "D = A*B or D = A*B + D)")
+_NOTE_RS = ("A from registers, B a shared-memory descriptor (broadcast layout); D is accumulated "
+            "in place (C = D registers)")
+
+
+def _d_list(n):
+    return "{" + (f"d0, ..., d{n - 1}" if n > 4 else ", ".join(f"d{i}" for i in range(n))) + "}"
+
+
+def _entries():
+    out = []
+    alay = ablayout(64, 16)
+    for n in WGMMA_N:
+        clay = clayout_64xn(n)
+        blay = ablayout(n, 16)
+        for part, (td, ta, tb, tc) in _TYPES:
+            cregs = Regs(n // 2, "f32") if td == "f32" else Regs(n // 4, "u32")
+            ptx = f"wgmma.mma_async.sync.aligned.m64n{n}k16.{td}.{ta}.{tb}"
+            for mode in ("SS", "RS"):
+                name = f"SM90_64x{n}x16_{part}_{mode}"
+                if mode == "SS":
+                    la, aregs, asrc = alay, Regs(1, "u64"), "smem_desc"
+                    operands = (f"{_d_list(cregs.count)}, desc_a, desc_b, scale_d, imm_scale_a, "
+                                "imm_scale_b, imm_tnsp_a, imm_tnsp_b")
+                    cute = f"{name}<tnspA, tnspB, scaleA, scaleB>"
+                else:
+                    la, aregs, asrc = ALAYOUT_64x16, Regs(4, "u32"), "rmem"
+                    operands = (f"{_d_list(cregs.count)}, {{a0, a1, a2, a3}}, desc_b, scale_d, "
+                                "imm_scale_a, imm_scale_b, imm_tnsp_b")
+                    cute = f"{name}<tnspA, tnspB, scaleA, scaleB>"
+                out.append(MMAOp(
+                    name=name, kind="wgmma", shape_mnk=(64, n, 16), thr_id=WARPGROUP,
+                    layout_a=la, layout_b=blay, layout_c=clay,
+                    a_type=ta, b_type=tb, c_type=tc, d_type=td,
+                    a_regs=aregs, b_regs=Regs(1, "u64"), c_regs=cregs, d_regs=cregs,
+                    min_sm=90, ptx=ptx, ptx_operands=operands, ptx_target="sm_90a",
+                    a_source=asrc, b_source="smem_desc", cute_name=cute,
+                    notes=_NOTE_SS if mode == "SS" else _NOTE_RS))
+    return tuple(out)
+
+
+ENTRIES = _entries()
