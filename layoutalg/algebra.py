@@ -15,6 +15,7 @@ immutable, so every operation here is memoised on its arguments.
 """
 
 from functools import lru_cache
+from math import gcd
 
 from .basis import ScaledBasis
 from .errors import LayoutError, LayoutTypeError
@@ -47,7 +48,10 @@ def _as_layout(op, x):
 
 
 def _flat_modes(L):
-    return flat_tuple(L.shape), flat_tuple(L.stride)
+    s = L.shape
+    if type(s) is not tuple:
+        return (s,), (L.stride,)
+    return flat_tuple(s), flat_tuple(L.stride)
 
 
 def _from_modes(shapes, strides):
@@ -75,8 +79,14 @@ def _coalesce_modes(shapes, strides):
 
 
 @lru_cache(_CACHE)
+def _coalesced_modes(L):
+    """The flat (shapes, strides) of ``coalesce(L)`` as lists (``[], []`` for ``1:0``)."""
+    return _coalesce_modes(*_flat_modes(L))
+
+
+@lru_cache(_CACHE)
 def _coalesce(L):
-    return _from_modes(*_coalesce_modes(*_flat_modes(L)))
+    return _from_modes(*_coalesced_modes(L))
 
 
 def coalesce(layout, profile=None):
@@ -109,6 +119,7 @@ def filter_zeros(layout):
     >>> str(filter_zeros(Layout((4, 2), (0, 1))))
     '(1,2):(0,1)'
     """
+    layout = _as_layout("filter_zeros", layout)
     def fz(s, d):
         if isinstance(s, tuple):
             return tuple(fz(x, y) for x, y in zip(s, d))
@@ -123,6 +134,7 @@ def filter(layout):
     >>> str(filter(Layout((4, 2, 3), (0, 1, 2))))
     '6:1'
     """
+    layout = _as_layout("filter", layout)
     shapes, strides = _flat_modes(layout)
     keep = [(s, d) for s, d in zip(shapes, strides) if d != 0 and s != 1]
     return _from_modes(*_coalesce_modes([s for s, _ in keep], [d for _, d in keep]))
@@ -131,7 +143,14 @@ def filter(layout):
 # ---- composition ---------------------------------------------------------
 
 def _compose_leaf(op, A, B, ls, ld, s, d):
-    """``(ls:ld) o (s:d)`` for flat coalesced lhs modes and a single rhs mode."""
+    """``(ls:ld) o (s:d)`` for flat coalesced lhs modes and a single rhs mode.
+
+    Follows CuTe's ``composition_impl``: divide the stride ``d`` out of the lhs
+    modes from the left, then mod the shape ``s`` out of what remains; the last
+    lhs mode is unbounded.  A stride that neither divides nor is divided by a
+    mode's size is accepted (as in CuTe) only when the rest of the rhs then fits
+    inside that mode; otherwise the result would not be ``A(B(c))`` and we raise.
+    """
     if d == 0:
         return s, 0
     if isinstance(d, ScaledBasis):
@@ -142,42 +161,36 @@ def _compose_leaf(op, A, B, ls, ld, s, d):
         raise LayoutError(f"{op}: negative stride {d} in {B} needs a rank-1 left-hand side, got {A}")
     res_s, res_d = [], []
     rest_stride, rest_shape = d, s
-    last = len(ls) - 1
-    for i in range(last):
+    for i in range(len(ls) - 1):
         si, di = ls[i], ld[i]
-        # divide out the stride
         if rest_stride % si == 0:
+            # the whole mode is strided over
             rest_stride //= si
             continue
-        if si % rest_stride != 0:
+        if rest_stride > si:
             raise LayoutError(
                 f"{op}: stride divisibility violated: stride {rest_stride} and shape {si} "
                 f"do not divide one another ({A} o {B})")
-        new_s, new_d = si // rest_stride, di * rest_stride
-        rest_stride = 1
-        # mod out the shape
+        next_shape = -(-si // rest_stride)
         if rest_shape == 1:
-            break
-        if new_s >= rest_shape:
-            if new_s % rest_shape != 0:
-                raise LayoutError(
-                    f"{op}: shape divisibility violated: shape {rest_shape} does not divide {new_s} "
-                    f"({A} o {B})")
-            res_s.append(rest_shape)
-            res_d.append(new_d)
-            rest_shape = 1
-            break
+            rest_stride = 1
+            continue
+        if si % rest_stride != 0 and rest_shape > next_shape:
+            raise LayoutError(
+                f"{op}: stride divisibility violated: stride {rest_stride} and shape {si} "
+                f"do not divide one another ({A} o {B})")
+        new_s = min(next_shape, rest_shape)
         if rest_shape % new_s != 0:
             raise LayoutError(
                 f"{op}: shape divisibility violated: shape {new_s} does not divide {rest_shape} "
                 f"({A} o {B})")
         res_s.append(new_s)
-        res_d.append(new_d)
+        res_d.append(rest_stride * di)
         rest_shape //= new_s
-    else:
-        if rest_shape != 1 or not res_s:
-            res_s.append(rest_shape)
-            res_d.append(rest_stride * ld[last])
+        rest_stride = 1
+    if rest_shape != 1 or not res_s:
+        res_s.append(rest_shape)
+        res_d.append(rest_stride * ld[-1])
     rs, rd = _coalesce_modes(res_s, res_d)
     if not rs:
         return 1, 0
@@ -187,18 +200,86 @@ def _compose_leaf(op, A, B, ls, ld, s, d):
 
 
 def _compose_tree(op, A, B, ls, ld, s, d):
-    if isinstance(s, tuple):
-        parts = [_compose_tree(op, A, B, ls, ld, x, y) for x, y in zip(s, d)]
-        return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
+    if type(s) is tuple:
+        rs, rd = [], []
+        for x, y in zip(s, d):
+            a, b = _compose_tree(op, A, B, ls, ld, x, y)
+            rs.append(a)
+            rd.append(b)
+        return tuple(rs), tuple(rd)
     return _compose_leaf(op, A, B, ls, ld, s, d)
+
+
+@lru_cache(_CACHE)
+def _coalesce_x(L):
+    """Flat modes of a coalesce that keeps the function *outside* the domain too (CuTe's ``coalesce_x``).
+
+    The last mode of a layout is unbounded when it is evaluated past its size,
+    so a trailing size-1 mode (e.g. the ``1:0`` cap in ``(4,3,1):(3,1,0)``) must
+    not be dropped: it is kept as a size-2 mode, as in CuTe.  Used for the
+    left-hand side of a composition.
+    """
+    shapes, strides = _flat_modes(L)
+    if shapes[-1] == 1:
+        shapes = shapes[:-1] + (2,)
+    rs, rd = _coalesce_modes(shapes, strides)
+    if not rs:
+        return (1,), (0,)
+    return tuple(rs), tuple(rd)
+
+
+def _max_residue(s, d, P):
+    """``max((j*d) % P for j in range(s))`` for ``s >= 1``, ``d > 0``, without the loop when possible."""
+    if d % P == 0:
+        return 0
+    if (s - 1) * d < P:
+        return (s - 1) * d
+    g = gcd(d, P)
+    if s >= P // g:
+        return P - g
+    return max(j * d % P for j in range(s))
+
+
+def _check_additive(op, A, B, ls):
+    """Raise unless ``A(B_0(c_0) + B_1(c_1) + ...) == A(B_0(c_0)) + A(B_1(c_1)) + ...``.
+
+    Composition is computed mode by mode of ``B`` (CuTe's left-distributivity), which
+    is exact only if adding the offsets of ``B``'s modes never carries across a mode
+    boundary of the (coalesced) ``A``: a carry changes ``A``'s value.  CuTe states the
+    condition as "B injective", which is not sufficient (``(4,2):(1,10) o (3,2):(1,3)``);
+    the exact test is, at every inner boundary ``P`` of ``A``, that the largest
+    residues ``B_k(c) mod P`` of the modes sum to less than ``P``.
+    """
+    if len(ls) < 2:
+        return
+    leaves = [(s, d) for s, d in zip(flat_tuple(B.shape), flat_tuple(B.stride))
+              if s != 1 and isinstance(d, int) and d != 0]
+    if len(leaves) < 2:
+        return
+    P = 1
+    for a in ls[:-1]:
+        P *= a
+        total = 0
+        for s, d in leaves:
+            total += _max_residue(s, d, P)
+        if total >= P:
+            raise LayoutError(
+                f"{op}: the modes of {B} overlap in the index space of {A}: their offsets "
+                f"carry across a mode boundary ({P}), so A o B is not a layout "
+                f"(CuTe's precondition: the modes of B select disjoint parts of A)")
 
 
 @lru_cache(_CACHE)
 def _composition(A, B):
     op = "composition"
-    flatA = _coalesce(A)
-    ls, ld = _flat_modes(flatA)
-    s, d = _compose_tree(op, A, B, ls, ld, B.shape, B.stride)
+    ls, ld = _coalesce_x(A)
+    bs = B.shape
+    if type(bs) is not tuple:                       # a single rhs mode: nothing to add up
+        s, d = _compose_leaf(op, A, B, ls, ld, bs, B.stride)
+        return Layout._make(s, d)
+    s, d = _compose_tree(op, A, B, ls, ld, bs, B.stride)
+    if len(ls) > 1:
+        _check_additive(op, A, B, ls)
     return Layout._make(s, d)
 
 
@@ -206,7 +287,8 @@ def composition(lhs, rhs):
     """``R = lhs o rhs`` with ``R(c) == lhs(rhs(c))`` for every coordinate ``c`` of ``rhs``.
 
     ``rhs`` may be a layout, an int ``n`` (meaning ``n:1``), or a tuple tiler whose
-    entries (layouts, ints or ``None`` to keep a mode) apply to ``lhs``'s modes.
+    entries (layouts, ints or ``None`` to keep a mode) apply to ``lhs``'s modes;
+    as in CuTe, modes of ``lhs`` beyond the tiler are dropped.
     Post: ``compatible(rhs, R)`` for a layout ``rhs``.
 
     >>> str(composition(Layout((6, 2), (8, 2)), Layout((4, 3), (3, 1))))
@@ -225,20 +307,24 @@ def composition(lhs, rhs):
     if not isinstance(lhs, Layout):
         raise LayoutTypeError(f"composition: left-hand side must be a layout, got {lhs!r}")
     if isinstance(rhs, tuple):
-        return _by_mode("composition", lhs, rhs, composition)
+        return _by_mode("composition", lhs, rhs, composition, keep_rest=False)
     if isinstance(rhs, ComposedLayout):
         raise LayoutError(f"composition: a swizzled right-hand side {rhs} is not supported")
     rhs = _as_layout("composition", rhs)
     return _composition(lhs, rhs)
 
 
-def _by_mode(op, layout, tiler, fn):
-    """Apply ``fn(mode_i, tiler_i)`` to the first ``len(tiler)`` modes; ``None`` keeps a mode."""
+def _by_mode(op, layout, tiler, fn, keep_rest=True):
+    """Apply ``fn(mode_i, tiler_i)`` to the first ``len(tiler)`` modes; ``None`` keeps a mode.
+
+    Modes beyond the tiler are kept (divides, products) or, with ``keep_rest=False``,
+    dropped -- CuTe's by-mode ``composition`` drops the modes the tiler does not hit.
+    """
     r = rank(layout)
     if len(tiler) > r:
         raise LayoutError(f"{op}: tiler {_fmt_tiler(tiler)} has more modes than layout {layout}")
     modes = []
-    for i in range(r):
+    for i in range(r if keep_rest else len(tiler)):
         m = layout[i]
         if i < len(tiler) and tiler[i] is not None:
             t = tiler[i]
@@ -246,6 +332,8 @@ def _by_mode(op, layout, tiler, fn):
                 raise LayoutTypeError(f"{op}: tiler entries must be layouts, ints, tuples or None, got {t!r}")
             m = fn(m, t)
         modes.append(m)
+    if not modes:
+        return Layout._make((), ())
     return make_layout(*modes)
 
 
@@ -261,36 +349,44 @@ def _fmt_tiler(t):
 def _complement(L, cotarget):
     op = "complement"
     shapes, strides = _flat_modes(L)
-    modes = [(s, d) for s, d in zip(shapes, strides) if d != 0 and s != 1]
-    for s, d in modes:
-        if not isinstance(d, int):
+    modes = []
+    for s, d in zip(shapes, strides):
+        if s == 1 or d == 0:
+            continue
+        if type(d) is not int:
             raise LayoutError(f"{op}: layout {L} has coordinate-basis strides")
         if d < 0:
             raise LayoutError(f"{op}: layout {L} has a negative stride {d}; complement needs positive strides")
-    modes.sort(key=lambda m: m[1])
+        modes.append((d, s))
+    modes.sort()           # by stride (equal strides make L non-injective and raise below)
     rs, rd = [], []
     cur = 1
-    for s, d in modes:
-        if d % cur != 0 or d < cur:
+    for d, s in modes:
+        if d < cur:
+            # CuTe: static_assert(new_shape != 0, "Non-injective Layout detected in complement.")
             raise LayoutError(
-                f"{op}: layout {L} is not injective or its strides are not divisible "
-                f"(stride {d} after extent {cur})")
+                f"{op}: layout {L} is not injective or its modes interleave: stride {d} lies "
+                f"inside the extent {cur} of its smaller-stride modes")
+        # CuTe divides with truncation: a stride that is not a multiple of the
+        # extent leaves a hole the complement does not fill (e.g. (3,6):(1,10)).
         rs.append(d // cur)
         rd.append(cur)
         cur = s * d
-    rest = ceil_div(cotarget, cur)
-    if isinstance(rest, tuple):
-        rest_s = flat_tuple(rest)
-        rest_d = [cur * p for p in flat_tuple(prefix_product(rest))]
+    if type(cotarget) is int:
+        rs.append(-(-cotarget // cur))
+        rd.append(cur)
     else:
-        rest_s, rest_d = [rest], [cur]
-    return _from_modes(*_coalesce_modes(rs + list(rest_s), rd + list(rest_d)))
+        rest = ceil_div(cotarget, cur)
+        rs.extend(flat_tuple(rest))
+        rd.extend(cur * p for p in flat_tuple(prefix_product(rest)))
+    return _from_modes(*_coalesce_modes(rs, rd))
 
 
 def complement(layout, cotarget=None):
     """The layout ``C`` such that ``(layout, C)`` is ordered, injective and covers ``cotarget``.
 
-    Pre: ``layout`` is injective with positive strides that divide one another in order.
+    Pre: ``layout`` has non-negative strides and, sorted by stride, each mode starts
+    at or beyond the extent of the smaller ones (so it is injective).
     Post: ``C`` is ordered (increasing strides), disjoint from ``layout`` except at 0,
     and ``size(C) >= ceil(cotarget / cosize(layout))``.
 
@@ -319,20 +415,21 @@ def complement(layout, cotarget=None):
 
 @lru_cache(_CACHE)
 def _right_inverse(L):
-    flat = _coalesce(L)
-    shapes, strides = _flat_modes(flat)
-    pos = flat_tuple(prefix_product(shapes)) if len(shapes) > 1 else (1,)
+    shapes, strides = _coalesced_modes(L)
+    # stride -> (prefix product of the shape, shape), for the int strides
+    where = {}
+    p = 1
+    for s, d in zip(shapes, strides):
+        if type(d) is int and d not in where:      # the first mode of a repeated stride wins
+            where[d] = (p, s)
+        p *= s
     rs, rd = [], []
     cur = 1
-    while True:
-        for s, d, p in zip(shapes, strides, pos):
-            if isinstance(d, int) and d == cur:
-                rs.append(s)
-                rd.append(p)
-                cur = s * d
-                break
-        else:
-            break
+    while cur in where:
+        p, s = where.pop(cur)
+        rs.append(s)
+        rd.append(p)
+        cur = s * cur
     return _from_modes(*_coalesce_modes(rs, rd))
 
 
@@ -351,11 +448,22 @@ def right_inverse(layout):
 
 @lru_cache(_CACHE)
 def _left_inverse(L):
+    for s, d in zip(*_flat_modes(L)):
+        if d == 0 and s != 1:
+            # complement() filters stride-0 modes, so it cannot see this one
+            raise LayoutError(f"left_inverse: layout {L} is not injective (mode {s}:0)")
     try:
         comp = complement(L)
     except LayoutError as e:
         raise LayoutError(f"left_inverse: layout {L} is not injective ({e})") from None
-    return _right_inverse(make_layout(L, comp))
+    result = _right_inverse(make_layout(L, comp))
+    if size(result) < cosize(L):
+        # (L, complement(L)) leaves holes when strides do not divide one another
+        # (e.g. (3,6):(1,10)); no layout then inverts L on all of its image.
+        raise LayoutError(
+            f"left_inverse: layout {L} has no left inverse: its strides do not divide "
+            f"one another, so (L, complement(L)) is not contiguous")
+    return result
 
 
 def left_inverse(layout):
@@ -382,14 +490,14 @@ def _tile_layout(op, t):
 
 @lru_cache(_CACHE)
 def _logical_divide_layout(A, B):
-    cot = flat_tuple(_coalesce(A).shape)
-    cot = cot[0] if len(cot) == 1 else cot
+    cs = _coalesced_modes(A)[0]       # trusted internal values: no re-validation below
+    cot = cs[0] if len(cs) == 1 else (tuple(cs) if cs else 1)
     try:
-        comp = complement(B, cot)
+        comp = _complement(B, cot)
     except LayoutError as e:
         raise LayoutError(f"logical_divide: tiler {B} cannot tile {A}: {e}") from None
     try:
-        return composition(A, make_layout(B, comp))
+        return _composition(A, Layout._make((B.shape, comp.shape), (B.stride, comp.stride)))
     except LayoutError as e:
         raise LayoutError(f"logical_divide: tiler {B} is not admissible for {A}: {e}") from None
 
@@ -476,8 +584,9 @@ def flat_divide(layout, tiler):
 @lru_cache(_CACHE)
 def _logical_product_layout(A, B):
     try:
-        comp = complement(A, size(A) * cosize(B))
-        return make_layout(A, composition(comp, B))
+        comp = _complement(A, product(A.shape) * cosize(B))
+        R = _composition(comp, B)
+        return Layout._make((A.shape, R.shape), (A.stride, R.stride))
     except LayoutError as e:
         raise LayoutError(f"logical_product: {A} and {B}: {e}") from None
 
@@ -525,6 +634,11 @@ def flat_product(block, tiler):
 
 def append(layout, n, fill=None):
     """Pad ``layout`` with ``1:0`` modes (or ``fill``) up to rank ``n``."""
+    layout = _as_layout("append", layout)
+    if isinstance(n, bool) or not is_int(n):
+        raise LayoutTypeError(f"append: rank must be an int, got {n!r}")
+    if fill is not None and not isinstance(fill, Layout):
+        raise LayoutTypeError(f"append: fill must be a layout, got {fill!r}")
     r = rank(layout)
     if r >= n:
         return layout
@@ -535,6 +649,9 @@ def append(layout, n, fill=None):
 
 def zip_layouts(a, b):
     """``((a_0, b_0), (a_1, b_1), ...)`` for layouts of equal rank."""
+    a, b = _as_layout("zip_layouts", a), _as_layout("zip_layouts", b)
+    if rank(a) != rank(b):
+        raise LayoutError(f"zip_layouts: ranks differ ({a} and {b})")
     return make_layout(*[make_layout(x, y) for x, y in zip(a, b)])
 
 
@@ -616,8 +733,7 @@ def _upcast_leaf(op, s, d, n):
     if n % a != 0:
         raise LayoutError(f"{op}: stride {d} and factor {n} do not divide one another")
     k = n // a
-    if s % k != 0 and k % s != 0:
-        raise LayoutError(f"{op}: shape {s} with stride {d} cannot be grouped by {n}")
+    # CuTe: shape ceil_div(s, n / |d|) -- a partial group counts as one wide element
     return -(-s // k), sign
 
 
@@ -651,6 +767,10 @@ def downcast(layout, n):
         return layout.__downcast__(n)
     layout = _as_layout("downcast", layout)
     _check_factor("downcast", n)
+    if n != 1 and not any(d == 1 or d == -1 for d in flat_tuple(layout.stride) if is_int(d)):
+        # CuTe: static_assert(has_int1<Stride>) -- "Downcast requires adjacent elements";
+        # without a unit-stride mode the narrow elements inside a wide one are lost.
+        raise LayoutError(f"downcast: layout {layout} has no stride-1 mode (downcast requires adjacent elements)")
 
     def go(s, d):
         if isinstance(s, tuple):
@@ -717,6 +837,13 @@ def _mode0(L):
     return Layout._make(L.shape[0], L.stride[0]) if isinstance(L.shape, tuple) else L
 
 
+def _check_same_size(op, a, b):
+    # The result indexes both layouts' domains (a(R(i)) == i and b(R(i)) == i), so they
+    # must have the same size; otherwise the vector runs past the smaller one.
+    if size(a) != size(b):
+        raise LayoutError(f"{op}: layouts {a} and {b} have different sizes")
+
+
 def max_common_layout(a, b):
     """The largest layout ``C`` such that ``a o C`` and ``b o C`` are both ``n:1`` (contiguous in both).
 
@@ -725,6 +852,7 @@ def max_common_layout(a, b):
     """
     a = _layout_of(a) or _as_layout("max_common_layout", a)
     b = _layout_of(b) or _as_layout("max_common_layout", b)
+    _check_same_size("max_common_layout", a, b)
     inv_b = right_inverse(b)
     common = coalesce(composition(a, inv_b))
     m = _mode0(common)
@@ -741,6 +869,7 @@ def max_common_vector(a, b):
     """
     a = _layout_of(a) or _as_layout("max_common_vector", a)
     b = _layout_of(b) or _as_layout("max_common_vector", b)
+    _check_same_size("max_common_vector", a, b)
     common = coalesce(composition(a, right_inverse(b)))
     m = _mode0(common)
     return m.shape if m.stride == 1 else 1
@@ -772,6 +901,7 @@ def with_shape(layout, shape):
 
 def flatten_layout(layout):
     """The layout with flat shape and stride."""
+    layout = _as_layout("flatten_layout", layout)
     s, d = _flat_modes(layout)
     if not isinstance(layout.shape, tuple):
         return layout

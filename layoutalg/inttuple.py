@@ -72,6 +72,15 @@ def fmt(t):
     return str(t)
 
 
+def _num(op, x):
+    """An int leaf of a numeric int-tuple operation, or LayoutTypeError naming ``op``."""
+    if type(x) is int:
+        return x
+    if isinstance(x, bool) or not is_int(x):
+        raise LayoutTypeError(f"{op}: expected an int or a tuple of ints, got {x!r}")
+    return int(x)
+
+
 def product(t):
     """Product of all leaves; ``product(()) == 1``."""
     if isinstance(t, tuple):
@@ -79,7 +88,9 @@ def product(t):
         for x in t:
             r *= product(x)
         return r
-    return t
+    if type(t) is int:
+        return t
+    return _num("product", t)
 
 
 size = product
@@ -100,13 +111,30 @@ def depth(t):
 def flatten(t):
     """All leaves in a flat tuple; an int stays an int (as in CuTe)."""
     if isinstance(t, tuple):
-        return tuple(_leaves(t))
+        return flat_tuple(t)
     return t
 
 
 def flat_tuple(t):
     """All leaves in a flat tuple; an int ``x`` gives ``(x,)``."""
-    return tuple(_leaves(t)) if isinstance(t, tuple) else (t,)
+    if not isinstance(t, tuple):
+        return (t,)
+    for x in t:
+        if isinstance(x, tuple):
+            break
+    else:
+        return t                      # already flat: the common case, no copy
+    out = []
+    _flat_into(t, out)
+    return tuple(out)
+
+
+def _flat_into(t, out):
+    for x in t:
+        if isinstance(x, tuple):
+            _flat_into(x, out)
+        else:
+            out.append(x)
 
 
 def unflatten(flat, profile):
@@ -144,6 +172,7 @@ def prefix_product(t, init=1):
             out.append(prefix_product(x, init))
             init = init * product(x)
         return tuple(out)
+    _num("prefix_product", t)
     return init
 
 
@@ -155,10 +184,12 @@ def suffix_product(t, init=1):
             out.append(suffix_product(x, init))
             init = init * product(x)
         return tuple(reversed(out))
+    _num("suffix_product", t)
     return init
 
 
 def _int_shape_div(a, b, op="shape_div"):
+    a, b = _num(op, a), _num(op, b)
     if b == 0:
         raise LayoutError(f"{op}: division by zero ({a} / {b})")
     if a % b != 0 and b % a != 0:
@@ -212,6 +243,7 @@ def ceil_div(a, b):
         return tuple(out)
     if isinstance(b, tuple):
         b = product(b)
+    a, b = _num("ceil_div", a), _num("ceil_div", b)
     if b == 0:
         raise LayoutError(f"ceil_div: division by zero ({a} / {b})")
     return -(-a // b)
@@ -257,6 +289,15 @@ def idx2crd(idx, shape, stride=None):
     given, computes ``(idx // stride) % shape`` at each leaf (CuTe's 3-argument form).
     """
     if stride is None:
+        # CuTe's two-argument idx2crd: a tuple coordinate is converted mode by mode,
+        # each mode against its *own* compact strides; an int with an int shape is
+        # already a natural coordinate.
+        if isinstance(idx, tuple):
+            if not isinstance(shape, tuple) or len(idx) != len(shape):
+                raise LayoutError(f"idx2crd: coordinate {fmt(idx)} does not match shape {fmt(shape)}")
+            return tuple(idx2crd(i, s) for i, s in zip(idx, shape))
+        if not isinstance(shape, tuple):
+            return _num("idx2crd", idx)
         stride = prefix_product(shape)
     if isinstance(idx, tuple):
         if not isinstance(shape, tuple) or len(idx) != len(shape):
@@ -264,6 +305,8 @@ def idx2crd(idx, shape, stride=None):
         return tuple(idx2crd(i, s, d) for i, s, d in zip(idx, shape, stride))
     if isinstance(shape, tuple):
         return tuple(idx2crd(idx, s, d) for s, d in zip(shape, stride))
+    if type(idx) is not int:
+        idx = _num("idx2crd", idx)
     return (idx // stride) % shape
 
 
@@ -288,6 +331,8 @@ def _crd2idx(crd, shape, stride):
             r = r + _crd2idx(c, s, d)
         return r
     if isinstance(shape, tuple):
+        if type(crd) is not int:
+            crd = _num("crd2idx", crd)
         if len(shape) == 0:
             return 0
         r = 0
@@ -300,6 +345,8 @@ def _crd2idx(crd, shape, stride):
                 r = r + _crd2idx(crd % n, s, d)
                 crd = crd // n
         return r
+    if type(crd) is not int:
+        crd = _num("crd2idx", crd)
     return crd * stride
 
 

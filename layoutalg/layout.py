@@ -18,8 +18,8 @@ True
 from .basis import ScaledBasis
 from .errors import LayoutError, LayoutIndexError, LayoutTypeError
 from .inttuple import (
-    check_shape, congruent, crd2idx, flat_tuple, fmt, is_int, prefix_product, product,
-    unflatten,
+    check_int_tuple, check_shape, congruent, crd2idx, flat_tuple, fmt, is_int, prefix_product,
+    product, unflatten,
 )
 import math
 
@@ -88,25 +88,26 @@ class Layout:
     __slots__ = ("shape", "stride", "_hash")
 
     def __init__(self, shape, stride=None):
-        shape = check_shape("Layout", shape)
-        if stride is None:
-            stride = compact_col_major(shape)
-        else:
-            stride = _check_stride("Layout", stride)
-            if not congruent(shape, stride):
-                raise LayoutError(
-                    f"Layout: shape {fmt(shape)} and stride {fmt(stride)} are not congruent")
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "stride", stride)
-        object.__setattr__(self, "_hash", hash((shape, stride)))
+        try:
+            shape = check_shape("Layout", shape)
+            if stride is None:
+                stride = compact_col_major(shape)
+            else:
+                stride = _check_stride("Layout", stride)
+                if not congruent(shape, stride):
+                    raise LayoutError(
+                        f"Layout: shape {fmt(shape)} and stride {fmt(stride)} are not congruent")
+        except RecursionError:
+            raise LayoutError("Layout: shape or stride is nested too deeply") from None
+        _set_shape(self, shape)
+        _set_stride(self, stride)
 
     @classmethod
     def _make(cls, shape, stride):
         """Trusted constructor for results of the algebra (no validation)."""
-        self = object.__new__(cls)
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "stride", stride)
-        object.__setattr__(self, "_hash", hash((shape, stride)))
+        self = _new(cls)
+        _set_shape(self, shape)
+        _set_stride(self, stride)
         return self
 
     def __setattr__(self, name, value):
@@ -122,7 +123,12 @@ class Layout:
         return self.shape == other.shape and self.stride == other.stride
 
     def __hash__(self):
-        return self._hash
+        try:
+            return self._hash
+        except AttributeError:          # computed on first use (most results are never hashed)
+            h = hash((self.shape, self.stride))
+            _set_hash(self, h)
+            return h
 
     def __str__(self):
         return f"{fmt(self.shape)}:{fmt(self.stride)}"
@@ -180,15 +186,25 @@ class Layout:
             crd = tuple(args)
         if isinstance(crd, list):
             crd = tuple(crd)
-        if _has_slot(crd):
+        if type(crd) is int:
+            # fast path for a 1-D index: no slot search, no message formatting
+            if 0 <= crd < product(self.shape):
+                return crd2idx(crd, self.shape, self.stride)
+        elif _has_slot(crd):
             return slice_and_offset(crd, self)[0]
-        _check_coord("Layout(" + str(self) + ")", crd, self.shape)
+        _check_coord(self, crd, self.shape)     # the message names the layout only on failure
         return crd2idx(crd, self.shape, self.stride)
 
     def _repr_svg_(self):
         from .draw import svg_of
 
         return svg_of(self)
+
+
+_new = object.__new__
+_set_shape = Layout.shape.__set__          # slot descriptors: bypass the immutability guard
+_set_stride = Layout.stride.__set__
+_set_hash = Layout._hash.__set__
 
 
 def is_layout(x):
@@ -201,20 +217,24 @@ def _has_slot(c):
     return _is_slot(c)
 
 
+def _opname(op):
+    return op if isinstance(op, str) else f"Layout({op})"
+
+
 def _check_coord(op, crd, shp):
+    """Validate a coordinate; ``op`` is the operation's name or the layout being called."""
     if isinstance(crd, tuple):
         if not isinstance(shp, tuple) or len(crd) != len(shp):
-            if isinstance(shp, tuple) and len(crd) == 1 and len(shp) != 1:
-                pass
-            raise LayoutIndexError(f"{op}: coordinate {fmt(crd)} is not congruent to shape {fmt(shp)}")
+            raise LayoutIndexError(
+                f"{_opname(op)}: coordinate {_fmt_crd(crd)} is not congruent to shape {fmt(shp)}")
         for c, s in zip(crd, shp):
             _check_coord(op, c, s)
         return
     if isinstance(crd, bool) or not is_int(crd):
-        raise LayoutTypeError(f"{op}: coordinate entries must be ints, got {crd!r}")
+        raise LayoutTypeError(f"{_opname(op)}: coordinate entries must be ints, got {crd!r}")
     n = product(shp)
     if not 0 <= crd < n:
-        raise LayoutIndexError(f"{op}: coordinate {crd} out of range [0, {n}) for shape {fmt(shp)}")
+        raise LayoutIndexError(f"{_opname(op)}: coordinate {crd} out of range [0, {n}) for shape {fmt(shp)}")
 
 
 # ---- construction --------------------------------------------------------
@@ -272,6 +292,8 @@ def make_layout_like(layout):
     >>> str(make_layout_like(Layout((2, 3), (3, 1))))
     '(2,3):(3,1)'
     """
+    if not isinstance(layout, Layout):
+        raise LayoutTypeError(f"make_layout_like: expected a layout, got {layout!r}")
     fs, fd = flat_tuple(layout.shape), flat_tuple(layout.stride)
     strides = [0] * len(fs)
     cur = 1
@@ -307,16 +329,20 @@ def size(x, mode=None):
         return product(x.shape)
     if hasattr(x, "size") and callable(x.size):
         return x.size()
-    return product(x)
+    return product(check_int_tuple("size", x))
 
 
 def cosize(x):
-    """One past the largest offset the layout produces (zero and negative strides handled).
+    """The size of the codomain: as CuTe's ``cosize``, ``size(coshape(layout))``.
+
+    For non-negative strides this is one past the largest offset.  CuTe protects
+    against negative strides by measuring the layout with ``|stride|``, so the
+    result is the extent of the offsets in either direction plus one.
 
     >>> cosize(Layout((4, 2), (2, 1)))
     8
     >>> cosize(Layout((4, 2), (-2, 0)))
-    1
+    7
     """
     if not isinstance(x, Layout):
         if hasattr(x, "cosize"):
@@ -326,8 +352,7 @@ def cosize(x):
     for s, d in zip(flat_tuple(x.shape), flat_tuple(x.stride)):
         if not isinstance(d, int):
             raise LayoutError(f"cosize: layout {x} has coordinate-basis strides; use its shape instead")
-        if d > 0:
-            top += (s - 1) * d
+        top += (s - 1) * abs(d)
     return top + 1
 
 
@@ -337,6 +362,8 @@ def rank(x):
         return len(x.shape) if isinstance(x.shape, tuple) else 1
     if hasattr(x, "__layout_rank__"):
         return x.__layout_rank__()
+    if not isinstance(x, tuple) and (isinstance(x, bool) or not is_int(x)):
+        raise LayoutTypeError(f"rank: expected a layout or an int-tuple, got {x!r}")
     return len(x) if isinstance(x, tuple) else 1
 
 
@@ -347,7 +374,7 @@ def depth(x):
         return _depth(x.shape)
     if hasattr(x, "shape") and not isinstance(x, tuple):
         return _depth(x.shape)
-    return _depth(x)
+    return _depth(check_int_tuple("depth", x))
 
 
 def shape(x):

@@ -169,7 +169,10 @@ def _plain(x, text):
 def parse_layout(text):
     """Parse a layout (or swizzled layout) in CuTe's printed form."""
     p = _Parser(text)
-    result = p.expr()
+    try:
+        result = p.expr()
+    except RecursionError:
+        raise LayoutError("parse: text is nested too deeply") from None
     if not p.at("end"):
         raise LayoutError(f"parse: trailing text after layout in {text!r}")
     return result
@@ -186,7 +189,10 @@ def _env():
 def evaluate(text):
     """Evaluate an algebra expression such as ``"complement(4:2, 24)"``."""
     p = _Parser(text, env=_env())
-    result = p.expr()
+    try:
+        result = p.expr()
+    except RecursionError:
+        raise LayoutError("eval: expression is nested too deeply") from None
     if not p.at("end"):
         raise LayoutError(f"eval: trailing text in {text!r}")
     return result

@@ -75,7 +75,12 @@ class Swizzle:
         return f"Swizzle({self.bits}, {self.base}, {self.shift})"
 
     def size(self):
-        return 1 << (self.base + self.bits + max(0, self.shift))
+        """The smallest power of two whose range the swizzle maps onto itself.
+
+        The highest bit touched is the top of the YYY mask (shift > 0) or of the
+        ZZZ mask (shift < 0): bit ``base + bits + |shift| - 1`` either way.
+        """
+        return 1 << (self.base + self.bits + abs(self.shift))
 
     def cosize(self):
         return self.size()

@@ -1,0 +1,109 @@
+"""The ``show`` and ``eval`` sub-commands, in process and as ``python -m layoutalg.cli``."""
+
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+
+from layoutalg.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_main(*argv):
+    out = io.StringIO()
+    rc = main(list(argv), out=out)
+    return rc, out.getvalue()
+
+
+def run_module(*argv):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    p = subprocess.run([sys.executable, "-m", "layoutalg.cli", *argv], capture_output=True,
+                       text=True, cwd=ROOT, env=env, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+SHOW_LINES = [
+    "layout : (4,(2,2)):(2,(1,8))",
+    "size   : 16",
+    "cosize : 16",
+    "values : 0 2 4 6 1 3 5 7 8 10 12 14 9 11 13 15",
+]
+
+
+def test_show_in_process():
+    rc, out = run_main("show", "(4,(2,2)):(2,(1,8))")
+    assert rc == 0
+    lines = out.splitlines()
+    for expected in SHOW_LINES:
+        assert expected in lines
+    assert any(line.startswith("rank   : 2") and "depth: 2" in line for line in lines)
+    # the 2-D table, rows m and columns n: L(m, n)
+    assert " 0  |  0 |  1 |  8 |  9 |" in lines
+    assert " 3  |  6 |  7 | 14 | 15 |" in lines
+
+
+def test_eval_in_process():
+    rc, out = run_main("eval", "composition((4,3):(3,1), 6:2)")
+    assert rc == 0
+    assert out.strip() == "(2,3):(6,1)"
+    for expr, expected in [
+        ("complement(4:2, 24)", "(2,3):(1,8)"),
+        ("logical_divide((8,8):(1,8), (2:1, 4:1))", "((2,4),(4,2)):((1,2),(8,32))"),
+        ("logical_product((2,2):(1,2), (3,4):(4,1))", "((2,2),(3,4)):((1,2),(16,4))"),
+        ("blocked_product((2,2):(1,2), (3,4):(4,1))", "((2,3),8):((1,16),2)"),
+        ("right_inverse((4,2):(2,1))", "(2,4):(4,1)"),
+        ("coalesce((2,(1,6)):(1,(6,2)))", "12:1"),
+        ("composition(Sw<3,3,3> o 0 o (8,64):(64,1), (8,8))", "Sw<3,3,3> o 0 o (8,8):(64,1)"),
+        ("size((3,(2,3)):(3,(12,1)))", "18"),
+    ]:
+        rc, out = run_main("eval", expr)
+        assert rc == 0, expr
+        assert out.strip() == expected, expr
+
+
+@pytest.mark.xfail(reason="cli.cmd_eval prints nested tuples with Python's repr, "
+                          "'(1,(1, 2))' instead of CuTe's '(1,(1,2))' (cli.py is not ours to fix)",
+                   strict=False)
+def test_eval_prints_nested_int_tuples_in_cute_form():
+    rc, out = run_main("eval", "idx2crd(16, (3,(2,3)))")
+    assert rc == 0 and out.strip() == "(1,(1,2))"
+
+
+def test_errors_exit_2_with_message(capsys):
+    rc, out = run_main("eval", "complement((2,2):(1,1))")
+    assert rc == 2 and out == ""
+    err = capsys.readouterr().err
+    assert err.startswith("layoutalg: complement:")
+    rc, _ = run_main("show", "(4,2")
+    assert rc == 2
+    assert "parse" in capsys.readouterr().err
+    rc, _ = run_main("eval", "frobnicate(4:1)")
+    assert rc == 2
+    assert "unknown function" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_nonzero():
+    with pytest.raises(SystemExit) as info:
+        main([], out=io.StringIO())
+    assert info.value.code != 0
+
+
+def test_show_via_python_m():
+    rc, out, err = run_module("show", "(4,(2,2)):(2,(1,8))")
+    assert rc == 0, err
+    lines = out.splitlines()
+    for expected in SHOW_LINES:
+        assert expected in lines
+
+
+def test_eval_via_python_m():
+    rc, out, err = run_module("eval", "composition((4,3):(3,1), 6:2)")
+    assert rc == 0, err
+    assert out.strip() == "(2,3):(6,1)"
+    rc, out, err = run_module("eval", "composition((4,3):(1,5), 3:3)")
+    assert rc == 2
+    assert "composition: stride divisibility" in err
