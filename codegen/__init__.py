@@ -6,8 +6,8 @@ True
 """
 
 from .config import GemmConfig
-from .host import GemmError, gemm
+from .host import GemmError, GemmLaunch, gemm, prepare
 from .ptx import compile_ptx, emit_gemm_source
 from .plan import make_plan
 
-__all__ = ["GemmConfig", "gemm", "GemmError", "compile_ptx", "emit_gemm_source", "make_plan"]
+__all__ = ["GemmConfig", "gemm", "prepare", "GemmLaunch", "GemmError", "compile_ptx", "emit_gemm_source", "make_plan"]

@@ -49,6 +49,39 @@ def _sw(expr, sw):
     return f"({expr}) ^ ((({expr}) & {sw.yyy_mask}) >> {sw.shift})"
 
 
+class _Offsets:
+    """Swizzled per-thread offsets ``sw(thr + c)`` for the constants ``c`` of one copy.
+
+    A swizzle is linear over XOR, so where ``c`` shares no bit with any thread's offset
+    (``thr + c == thr ^ c``), ``sw(thr + c) == sw(thr) ^ sw(c)``; where ``sw(c)`` also shares
+    no bit with any ``sw(thr)``, that is ``sw(thr) + sw(c)`` and the constant folds into the
+    instruction's immediate offset.  Otherwise the offset is computed once and kept.
+    """
+
+    def __init__(self, name, sw, thr_vals):
+        self.name = name
+        self.sw = sw
+        self.mask = 0
+        self.swmask = 0
+        for v in thr_vals:
+            self.mask |= v
+            self.swmask |= _apply(sw, v)
+        self.hoisted = {}
+
+    def expr(self, c):
+        """Code for ``sw(thr + c)`` given the base variable ``{name}`` = ``sw(thr)``."""
+        if c & self.mask == 0:
+            sc = _apply(self.sw, c)
+            if sc & self.swmask == 0:
+                return f"{self.name} + {sc}" if sc else self.name
+            return f"({self.name} ^ {sc})"
+        return None
+
+
+def _apply(sw, x):
+    return sw(x) if sw is not None else x
+
+
 def _swz(lay):
     return lay.outer if isinstance(lay, ComposedLayout) else None
 
@@ -118,9 +151,23 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
             w(f"{p}_row = {g.notes['thr_row']}  # {rdim} coordinate from tidfrg_S(identity ({op.rows},BK)) mode Thr")
             w(f"{p}_col = {g.notes['thr_k']}  # K coordinate, same layout")
             w(f"{p}_sthr = {g.notes['thr_smem']}  # smem offset from tidfrg_D({op.smem.inner if isinstance(op.smem, ComposedLayout) else op.smem}) mode Thr")
+            w(f"{p}_sb = {_sw(f'{p}_sthr', sw)}  # swizzled by {sw}")
+            offs = _Offsets(f"{p}_sb", sw, g.notes["thr_vals"])
             for i, ((rc, kc), soff) in enumerate(g.items):
-                w(f"{p}_s{i} = {_sw(f'{p}_sthr + {soff}', sw)}  # copy {i}: value part ({rc},{kc}) -> smem {soff}, then {sw}")
+                e = offs.expr(soff)
+                if e is None:
+                    w(f"{p}_s{i} = {_sw(f'{p}_sthr + {soff}', sw)}  # copy {i}: value part ({rc},{kc}) -> smem {soff}, then {sw}")
+                    e = f"{p}_s{i}"
+                else:
+                    w(f"# copy {i}: value part ({rc},{kc}) -> smem {soff}: {sw}(thr + {soff}) = {e}")
+                g.notes.setdefault("dst_expr", {})[i] = e
             w(f"{p}_rows = {'M' if name == 'A' else 'N'}")
+            w(f"# global rows/offsets of each copy, fixed across k-tiles")
+            r0 = "m0" if name == "A" else "n0"
+            for i, ((rc, kc), soff) in enumerate(g.items):
+                w(f"{p}_gr{i} = {r0} + {p}_row + {rc}")
+                w(f"{p}_gc{i} = {p}_col + {kc}")
+                w(f"{p}_go{i} = int64({p}_gr{i}) * {srow} + int64({p}_gc{i}) * {sk}")
         w("")
         # ---- per-thread shared->register indices
         w("# ---- shared -> registers: per-thread ldmatrix/load offsets ----------------------------")
@@ -129,12 +176,21 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
             sw = _swz(op.smem)
             w(f"# {name}: {s.atom}; copy layout_tv {s.notes['tiled_copy'].layout_tv}")
             w(f"{p}_rthr = {s.notes['thr_smem']}  # smem offset from tidfrg_S of make_tiled_copy_{name} mode Thr")
+            w(f"{p}_rb = {_sw(f'{p}_rthr', sw)}  # swizzled by {sw}")
+            offs = _Offsets(f"{p}_rb", sw, s.notes["thr_vals"])
+            exprs = s.notes.setdefault("src_expr", {})
             for j, (soff, vals, kb, soffs) in enumerate(s.items):
-                if s.atom.startswith("SM75"):
-                    w(f"{p}_r{j} = {_sw(f'{p}_rthr + {soff}', sw)}  # copy {j} (k-block {kb}) -> fragment {vals[0]}..{vals[-1]}")
-                    continue
-                for v, so in enumerate(soffs):
-                    w(f"{p}_r{j}_{v} = {_sw(f'{p}_rthr + {so}', sw)}  # copy {j} value {v} (k-block {kb}) -> fragment {vals[v]}")
+                targets = [(None, soff)] if s.atom.startswith("SM75") else list(enumerate(soffs))
+                for v, so in targets:
+                    var = f"{p}_r{j}" if v is None else f"{p}_r{j}_{v}"
+                    e = offs.expr(so)
+                    if e is None:
+                        w(f"{var} = {_sw(f'{p}_rthr + {so}', sw)}  # copy {j}{'' if v is None else f' value {v}'} (k-block {kb})")
+                        e = var
+                    else:
+                        w(f"# copy {j}{'' if v is None else f' value {v}'} (k-block {kb}) -> fragment "
+                          f"{vals[0 if v is None else v]}: {sw}(thr + {so}) = {e}")
+                    exprs[(j, v)] = e
         w("")
         # ---- fragments and accumulators
         na = _frag_words(plan, a)
@@ -213,10 +269,9 @@ def _emit_tile_load(w, plan, ops, ktile, stage, eb, smem_b_off):
         w(f"# {name} tile {ktile} -> stage {stage}: {len(g.items)} x {g.atom}")
         w(f"k0 = {ktile} * BK")
         for i, ((rc, kc), soff) in enumerate(g.items):
-            row = f"{r0} + {p}_row + {rc}"
-            col = f"k0 + {p}_col + {kc}"
-            w(f"gr = {row}")
-            w(f"gc = {col}")
+            dst = g.notes["dst_expr"][i]
+            w(f"gr = {p}_gr{i}")
+            w(f"gc = k0 + {p}_gc{i}")
             vec = g.vec
             if mode == "cp_async" and g.atom.startswith("SM80_CP_ASYNC"):
                 if op.major == "K":
@@ -225,15 +280,15 @@ def _emit_tile_load(w, plan, ops, ktile, stage, eb, smem_b_off):
                     ok = f"gr + {vec - 1} < {p}_rows and gc < K"
                 fn = {16: "cp_async_cg_16", 8: "cp_async_ca_8", 4: "cp_async_ca_4"}[g.notes["nbytes"]]
                 w(f"ok = {ok}")
-                w(f"src = gmem_addr({name}, (int64(gr) * {srow} + int64(gc) * {sk}) * {eb} if ok else int64(0))")
-                w(f"{fn}(smem_addr(smem, ({base} + {p}_s{i}) * {eb}), src, {g.notes['nbytes']} if ok else 0)")
+                w(f"src = gmem_addr({name}, ({p}_go{i} + int64(k0) * {sk}) * {eb} if ok else int64(0))")
+                w(f"{fn}(smem_addr(smem, ({base} + {dst}) * {eb}), src, {g.notes['nbytes']} if ok else 0)")
             else:
                 # element-wise copy (unaligned or strided operand): predicated, zero-filled
                 for v in range(vec):
                     dr, dc = (0, v) if op.major == "K" else (v, 0)
-                    w(f"smem[{base} + {p}_s{i} + {v}] = {name}[gr + {dr}, gc + {dc}] if gr + {dr} < {p}_rows and gc + {dc} < K else 0"
+                    w(f"smem[{base} + {dst} + {v}] = {name}[gr + {dr}, gc + {dc}] if gr + {dr} < {p}_rows and gc + {dc} < K else 0"
                       if name == "A" else
-                      f"smem[{base} + {p}_s{i} + {v}] = B[gc + {dc}, gr + {dr}] if gr + {dr} < {p}_rows and gc + {dc} < K else 0")
+                      f"smem[{base} + {dst} + {v}] = B[gc + {dc}, gr + {dr}] if gr + {dr} < {p}_rows and gc + {dc} < K else 0")
 
 
 def _emit_frag_load(w, plan, stage, kb, buf, eb, smem_b_off):
@@ -253,12 +308,13 @@ def _emit_frag_load(w, plan, stage, kb, buf, eb, smem_b_off):
                         if vals[i + 1] != vals[i] + 1 or vals[i] % 2:
                             raise ValueError(f"emit: ldmatrix register {i // 2} of {name} does not hold a fragment pair")
                 lhs = ", ".join(f"{frag}[{buf}, {x}]" for x in words)
-                w(f"{lhs} = {fn}(smem_addr(smem, ({base} + {p}_r{j}) * {eb}))  # {s.atom}")
+                w(f"{lhs} = {fn}(smem_addr(smem, ({base} + {s.notes['src_expr'][(j, None)]}) * {eb}))  # {s.atom}")
             else:
                 conv = {"f64": "{x}", "tf32": "f32_as_u32({x})", "f32": "f32_as_u32({x})"}[plan.config.dtype]
                 for v in range(len(vals)):
                     _, word = _kb_local(plan, op, vals[v])
-                    w(f"{frag}[{buf}, {word}] = {conv.format(x=f'smem[{base} + {p}_r{j}_{v}]')}  # {s.atom}")
+                    addr = s.notes["src_expr"][(j, v)]
+                    w(f"{frag}[{buf}, {word}] = {conv.format(x=f'smem[{base} + {addr}]')}  # {s.atom}")
 
 
 def _emit_mma(w, plan, kb):

@@ -127,6 +127,44 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     fp16/bf16 use ``mma.sync`` m16n8k16 with f32 accumulation; fp32 runs on CUDA cores
     unless ``precision="tf32"`` (or a tf32 ``config``); fp64 uses the m8n8k4 f64 MMA.
     """
+    return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
+                   precision=precision, stream=stream)()
+
+
+class GemmLaunch:
+    """A prepared GEMM: arrays converted, kernel compiled; calling it only launches.
+
+    Build it with :func:`prepare` and call it repeatedly on the same arrays (e.g. in a
+    training loop or a benchmark) to skip the per-call argument handling of :func:`gemm`.
+    Calling returns C (for numpy C, copied back to the host array).
+    """
+
+    def __init__(self, kernel, grid, threads, stream, args, C, dC, copy_back):
+        self.kernel = kernel
+        self.grid = grid
+        self.threads = threads
+        self.stream = stream
+        self.args = args
+        self.C = C
+        self._dC = dC
+        self._copy_back = copy_back
+        self._launcher = _launcher(kernel, grid, threads, stream, args)
+
+    @property
+    def source(self):
+        """The generated numba source of the kernel this launch runs."""
+        return self.kernel.source
+
+    def __call__(self):
+        self._launcher()
+        if self._copy_back:
+            res = self._dC.copy_to_host()
+            self.C[...] = res.view(self.C.dtype) if res.dtype != self.C.dtype else res
+        return self.C
+
+
+def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=0):
+    """Validate, plan, compile and convert once; returns a :class:`GemmLaunch` (see :func:`gemm`)."""
     ka, kb = _kind(A), _kind(B)
     if ka != kb and not ({ka, kb} <= {"cupy", "cuda"}):
         raise GemmError(f"gemm: A is a {ka} array but B is a {kb} array; pass arrays of one kind")
@@ -191,11 +229,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     args = (dA, dB, dC, np.int32(M), np.int32(N), np.int32(K), np.int32(sta[0]), np.int32(sta[1]),
             np.int32(b_strides[0]), np.int32(b_strides[1]), np.int32(sc[0]), np.int32(sc[1]),
             scalar(alpha), scalar(beta))
-    _launch(k, grid, config.threads, stream, args)
-    if kc == "numpy":
-        res = dC.copy_to_host()
-        C[...] = res.view(C.dtype) if res.dtype != C.dtype else res
-    return C
+    return GemmLaunch(k, grid, config.threads, stream, args, C, dC, kc == "numpy")
 
 
 def _new_out(A, kind, shape, name):
@@ -238,21 +272,24 @@ def _check_gpu(config):
 _ATTR_DONE = set()
 
 
-def _launch(k, grid, threads, stream, args):
+def _launcher(k, grid, threads, stream, args):
+    """A no-argument function that launches ``k`` with ``args`` (compiled and configured once)."""
     from numba import cuda
 
     nbytes = k.smem_bytes
     sim = bool(getattr(cuda.config, "ENABLE_CUDASIM", 0)) if hasattr(cuda, "config") else False
-    if not sim:
-        from numba.cuda.cudadrv import driver
-        from numba import typeof
+    if sim:
+        return lambda: k.kernel[grid, threads, stream, nbytes](*args)
+    from numba import typeof
+    from numba.cuda.cudadrv import driver
 
-        sig = tuple(typeof(a) for a in args)
-        kern = k.kernel.compile(sig) if hasattr(k.kernel, "compile") else None
-        key = (id(k), sig)
-        if kern is not None and nbytes > 48 * 1024 and key not in _ATTR_DONE:
-            cufunc = kern._codelibrary.get_cufunc()
-            attr = driver.binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            driver.driver.cuKernelSetAttribute(attr, nbytes, cufunc.handle, cufunc.device.id)
-            _ATTR_DONE.add(key)
-    k.kernel[grid, threads, stream, nbytes](*args)
+    sig = tuple(typeof(a) for a in args)
+    kern = k.kernel.compile(sig)
+    key = (id(k), sig)
+    if nbytes > 48 * 1024 and key not in _ATTR_DONE:
+        cufunc = kern._codelibrary.get_cufunc()
+        attr = driver.binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        driver.driver.cuKernelSetAttribute(attr, nbytes, cufunc.handle, cufunc.device.id)
+        _ATTR_DONE.add(key)
+    configured = k.kernel[grid, threads, stream, nbytes]
+    return lambda: configured(*args)

@@ -160,6 +160,7 @@ def _g2s(cfg, op, major, vec, smem):
             raise ValueError(f"g2s: vector of {vec} is not contiguous in shared memory layout {smem}")
     return CopyPlan(atom_name, vec, items, {
         "thr_row": to_code(thr_rc[0]), "thr_k": to_code(thr_rc[1]), "thr_smem": to_code(thr_s),
+        "thr_vals": [dst[0](t) for t in range(nthr)],
         "tiled_copy": cp, "src": src, "dst": dst, "nbytes": nbytes})
 
 
@@ -216,7 +217,7 @@ def _s2r(cfg, mma, op, smem, kblocks):
         items.append((s_off, vals, k_of, s_offs))
     return CopyPlan(atom_name, size(src[1]), items, {
         "thr_smem": to_code(thr_s), "tiled_copy": cp, "frag": frag, "nfrag": nfrag, "per_word": per,
-        "src": src})
+        "thr_vals": [src[0](t) for t in range(nthr)], "src": src})
 
 
 def _flat_idx(j, lay):

@@ -86,7 +86,7 @@ def _coalesced_modes(L):
 
 @lru_cache(_CACHE)
 def _coalesce(L):
-    return _from_modes(*_coalesced_modes(L))
+    return _from_modes(*_coalesce_modes(*_flat_modes(L)))
 
 
 def coalesce(layout, profile=None):
@@ -142,7 +142,7 @@ def filter(layout):
 
 # ---- composition ---------------------------------------------------------
 
-def _compose_leaf(op, A, B, ls, ld, s, d):
+def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
     """``(ls:ld) o (s:d)`` for flat coalesced lhs modes and a single rhs mode.
 
     Follows CuTe's ``composition_impl``: divide the stride ``d`` out of the lhs
@@ -150,6 +150,7 @@ def _compose_leaf(op, A, B, ls, ld, s, d):
     lhs mode is unbounded.  A stride that neither divides nor is divided by a
     mode's size is accepted (as in CuTe) only when the rest of the rhs then fits
     inside that mode; otherwise the result would not be ``A(B(c))`` and we raise.
+    Such a step is recorded in the list ``weak`` (see :func:`_check_additive`).
     """
     if d == 0:
         return s, 0
@@ -175,10 +176,13 @@ def _compose_leaf(op, A, B, ls, ld, s, d):
         if rest_shape == 1:
             rest_stride = 1
             continue
-        if si % rest_stride != 0 and rest_shape > next_shape:
-            raise LayoutError(
-                f"{op}: stride divisibility violated: stride {rest_stride} and shape {si} "
-                f"do not divide one another ({A} o {B})")
+        if si % rest_stride != 0:
+            if rest_shape > next_shape:
+                raise LayoutError(
+                    f"{op}: stride divisibility violated: stride {rest_stride} and shape {si} "
+                    f"do not divide one another ({A} o {B})")
+            if weak is not None:
+                weak.append(si)
         new_s = min(next_shape, rest_shape)
         if rest_shape % new_s != 0:
             raise LayoutError(
@@ -188,9 +192,13 @@ def _compose_leaf(op, A, B, ls, ld, s, d):
         res_d.append(rest_stride * di)
         rest_shape //= new_s
         rest_stride = 1
+        if rest_shape == 1:
+            break
     if rest_shape != 1 or not res_s:
         res_s.append(rest_shape)
         res_d.append(rest_stride * ld[-1])
+    if len(res_s) == 1:
+        return (res_s[0], res_d[0]) if res_s[0] != 1 else (1, 0)
     rs, rd = _coalesce_modes(res_s, res_d)
     if not rs:
         return 1, 0
@@ -199,15 +207,15 @@ def _compose_leaf(op, A, B, ls, ld, s, d):
     return tuple(rs), tuple(rd)
 
 
-def _compose_tree(op, A, B, ls, ld, s, d):
+def _compose_tree(op, A, B, ls, ld, s, d, weak):
     if type(s) is tuple:
         rs, rd = [], []
         for x, y in zip(s, d):
-            a, b = _compose_tree(op, A, B, ls, ld, x, y)
+            a, b = _compose_tree(op, A, B, ls, ld, x, y, weak)
             rs.append(a)
             rd.append(b)
         return tuple(rs), tuple(rd)
-    return _compose_leaf(op, A, B, ls, ld, s, d)
+    return _compose_leaf(op, A, B, ls, ld, s, d, weak)
 
 
 @lru_cache(_CACHE)
@@ -240,7 +248,7 @@ def _max_residue(s, d, P):
     return max(j * d % P for j in range(s))
 
 
-def _check_additive(op, A, B, ls):
+def _check_additive(op, A, B, ls, weak=True):
     """Raise unless ``A(B_0(c_0) + B_1(c_1) + ...) == A(B_0(c_0)) + A(B_1(c_1)) + ...``.
 
     Composition is computed mode by mode of ``B`` (CuTe's left-distributivity), which
@@ -249,19 +257,33 @@ def _check_additive(op, A, B, ls):
     condition as "B injective", which is not sufficient (``(4,2):(1,10) o (3,2):(1,3)``);
     the exact test is, at every inner boundary ``P`` of ``A``, that the largest
     residues ``B_k(c) mod P`` of the modes sum to less than ``P``.
+
+    Shortcut: when no mode of ``B`` took a weak (non-dividing) stride step and the
+    modes nest (sorted by stride, each starts past the extent of the smaller ones),
+    every mode lands on a digit of ``A`` that the smaller ones cannot reach, so no
+    sum carries and the exact test is not needed.
     """
     if len(ls) < 2:
         return
     leaves = [(s, d) for s, d in zip(flat_tuple(B.shape), flat_tuple(B.stride))
-              if s != 1 and isinstance(d, int) and d != 0]
+              if s != 1 and type(d) is int and d != 0]
     if len(leaves) < 2:
         return
+    if not weak:
+        ext = 0
+        for d, s in sorted((d, s) for s, d in leaves):
+            if d < ext:
+                break
+            ext = d * s
+        else:
+            return
     P = 1
     for a in ls[:-1]:
         P *= a
         total = 0
         for s, d in leaves:
-            total += _max_residue(s, d, P)
+            m = (s - 1) * d
+            total += m if m < P else _max_residue(s, d, P)
         if total >= P:
             raise LayoutError(
                 f"{op}: the modes of {B} overlap in the index space of {A}: their offsets "
@@ -277,9 +299,10 @@ def _composition(A, B):
     if type(bs) is not tuple:                       # a single rhs mode: nothing to add up
         s, d = _compose_leaf(op, A, B, ls, ld, bs, B.stride)
         return Layout._make(s, d)
-    s, d = _compose_tree(op, A, B, ls, ld, bs, B.stride)
+    weak = []
+    s, d = _compose_tree(op, A, B, ls, ld, bs, B.stride, weak)
     if len(ls) > 1:
-        _check_additive(op, A, B, ls)
+        _check_additive(op, A, B, ls, weak)
     return Layout._make(s, d)
 
 
@@ -373,12 +396,16 @@ def _complement(L, cotarget):
         rd.append(cur)
         cur = s * d
     if type(cotarget) is int:
-        rs.append(-(-cotarget // cur))
-        rd.append(cur)
+        rest = -(-cotarget // cur)
     else:
-        rest = ceil_div(cotarget, cur)
-        rs.extend(flat_tuple(rest))
-        rd.extend(cur * p for p in flat_tuple(prefix_product(rest)))
+        # CuTe: coalesce(ceil_div(cotarget, cur)) -- the shape is divided from the left;
+        # its compact modes coalesce into one
+        rest, b = 1, cur
+        for a in flat_tuple(cotarget):
+            rest *= -(-a // b)
+            b = -(-b // a)
+    rs.append(rest)
+    rd.append(cur)
     return _from_modes(*_coalesce_modes(rs, rd))
 
 
@@ -395,6 +422,8 @@ def complement(layout, cotarget=None):
     >>> str(complement(Layout(4, 1)))
     '1:0'
     """
+    if type(cotarget) is int and cotarget > 0 and type(layout) is Layout:
+        return _complement(layout, cotarget)
     if not isinstance(layout, Layout):
         layout = _as_layout("complement", layout)
     if cotarget is None:
@@ -439,7 +468,7 @@ def right_inverse(layout):
     >>> str(right_inverse(Layout((4, 2), (2, 1))))
     '(2,4):(4,1)'
     """
-    if not isinstance(layout, Layout):
+    if type(layout) is not Layout:
         if hasattr(layout, "right_inverse"):
             return layout.right_inverse()
         layout = _as_layout("right_inverse", layout)
@@ -513,6 +542,8 @@ def logical_divide(layout, tiler):
     >>> str(logical_divide(Layout((8, 8)), (2, 4)))
     '((2,4),(4,2)):((1,2),(8,32))'
     """
+    if type(layout) is Layout and type(tiler) is Layout:
+        return _logical_divide_layout(layout, tiler)
     if hasattr(layout, "__divide__"):
         return layout.__divide__(logical_divide, tiler)
     layout = _as_layout("logical_divide", layout)
@@ -601,6 +632,8 @@ def logical_product(block, tiler):
     >>> str(logical_product(Layout(4, 1), 3))
     '(4,3):(1,4)'
     """
+    if type(block) is Layout and type(tiler) is Layout:
+        return _logical_product_layout(block, tiler)
     block = _as_layout("logical_product", block) if not hasattr(block, "__product__") else block
     if hasattr(block, "__product__"):
         return block.__product__(logical_product, tiler)

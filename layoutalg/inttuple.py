@@ -125,7 +125,15 @@ def flat_tuple(t):
     else:
         return t                      # already flat: the common case, no copy
     out = []
-    _flat_into(t, out)
+    for x in t:                       # unrolled for depth 2, recursive below that
+        if isinstance(x, tuple):
+            for y in x:
+                if isinstance(y, tuple):
+                    _flat_into(y, out)
+                else:
+                    out.append(y)
+        else:
+            out.append(x)
     return tuple(out)
 
 

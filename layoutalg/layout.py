@@ -101,6 +101,7 @@ class Layout:
             raise LayoutError("Layout: shape or stride is nested too deeply") from None
         _set_shape(self, shape)
         _set_stride(self, stride)
+        _set_hash(self, None)
 
     @classmethod
     def _make(cls, shape, stride):
@@ -108,6 +109,7 @@ class Layout:
         self = _new(cls)
         _set_shape(self, shape)
         _set_stride(self, stride)
+        _set_hash(self, None)
         return self
 
     def __setattr__(self, name, value):
@@ -123,12 +125,11 @@ class Layout:
         return self.shape == other.shape and self.stride == other.stride
 
     def __hash__(self):
-        try:
-            return self._hash
-        except AttributeError:          # computed on first use (most results are never hashed)
+        h = self._hash
+        if h is None:                   # computed on first use (most results are never hashed)
             h = hash((self.shape, self.stride))
             _set_hash(self, h)
-            return h
+        return h
 
     def __str__(self):
         return f"{fmt(self.shape)}:{fmt(self.stride)}"

@@ -25,7 +25,10 @@ The reference evaluator :func:`ref_eval` is independent of the library.
 
 import random
 
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ImportError:      # benchmarks/bench_algebra.py only needs RandomSource
+    st = None
 
 from layoutalg import Layout
 
@@ -421,13 +424,14 @@ def gen_swizzle_args(src):
 
 # ---- hypothesis strategies ---------------------------------------------------
 
-shapes = strategy(gen_shape)
-layouts = strategy(gen_layout)
-nonneg_layouts = strategy(gen_layout, strides="nonneg")
-compact_layouts = strategy(gen_compact)
-injective_layouts = strategy(gen_injective)
-nesting_layouts = strategy(gen_injective, divisible=False, zeros=True)
-composition_pairs = strategy(gen_composition_pair)
-divide_pairs = strategy(gen_divide_pair)
-product_pairs = strategy(gen_product_pair)
-swizzle_args = strategy(gen_swizzle_args)
+if st is not None:
+    shapes = strategy(gen_shape)
+    layouts = strategy(gen_layout)
+    nonneg_layouts = strategy(gen_layout, strides="nonneg")
+    compact_layouts = strategy(gen_compact)
+    injective_layouts = strategy(gen_injective)
+    nesting_layouts = strategy(gen_injective, divisible=False, zeros=True)
+    composition_pairs = strategy(gen_composition_pair)
+    divide_pairs = strategy(gen_divide_pair)
+    product_pairs = strategy(gen_product_pair)
+    swizzle_args = strategy(gen_swizzle_args)
