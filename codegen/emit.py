@@ -70,12 +70,22 @@ class _Offsets:
 
     def expr(self, c):
         """Code for ``sw(thr + c)`` given the base variable ``{name}`` = ``sw(thr)``."""
-        if c & self.mask == 0:
-            sc = _apply(self.sw, c)
-            if sc & self.swmask == 0:
-                return f"{self.name} + {sc}" if sc else self.name
-            return f"({self.name} ^ {sc})"
-        return None
+        split = self.split(c)
+        if split is None:
+            return None
+        x, y = split
+        e = f"({self.name} ^ {x})" if x else self.name
+        return f"{e} + {y}" if y else e
+
+    def split(self, c):
+        """``(X, Y)`` with ``sw(thr + c) == (sw(thr) ^ X) + Y`` for every thread, or None.
+
+        ``X`` holds the bits of ``sw(c)`` that some ``sw(thr)`` may have, ``Y`` the others.
+        """
+        if c & self.mask:
+            return None
+        sc = _apply(self.sw, c)
+        return sc & self.swmask, sc & ~self.swmask
 
 
 def _apply(sw, x):
@@ -126,6 +136,7 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
     w('    """A: (M,K); B: (K,N), addressed as the (N,K) view with element strides (sbn, sbk); C: (M,N)."""')
     with w.block():
         w(f"smem = cuda.shared.array(0, {_NP[dt] if dt != 'bf16' else 'uint16'})")
+        w("smem_base = smem_addr(smem, 0)  # 32-bit shared address of the dynamic buffer")
         w("tid = cuda.threadIdx.x")
         w("")
         w("# ---- rasterize: grouped CTA order for L2 reuse ------------------------------------")
@@ -153,21 +164,33 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
             w(f"{p}_sthr = {g.notes['thr_smem']}  # smem offset from tidfrg_D({op.smem.inner if isinstance(op.smem, ComposedLayout) else op.smem}) mode Thr")
             w(f"{p}_sb = {_sw(f'{p}_sthr', sw)}  # swizzled by {sw}")
             offs = _Offsets(f"{p}_sb", sw, g.notes["thr_vals"])
+            xors = {}
             for i, ((rc, kc), soff) in enumerate(g.items):
-                e = offs.expr(soff)
-                if e is None:
+                sp = offs.split(soff)
+                if sp is None:
                     w(f"{p}_s{i} = {_sw(f'{p}_sthr + {soff}', sw)}  # copy {i}: value part ({rc},{kc}) -> smem {soff}, then {sw}")
-                    e = f"{p}_s{i}"
+                    e, eb_expr = f"{p}_s{i}", f"{p}_s{i} * {eb}"
                 else:
-                    w(f"# copy {i}: value part ({rc},{kc}) -> smem {soff}: {sw}(thr + {soff}) = {e}")
+                    x, y = sp
+                    if x not in xors:
+                        xors[x] = f"{p}_sx{x}"
+                        w(f"{xors[x]} = {p}_sb ^ {x}  # sw(thr) ^ {x}")
+                    e = f"{xors[x]} + {y}" if y else xors[x]
+                    eb_expr = f"{xors[x]} * {eb} + {y * eb}" if y else f"{xors[x]} * {eb}"
+                    w(f"# copy {i}: value part ({rc},{kc}) -> smem {soff}: {sw}(thr + {soff}) = (sw(thr) ^ {x}) + {y}")
                 g.notes.setdefault("dst_expr", {})[i] = e
+                g.notes.setdefault("dst_bytes", {})[i] = eb_expr
             w(f"{p}_rows = {'M' if name == 'A' else 'N'}")
             w(f"# global rows/offsets of each copy, fixed across k-tiles")
             r0 = "m0" if name == "A" else "n0"
             for i, ((rc, kc), soff) in enumerate(g.items):
                 w(f"{p}_gr{i} = {r0} + {p}_row + {rc}")
                 w(f"{p}_gc{i} = {p}_col + {kc}")
-                w(f"{p}_go{i} = int64({p}_gr{i}) * {srow} + int64({p}_gc{i}) * {sk}")
+                w(f"{p}_ok{i} = {p}_gr{i} + {g.vec - 1 if op.major != 'K' else 0} < {p}_rows")
+                w(f"{p}_gp{i} = gmem_addr({name}, (int64({p}_gr{i}) * {srow} + int64({p}_gc{i}) * {sk}) * {eb})"
+                  f" if {p}_ok{i} else gmem_addr({name}, int64({p}_gc{i}) * {sk} * {eb})")
+                w(f"{p}_sz{i} = {g.notes['nbytes']} if {p}_ok{i} else 0  # bytes copied on interior k-tiles")
+            w(f"{p}_kstep = int64(BK) * {sk} * {eb}  # bytes of one k-tile along K")
         w("")
         # ---- per-thread shared->register indices
         w("# ---- shared -> registers: per-thread ldmatrix/load offsets ----------------------------")
@@ -179,18 +202,23 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
             w(f"{p}_rb = {_sw(f'{p}_rthr', sw)}  # swizzled by {sw}")
             offs = _Offsets(f"{p}_rb", sw, s.notes["thr_vals"])
             exprs = s.notes.setdefault("src_expr", {})
+            xors = {}
             for j, (soff, vals, kb, soffs) in enumerate(s.items):
                 targets = [(None, soff)] if s.atom.startswith("SM75") else list(enumerate(soffs))
                 for v, so in targets:
                     var = f"{p}_r{j}" if v is None else f"{p}_r{j}_{v}"
-                    e = offs.expr(so)
-                    if e is None:
-                        w(f"{var} = {_sw(f'{p}_rthr + {so}', sw)}  # copy {j}{'' if v is None else f' value {v}'} (k-block {kb})")
-                        e = var
-                    else:
-                        w(f"# copy {j}{'' if v is None else f' value {v}'} (k-block {kb}) -> fragment "
-                          f"{vals[0 if v is None else v]}: {sw}(thr + {so}) = {e}")
-                    exprs[(j, v)] = e
+                    sp = offs.split(so)
+                    what = f"copy {j}{'' if v is None else f' value {v}'} (k-block {kb}) -> fragment {vals[0 if v is None else v]}"
+                    if sp is None:
+                        w(f"{var} = ({_sw(f'{p}_rthr + {so}', sw)}) * {eb}  # {what}, bytes")
+                        exprs[(j, v)] = var
+                        continue
+                    x, y = sp
+                    if x not in xors:
+                        xors[x] = f"{p}_rx{x}"
+                        w(f"{xors[x]} = ({p}_rb ^ {x}) * {eb}  # bytes of sw(thr) ^ {x}")
+                    w(f"# {what}: {sw}(thr + {so}) = (sw(thr) ^ {x}) + {y}")
+                    exprs[(j, v)] = f"{xors[x]} + {y * eb}" if y else xors[x]
         w("")
         # ---- fragments and accumulators
         na = _frag_words(plan, a)
@@ -219,6 +247,7 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
         w("read_stage = 0")
         w("write_stage = STAGES - 1")
         w("next_k = STAGES - 1")
+        _emit_read_bases(w, plan, "read_stage", eb, smem_b_off)
         _emit_frag_load(w, plan, "0", 0, 0, eb, smem_b_off)
         w("")
         w("# ---- main loop: k-tiles; k-blocks unrolled with register double buffering -----------")
@@ -230,6 +259,7 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
                     w(f"cp_async_wait_group({S - 2})  # the next stage has landed")
                     w("cuda.syncthreads()")
                     w("read_stage = read_stage + 1 if read_stage + 1 < STAGES else 0")
+                    _emit_read_bases(w, plan, "read_stage", eb, smem_b_off)
                 nkb = (kb + 1) % KB
                 _emit_frag_load(w, plan, "read_stage", nkb, nkb % 2, eb, smem_b_off)
                 if kb == 0:
@@ -268,33 +298,41 @@ def _emit_tile_load(w, plan, ops, ktile, stage, eb, smem_b_off):
         r0 = "m0" if name == "A" else "n0"
         w(f"# {name} tile {ktile} -> stage {stage}: {len(g.items)} x {g.atom}")
         w(f"k0 = {ktile} * BK")
+        cp = mode == "cp_async" and g.atom.startswith("SM80_CP_ASYNC")
+        if cp:
+            w(f"{p}_ws = smem_base + ({base}) * {eb}  # shared bytes of this stage")
+            w(f"{p}_gk = int64({ktile}) * {p}_kstep")
+        if cp:
+            fn = {16: "cp_async_cg_16", 8: "cp_async_ca_8", 4: "cp_async_ca_4"}[g.notes["nbytes"]]
+            w("if k0 + BK <= K:  # interior k-tile: only the row predicates, hoisted as copy sizes")
+            with w.block():
+                for i in range(len(g.items)):
+                    w(f"{fn}({p}_ws + {g.notes['dst_bytes'][i]}, {p}_gp{i} + {p}_gk, {p}_sz{i})")
+            w("else:  # the K residue: columns past K are zero-filled")
+            with w.block():
+                for i in range(len(g.items)):
+                    kcheck = (f"k0 + {p}_gc{i} + {g.vec - 1} < K" if op.major == "K" else f"k0 + {p}_gc{i} < K")
+                    w(f"ok = {p}_ok{i} and {kcheck}")
+                    w(f"{fn}({p}_ws + {g.notes['dst_bytes'][i]}, {p}_gp{i} + {p}_gk if ok else {p}_gp{i}, "
+                      f"{g.notes['nbytes']} if ok else 0)")
+            continue
         for i, ((rc, kc), soff) in enumerate(g.items):
             dst = g.notes["dst_expr"][i]
+            vec = g.vec
+            # element-wise copy (unaligned or strided operand): predicated, zero-filled
             w(f"gr = {p}_gr{i}")
             w(f"gc = k0 + {p}_gc{i}")
-            vec = g.vec
-            if mode == "cp_async" and g.atom.startswith("SM80_CP_ASYNC"):
-                if op.major == "K":
-                    ok = f"gr < {p}_rows and gc + {vec - 1} < K"
-                else:
-                    ok = f"gr + {vec - 1} < {p}_rows and gc < K"
-                fn = {16: "cp_async_cg_16", 8: "cp_async_ca_8", 4: "cp_async_ca_4"}[g.notes["nbytes"]]
-                w(f"ok = {ok}")
-                w(f"src = gmem_addr({name}, ({p}_go{i} + int64(k0) * {sk}) * {eb} if ok else int64(0))")
-                w(f"{fn}(smem_addr(smem, ({base} + {dst}) * {eb}), src, {g.notes['nbytes']} if ok else 0)")
-            else:
-                # element-wise copy (unaligned or strided operand): predicated, zero-filled
-                for v in range(vec):
-                    dr, dc = (0, v) if op.major == "K" else (v, 0)
-                    w(f"smem[{base} + {dst} + {v}] = {name}[gr + {dr}, gc + {dc}] if gr + {dr} < {p}_rows and gc + {dc} < K else 0"
-                      if name == "A" else
-                      f"smem[{base} + {dst} + {v}] = B[gc + {dc}, gr + {dr}] if gr + {dr} < {p}_rows and gc + {dc} < K else 0")
+            for v in range(vec):
+                dr, dc = (0, v) if op.major == "K" else (v, 0)
+                src = f"{name}[gr + {dr}, gc + {dc}]" if name == "A" else f"B[gc + {dc}, gr + {dr}]"
+                w(f"smem[{base} + {dst} + {v}] = {src} if gr + {dr} < {p}_rows and gc + {dc} < K else 0")
 
 
 def _emit_frag_load(w, plan, stage, kb, buf, eb, smem_b_off):
     for p, op, name in (("a", plan.a, "A"), ("b", plan.b, "B")):
         s = op.s2r
         base = f"{stage} * {op.smem_words}" + (f" + {smem_b_off}" if name == "B" else "")
+        rbase = f"{p}_rs"
         frag = f"{p}_frag"
         for j, (soff, vals, k, soffs) in enumerate(s.items):
             if k != kb:
@@ -308,13 +346,18 @@ def _emit_frag_load(w, plan, stage, kb, buf, eb, smem_b_off):
                         if vals[i + 1] != vals[i] + 1 or vals[i] % 2:
                             raise ValueError(f"emit: ldmatrix register {i // 2} of {name} does not hold a fragment pair")
                 lhs = ", ".join(f"{frag}[{buf}, {x}]" for x in words)
-                w(f"{lhs} = {fn}(smem_addr(smem, ({base} + {s.notes['src_expr'][(j, None)]}) * {eb}))  # {s.atom}")
+                w(f"{lhs} = {fn}({rbase} + {s.notes['src_expr'][(j, None)]})  # {s.atom}")
             else:
                 conv = {"f64": "{x}", "tf32": "f32_as_u32({x})", "f32": "f32_as_u32({x})"}[plan.config.dtype]
                 for v in range(len(vals)):
                     _, word = _kb_local(plan, op, vals[v])
                     addr = s.notes["src_expr"][(j, v)]
-                    w(f"{frag}[{buf}, {word}] = {conv.format(x=f'smem[{base} + {addr}]')}  # {s.atom}")
+                    w(f"{frag}[{buf}, {word}] = {conv.format(x=f'smem[({base}) + ({addr}) // {eb}]')}  # {s.atom}")
+
+
+def _emit_read_bases(w, plan, stage, eb, smem_b_off):
+    w(f"a_rs = smem_base + {stage} * {plan.a.smem_words * eb}  # shared bytes of A's read stage")
+    w(f"b_rs = smem_base + ({stage} * {plan.b.smem_words} + {smem_b_off}) * {eb}  # B's read stage")
 
 
 def _emit_mma(w, plan, kb):
