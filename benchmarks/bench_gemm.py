@@ -45,7 +45,7 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", default="4096")
     p.add_argument("--dtypes", default="f16,bf16,tf32")
-    p.add_argument("--configs", default="", help="extra f16 configs: bm,bn,bk,wm,wn,stages;...")
+    p.add_argument("--configs", default="", help="extra f16/bf16 configs: bm,bn,bk,wm,wn,stages[,min_blocks];...")
     p.add_argument("--json", default=None)
     a = p.parse_args(argv)
     tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32,
@@ -60,8 +60,9 @@ def main(argv=None):
             cfgs = [GemmConfig.default(name, n, n, n)]
             if name in ("f16", "bf16") and a.configs:
                 for c in a.configs.split(";"):
-                    bm, bn, bk, wm, wn, st = (int(x) for x in c.split(","))
-                    cfgs.append(GemmConfig(name, None, bm, bn, bk, wm, wn, st, 8))
+                    v = [int(x) for x in c.split(",")]
+                    bm, bn, bk, wm, wn, st = v[:6]
+                    cfgs.append(GemmConfig(name, None, bm, bn, bk, wm, wn, st, 8, v[6] if len(v) > 6 else 1))
             ref = torch.matmul(A, B)
             t_ref = bench(lambda: torch.matmul(A, B))
             for cfg in cfgs:
@@ -80,7 +81,7 @@ def main(argv=None):
                        "cublas_tflops": fl / t_ref / 1e12, "ratio": t_ref / t, "rel_err": err,
                        "first_call_s": first}
                 rows.append(row)
-                print(f"{name:5s} n={n:5d} {cfg.bm}x{cfg.bn}x{cfg.bk} w{cfg.warps_m}x{cfg.warps_n} s{cfg.stages}: "
+                print(f"{name:5s} n={n:5d} {cfg.bm}x{cfg.bn}x{cfg.bk} w{cfg.warps_m}x{cfg.warps_n} s{cfg.stages} b{cfg.min_blocks}: "
                       f"{row['tflops']:7.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:7.1f}  ratio {row['ratio']:.2f}  "
                       f"rel_err {err:.1e}  (gemm() per call: {row['tflops_per_gemm_call']:.1f})  "
                       f"first call {first:.1f}s", flush=True)

@@ -28,7 +28,8 @@ class GemmConfig:
     ``bm, bn, bk``: CTA tile; ``warps_m, warps_n``: warps tiling the CTA (for "f32",
     threads are arranged 16 x (warps*32/16)); ``stages``: shared-memory pipeline depth (>= 2);
     ``group_m``: CTA rasterization group (CTAs of ``group_m`` rows of tiles run together
-    for L2 reuse; 1 disables it).
+    for L2 reuse; 1 disables it); ``min_blocks``: CTAs that must fit on one multiprocessor
+    (launch bounds: caps registers at 65536 / (threads * min_blocks)).
     """
 
     dtype: str = "f16"
@@ -40,13 +41,14 @@ class GemmConfig:
     warps_n: int = 4
     stages: int = 4
     group_m: int = 8
+    min_blocks: int = 1
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
             raise ValueError(f"GemmConfig: dtype {self.dtype!r} is not one of {sorted(DTYPES)}")
         if self.out_dtype is not None and self.out_dtype not in ("f16", "bf16", "f32", "f64"):
             raise ValueError(f"GemmConfig: out_dtype {self.out_dtype!r} is not f16, bf16, f32 or f64")
-        for name in ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "group_m"):
+        for name in ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "group_m", "min_blocks"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 raise ValueError(f"GemmConfig: {name} must be a positive int, got {v!r}")

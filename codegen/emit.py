@@ -183,14 +183,13 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
             w(f"{p}_rows = {'M' if name == 'A' else 'N'}")
             w(f"# global rows/offsets of each copy, fixed across k-tiles")
             r0 = "m0" if name == "A" else "n0"
-            for i, ((rc, kc), soff) in enumerate(g.items):
-                w(f"{p}_gr{i} = {r0} + {p}_row + {rc}")
-                w(f"{p}_gc{i} = {p}_col + {kc}")
-                w(f"{p}_ok{i} = {p}_gr{i} + {g.vec - 1 if op.major != 'K' else 0} < {p}_rows")
-                w(f"{p}_gp{i} = gmem_addr({name}, (int64({p}_gr{i}) * {srow} + int64({p}_gc{i}) * {sk}) * {eb})"
-                  f" if {p}_ok{i} else gmem_addr({name}, int64({p}_gc{i}) * {sk} * {eb})")
-                w(f"{p}_sz{i} = {g.notes['nbytes']} if {p}_ok{i} else 0  # bytes copied on interior k-tiles")
-            w(f"{p}_kstep = int64(BK) * {sk} * {eb}  # bytes of one k-tile along K")
+            tile_rows = "BM" if name == "A" else "BN"
+            w(f"{p}_full = {r0} + {tile_rows} <= {p}_rows  # the CTA's rows of {name} are all inside")
+            w(f"{p}_g0 = gmem_addr({name}, int64(0))")
+            w(f"{p}_gb = {p}_g0 + (int64({r0} + {p}_row) * {srow} + int64({p}_col) * {sk}) * {eb}"
+              f" if {p}_full else {p}_g0  # this thread's first element (value part (0,0))")
+            w(f"{p}_rstep = int64({srow}) * {eb}  # bytes per {rdim}")
+            w(f"{p}_kstep = int64({sk}) * {eb}  # bytes per K")
         w("")
         # ---- per-thread shared->register indices
         w("# ---- shared -> registers: per-thread ldmatrix/load offsets ----------------------------")
@@ -301,27 +300,31 @@ def _emit_tile_load(w, plan, ops, ktile, stage, eb, smem_b_off):
         cp = mode == "cp_async" and g.atom.startswith("SM80_CP_ASYNC")
         if cp:
             w(f"{p}_ws = smem_base + ({base}) * {eb}  # shared bytes of this stage")
-            w(f"{p}_gk = int64({ktile}) * {p}_kstep")
-        if cp:
             fn = {16: "cp_async_cg_16", 8: "cp_async_ca_8", 4: "cp_async_ca_4"}[g.notes["nbytes"]]
-            w("if k0 + BK <= K:  # interior k-tile: only the row predicates, hoisted as copy sizes")
+            nb = g.notes["nbytes"]
+            w(f"if {p}_full and k0 + BK <= K:  # interior tile: no predicates")
             with w.block():
-                for i in range(len(g.items)):
-                    w(f"{fn}({p}_ws + {g.notes['dst_bytes'][i]}, {p}_gp{i} + {p}_gk, {p}_sz{i})")
-            w("else:  # the K residue: columns past K are zero-filled")
+                w(f"{p}_gk = {p}_gb + int64(k0) * {p}_kstep")
+                for i, ((rc, kc), soff) in enumerate(g.items):
+                    off = " + ".join(t for t in (f"{rc} * {p}_rstep" if rc else "", f"{kc} * {p}_kstep" if kc else "") if t)
+                    w(f"{fn}({p}_ws + {g.notes['dst_bytes'][i]}, {p}_gk{' + ' + off if off else ''}, {nb})")
+            w("else:  # an edge tile: rows past M/N and columns past K are zero-filled")
             with w.block():
-                for i in range(len(g.items)):
-                    kcheck = (f"k0 + {p}_gc{i} + {g.vec - 1} < K" if op.major == "K" else f"k0 + {p}_gc{i} < K")
-                    w(f"ok = {p}_ok{i} and {kcheck}")
-                    w(f"{fn}({p}_ws + {g.notes['dst_bytes'][i]}, {p}_gp{i} + {p}_gk if ok else {p}_gp{i}, "
-                      f"{g.notes['nbytes']} if ok else 0)")
+                for i, ((rc, kc), soff) in enumerate(g.items):
+                    w(f"gr = {r0} + {p}_row + {rc}")
+                    w(f"gc = k0 + {p}_col + {kc}")
+                    ok = (f"gr < {p}_rows and gc + {g.vec - 1} < K" if op.major == "K"
+                          else f"gr + {g.vec - 1} < {p}_rows and gc < K")
+                    w(f"ok = {ok}")
+                    w(f"{fn}({p}_ws + {g.notes['dst_bytes'][i]}, "
+                      f"{p}_g0 + (int64(gr) * {srow} + int64(gc) * {sk}) * {eb} if ok else {p}_g0, {nb} if ok else 0)")
             continue
         for i, ((rc, kc), soff) in enumerate(g.items):
             dst = g.notes["dst_expr"][i]
             vec = g.vec
             # element-wise copy (unaligned or strided operand): predicated, zero-filled
-            w(f"gr = {p}_gr{i}")
-            w(f"gc = k0 + {p}_gc{i}")
+            w(f"gr = {r0} + {p}_row + {rc}")
+            w(f"gc = k0 + {p}_col + {kc}")
             for v in range(vec):
                 dr, dc = (0, v) if op.major == "K" else (v, 0)
                 src = f"{name}[gr + {dr}, gc + {dc}]" if name == "A" else f"B[gc + {dc}, gr + {dr}]"

@@ -74,7 +74,11 @@ def get_kernel(config, a_major="K", b_major="K", a_mode="cp_async", b_mode="cp_a
     if jit:
         from numba import cuda
 
-        kernel = cuda.jit(fn) if _simulating() else cuda.jit(fn, cache=True)
+        if _simulating():
+            kernel = cuda.jit(fn)
+        else:
+            opts = {"launch_bounds": (config.threads, config.min_blocks)} if config.min_blocks > 1 else {}
+            kernel = cuda.jit(fn, cache=True, **opts)
     out = CompiledGemm(plan, source, mod, kernel, key)
     _MEM[key] = out
     return out

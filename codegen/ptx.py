@@ -13,7 +13,8 @@ def compile_ptx(config=None, cc=(9, 0), a_major="K", b_major="K"):
     config = config or GemmConfig.default("f16")
     k = get_kernel(config, a_major, b_major, jit=False)
     fn = getattr(k.module, "gemm_kernel")
-    ptx, _ = cuda.compile_ptx(fn, kernel_signature(config), cc=cc)
+    opts = {"launch_bounds": (config.threads, config.min_blocks)} if config.min_blocks > 1 else {}
+    ptx, _ = cuda.compile_ptx(fn, kernel_signature(config), cc=cc, **opts)
     return ptx
 
 
