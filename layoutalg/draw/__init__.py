@@ -10,7 +10,11 @@ Two layers:
   cairosvg (:mod:`.raster`); plus Graphviz graphs (:mod:`.graphs`) and
   notebook helpers (:mod:`.notebook`);
 * adapters from layouts and thread-value mappings (:mod:`.layout_pictures`):
-  :func:`layout_figure`, :func:`tv_figure`, :func:`mma_figure`, :func:`copy_figure`.
+  :func:`layout_figure`, :func:`tv_figure`, :func:`mma_figure`, :func:`copy_figure`;
+  and from the algebra's objects (:mod:`.tiled_pictures`): :func:`tiled_mma_figure`,
+  :func:`mma_atom_figure`, :func:`tiled_copy_figure`, :func:`copy_atom_figure`,
+  :func:`partition_figure`; :func:`expr_graph` (:mod:`.expr_graph`) draws the
+  expression tree of an algebra expression as a Graphviz graph.
 
 >>> from layoutalg.draw import Grid, Figure, thread_color
 >>> g = Grid(1, 2, name="X")
@@ -61,6 +65,17 @@ from .raster import figure_to_png, svg_to_png
 from .svg import figure_to_svg
 from .tikz import figure_to_tikz
 from .typst_doc import compile_typst, figure_to_typst
+
+# TiledMMA / TiledCopy / copy-atom / partition pictures; importing registers
+# TiledMMA, TiledCopy and MMAAtom with register_figure (their _repr_svg_ then works).
+from .tiled_pictures import (
+    copy_atom_figure,
+    mma_atom_figure,
+    partition_figure,
+    tiled_copy_figure,
+    tiled_mma_figure,
+)
+from .expr_graph import expr_graph, parse_expr
 
 __all__ = [
     # model
@@ -116,4 +131,12 @@ __all__ = [
     "tv_figure",
     "mma_figure",
     "copy_figure",
+    # TiledMMA / TiledCopy pictures, expression graphs
+    "tiled_mma_figure",
+    "mma_atom_figure",
+    "tiled_copy_figure",
+    "copy_atom_figure",
+    "partition_figure",
+    "expr_graph",
+    "parse_expr",
 ]
