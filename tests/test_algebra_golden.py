@@ -21,7 +21,7 @@ from layoutalg import (
 )
 from layoutalg.basis import E
 
-from strategies import prod, ref_cosize, ref_eval, ref_size, ref_values, flat
+from strategies import flat, prod, ref_eval, ref_values
 
 
 def L(text):

@@ -19,10 +19,10 @@ from layoutalg import (
     tiled_divide, tiled_product, upcast, zipped_divide, zipped_product,
 )
 from layoutalg.algebra import append
-from layoutalg.inttuple import crd2idx, idx2crd
+from layoutalg.inttuple import idx2crd
 
 import strategies as S
-from strategies import flat, prod, ref_cosize, ref_eval, ref_size, ref_values, strategy
+from strategies import flat, prod, ref_cosize, ref_eval, ref_size, ref_values
 
 N = 250   # examples per property (derandomized; see conftest.py)
 

@@ -11,7 +11,7 @@ from layoutalg import (
 )
 from layoutalg.layout import compact_col_major
 
-from strategies import flat, layouts, ref_cosize, ref_eval, ref_size
+from strategies import layouts, ref_cosize, ref_eval, ref_size
 
 
 def L(text):
