@@ -838,12 +838,17 @@ def type_bits(t):
         return int(t)
     if isinstance(t, str) and t.lower() in _BITS:
         return _BITS[t.lower()]
+    if t is None:
+        raise LayoutTypeError("type_bits: expected a type, got None")
     try:
         import numpy as np
 
-        return np.dtype(t).itemsize * 8
+        bits = np.dtype(t).itemsize * 8
     except Exception:
         raise LayoutTypeError(f"type_bits: unknown type {t!r}") from None
+    if bits <= 0:
+        raise LayoutTypeError(f"type_bits: type {t!r} has no size")
+    return bits
 
 
 def recast_layout(layout, old_type, new_type):
@@ -852,6 +857,8 @@ def recast_layout(layout, old_type, new_type):
     >>> str(recast_layout(Layout((4, 8), (8, 1)), "f16", "f32"))
     '(4,4):(4,1)'
     """
+    if not (isinstance(layout, Layout) or hasattr(layout, "__upcast__")):
+        raise LayoutTypeError(f"recast_layout: expected a layout, got {layout!r}")
     ob, nb = type_bits(old_type), type_bits(new_type)
     if ob == nb:
         return layout

@@ -296,6 +296,16 @@ def idx2crd(idx, shape, stride=None):
     tuple index with a tuple shape is converted mode by mode.  With ``stride``
     given, computes ``(idx // stride) % shape`` at each leaf (CuTe's 3-argument form).
     """
+    idx = check_int_tuple("idx2crd", idx, "index")
+    shape = check_shape("idx2crd", shape)
+    if stride is not None:
+        stride = check_int_tuple("idx2crd", stride, "stride")
+        if any(d == 0 for d in _leaves(stride)):
+            raise LayoutError(f"idx2crd: strides must be non-zero, got {fmt(stride)}")
+    return _idx2crd(idx, shape, stride)
+
+
+def _idx2crd(idx, shape, stride=None):
     if stride is None:
         # CuTe's two-argument idx2crd: a tuple coordinate is converted mode by mode,
         # each mode against its *own* compact strides; an int with an int shape is
@@ -303,16 +313,16 @@ def idx2crd(idx, shape, stride=None):
         if isinstance(idx, tuple):
             if not isinstance(shape, tuple) or len(idx) != len(shape):
                 raise LayoutError(f"idx2crd: coordinate {fmt(idx)} does not match shape {fmt(shape)}")
-            return tuple(idx2crd(i, s) for i, s in zip(idx, shape))
+            return tuple(_idx2crd(i, s) for i, s in zip(idx, shape))
         if not isinstance(shape, tuple):
             return _num("idx2crd", idx)
         stride = prefix_product(shape)
     if isinstance(idx, tuple):
         if not isinstance(shape, tuple) or len(idx) != len(shape):
             raise LayoutError(f"idx2crd: coordinate {fmt(idx)} does not match shape {fmt(shape)}")
-        return tuple(idx2crd(i, s, d) for i, s, d in zip(idx, shape, stride))
+        return tuple(_idx2crd(i, s, d) for i, s, d in zip(idx, shape, stride))
     if isinstance(shape, tuple):
-        return tuple(idx2crd(idx, s, d) for s, d in zip(shape, stride))
+        return tuple(_idx2crd(idx, s, d) for s, d in zip(shape, stride))
     if type(idx) is not int:
         idx = _num("idx2crd", idx)
     return (idx // stride) % shape
@@ -325,9 +335,29 @@ def crd2idx(crd, shape, stride=None):
     coordinate with a tuple shape is first split colexicographically; the last
     mode takes the remainder unbounded, as in CuTe.
     """
+    crd = check_int_tuple("crd2idx", crd, "coordinate")
+    shape = check_shape("crd2idx", shape)
     if stride is None:
         stride = prefix_product(shape)
-    return _crd2idx(crd, shape, stride)
+    else:
+        stride = _check_strides("crd2idx", stride)
+    try:
+        return _crd2idx(crd, shape, stride)
+    except (TypeError, ZeroDivisionError) as e:
+        raise LayoutTypeError(
+            f"crd2idx: coordinate {fmt(crd)}, shape {fmt(shape)} and stride {fmt(stride)} do not fit ({e})") from None
+
+
+def _check_strides(op, d):
+    from .basis import ScaledBasis
+
+    if isinstance(d, (tuple, list)):
+        return tuple(_check_strides(op, x) for x in d)
+    if isinstance(d, ScaledBasis):
+        return d
+    if isinstance(d, bool) or not is_int(d):
+        raise LayoutTypeError(f"{op}: stride must be an int or a tuple of ints, got {d!r}")
+    return int(d)
 
 
 def _crd2idx(crd, shape, stride):

@@ -18,7 +18,7 @@ True
 from .basis import ScaledBasis
 from .errors import LayoutError, LayoutIndexError, LayoutTypeError
 from .inttuple import (
-    check_int_tuple, check_shape, congruent, crd2idx, flat_tuple, fmt, is_int, prefix_product,
+    check_int_tuple, check_shape, congruent, _crd2idx, flat_tuple, fmt, is_int, prefix_product,
     product, unflatten,
 )
 import math
@@ -190,11 +190,11 @@ class Layout:
         if type(crd) is int:
             # fast path for a 1-D index: no slot search, no message formatting
             if 0 <= crd < product(self.shape):
-                return crd2idx(crd, self.shape, self.stride)
+                return _crd2idx(crd, self.shape, self.stride)
         elif _has_slot(crd):
             return slice_and_offset(crd, self)[0]
         _check_coord(self, crd, self.shape)     # the message names the layout only on failure
-        return crd2idx(crd, self.shape, self.stride)
+        return _crd2idx(crd, self.shape, self.stride)
 
     def _repr_svg_(self):
         from .draw import svg_of
@@ -414,7 +414,7 @@ def _offset(op, crd, shp, strd):
     if _is_slot(crd):
         return 0
     _check_coord(op, crd, shp)
-    return crd2idx(crd, shp, strd)
+    return _crd2idx(crd, shp, strd)
 
 
 def _fmt_crd(c):
