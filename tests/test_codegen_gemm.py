@@ -138,3 +138,27 @@ def test_bad_arguments_are_named():
         GemmConfig(stages=1)
     with pytest.raises(ValueError, match="dtype"):
         GemmConfig(dtype="int4")
+
+
+CACHE_SCRIPT = textwrap.dedent("""
+    import os, sys, time
+    from codegen import GemmConfig
+    from codegen.kernel import get_kernel, cache_dir
+    t = time.time()
+    k = get_kernel(GemmConfig("f16", None, 32, 32, 32, 1, 1, 2, 1), jit=False)
+    path = k.module.__file__
+    print(path, os.path.getmtime(path), time.time() - t)
+""")
+
+
+def test_generated_modules_are_cached_on_disk_across_processes(tmp_path):
+    env = dict(os.environ, LAYOUTALG_CACHE=str(tmp_path),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    first = subprocess.run([sys.executable, "-c", CACHE_SCRIPT], capture_output=True, text=True, env=env,
+                           timeout=600, check=True).stdout.split()
+    second = subprocess.run([sys.executable, "-c", CACHE_SCRIPT], capture_output=True, text=True, env=env,
+                            timeout=600, check=True).stdout.split()
+    assert first[0] == second[0] and first[0].startswith(str(tmp_path))
+    assert first[1] == second[1], "the second process rewrote the kernel module"
+    src = open(first[0]).read()
+    assert "def gemm_kernel(" in src and "mma_m16n8k16_f32f16" in src
