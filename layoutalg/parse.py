@@ -11,88 +11,150 @@ layouts, ints, tuples, ``None``/``_`` and ``Swizzle(b,m,s)``:
 '(2,3):(6,1)'
 >>> str(evaluate("logical_divide((8,8):(1,8), (2:1, 4:1))"))
 '((2,4),(4,2)):((1,2),(8,32))'
+
+Both go through one parser, :func:`parse_expr`, which builds an
+:class:`ExprNode` tree keeping each sub-expression's source text, and
+:func:`evaluate_tree`, which evaluates it bottom-up (optionally recording every
+node's value, as the expression graphs of :mod:`layoutalg.draw` do).
 """
 
 import re
+from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import LayoutError
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>-?_?\d+)|(?P<name>[A-Za-z][A-Za-z0-9_]*|_)|(?P<op><|>|[(),:@]))")
 
+__all__ = ["ExprNode", "parse_expr", "evaluate_tree", "evaluate", "parse_layout"]
 
-def _tokenize(text):
+
+@dataclass
+class ExprNode:
+    """One sub-expression.
+
+    ``kind``: ``"int"``, ``"none"``, ``"name"``, ``"tuple"``, ``"layout"`` (``shape:stride``),
+    ``"composed"`` (``outer o offset o inner``), ``"swizzle"`` (``Sw<b,m,s>`` or
+    ``Swizzle(b,m,s)`` of ints) or ``"call"``; ``text``: its exact source text; ``name``: the
+    function or name; ``args``: the operand nodes; ``value``: an int literal or an offset.
+    """
+
+    kind: str
+    text: str
+    name: str = None
+    args: list = field(default_factory=list)
+    value: Any = None
+
+    @property
+    def literal(self):
+        """True when no function call occurs inside this node."""
+        return self.kind == "swizzle" or (self.kind != "call" and all(a.literal for a in self.args))
+
+    @property
+    def children(self):
+        """The sub-expressions worth showing: a literal layout, tuple or swizzle is one leaf."""
+        if self.kind == "call":
+            return list(self.args)
+        if self.kind == "tuple" and not self.literal:
+            return list(self.args)
+        if self.kind == "composed":
+            return [a for a in self.args if not a.literal]
+        return []
+
+    def walk(self):
+        """This node and its shown descendants, depth first (parents before children)."""
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+
+def _tokenize(text, op):
     if not isinstance(text, str):
-        raise LayoutError(f"parse: expected a string, got {text!r}")
-    pos, out = 0, []
+        raise LayoutError(f"{op}: expected a string, got {text!r}")
+    out = []
+    pos = 0
     text = text.rstrip()
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m or m.end() == pos:
             raise LayoutError(f"parse: unexpected character {text[pos]!r} at position {pos} in {text!r}")
-        pos = m.end()
+        start = m.start(m.lastgroup)
         if m.group("num") is not None:
-            out.append(("num", int(m.group("num").replace("_", ""))))
+            out.append(("num", int(m.group("num").replace("_", "")), start, m.end()))
         elif m.group("name") is not None:
-            out.append(("name", m.group("name")))
+            out.append(("name", m.group("name"), start, m.end()))
         else:
-            out.append(("op", m.group("op")))
-    out.append(("end", None))
+            out.append(("op", m.group("op"), start, m.end()))
+        pos = m.end()
+    out.append(("end", None, len(text), len(text)))
     return out
 
 
 class _Parser:
-    def __init__(self, text, env=None):
+    """Recursive descent; ``calls`` allows function calls and ``s:d`` layouts inside tuples."""
+
+    def __init__(self, text, calls, op):
         self.text = text
-        self.toks = _tokenize(text)
+        self.calls = calls
+        self.toks = _tokenize(text, op)
         self.i = 0
-        self.env = env
 
     def peek(self):
         return self.toks[self.i]
-
-    def take(self, kind=None, value=None):
-        tok = self.toks[self.i]
-        if (kind and tok[0] != kind) or (value is not None and tok[1] != value):
-            want = value if value is not None else kind
-            raise LayoutError(f"parse: expected {want!r} but found {tok[1]!r} in {self.text!r}")
-        self.i += 1
-        return tok
 
     def at(self, kind, value=None):
         tok = self.toks[self.i]
         return tok[0] == kind and (value is None or tok[1] == value)
 
-    # expression := primary [':' primary] [ 'o' ... composed ]
+    def take(self, kind=None, value=None):
+        tok = self.toks[self.i]
+        if (kind and tok[0] != kind) or (value is not None and tok[1] != value):
+            want = value if value is not None else kind
+            found = "end of text" if tok[0] == "end" else repr(tok[1])
+            raise LayoutError(f"parse: expected {want!r} but found {found} at position {tok[2]} in {self.text!r}")
+        self.i += 1
+        return tok
+
+    def node(self, kind, start, **kw):
+        return ExprNode(kind, self.text[start:self.toks[self.i - 1][3]], **kw)
+
+    # expression := primary [':' primary] ['o' num 'o' expression]
     def expr(self):
+        start = self.peek()[2]
         left = self.primary()
         if self.at("op", ":"):
-            self.take()
-            right = self.primary()
-            from .layout import Layout
-
-            left = Layout(_plain(left, self.text), _plain(right, self.text))
-        elif self.env is None and isinstance(left, (int, tuple)):
-            from .layout import Layout
-
-            left = Layout(_plain(left, self.text))
+            left = self.layout(start, left)
+        elif not self.calls and left.kind in ("int", "tuple"):
+            left = self.node("layout", start, args=[left])          # a bare shape: compact
         if self.at("name", "o"):
-            return self.composed(left)
+            self.take()
+            offset = self.take("num")[1]
+            self.take("name", "o")
+            inner = self.expr()
+            return self.node("composed", start, args=[left, inner], value=offset)
         return left
 
-    def composed(self, outer):
-        from .swizzle import ComposedLayout
+    def layout(self, start, shape):
+        self.take("op", ":")
+        stride = self.primary()
+        for side in (shape, stride):
+            if side.kind not in ("int", "tuple") or not side.literal:
+                raise LayoutError(f"parse: a layout's shape and stride must be int-tuples in "
+                                  f"{self.text[start:self.toks[self.i - 1][3]]!r}")
+        return self.node("layout", start, args=[shape, stride])
 
-        self.take("name", "o")
-        offset = self.take("num")[1]
-        self.take("name", "o")
-        inner = self.expr()
-        return ComposedLayout(outer, offset, inner)
+    def item(self):
+        start = self.peek()[2]
+        left = self.primary()
+        if self.calls and self.at("op", ":"):
+            return self.layout(start, left)
+        return left
 
     def primary(self):
-        kind, val = self.peek()
+        kind, val, start, _ = self.peek()
         if kind == "num":
             self.take()
-            return val
+            return self.node("int", start, value=val)
         if kind == "op" and val == "(":
             self.take()
             items = []
@@ -102,29 +164,23 @@ class _Parser:
                     self.take()
                     items.append(self.item())
             self.take("op", ")")
-            return tuple(items)
+            return self.node("tuple", start, args=items)
         if kind == "name":
             self.take()
             if val == "Sw" and self.at("op", "<"):
                 self.take()
-                b = self.take("num")[1]
-                self.take("op", ",")
-                m = self.take("num")[1]
-                self.take("op", ",")
-                s = self.take("num")[1]
+                bms = [self.take("num")[1]]
+                for _ in range(2):
+                    self.take("op", ",")
+                    bms.append(self.take("num")[1])
                 self.take("op", ">")
-                from .swizzle import Swizzle
-
-                return Swizzle(b, m, s)
+                return self.node("swizzle", start, value=tuple(bms))
             if val in ("_", "None"):
-                return None
-            if self.env is None:
+                return self.node("none", start)
+            if not self.calls:
                 raise LayoutError(f"parse: unexpected name {val!r} in {self.text!r}")
-            if val not in self.env:
-                raise LayoutError(f"eval: unknown function or name {val!r}; known: {', '.join(sorted(self.env))}")
-            fn = self.env[val]
             if not self.at("op", "("):
-                return fn
+                return self.node("name", start, name=val)
             self.take()
             args = []
             if not self.at("op", ")"):
@@ -133,49 +189,93 @@ class _Parser:
                     self.take()
                     args.append(self.expr())
             self.take("op", ")")
-            try:
-                return fn(*args)
-            except TypeError as e:
-                if isinstance(e, LayoutError):
-                    raise
-                raise LayoutError(f"eval: {val}{tuple(args)!r}: {e}") from None
-        raise LayoutError(f"parse: unexpected {val!r} in {self.text!r}")
-
-    def item(self):
-        if self.env is None:
-            return self.primary()
-        return self.expr_in_tuple()
-
-    def expr_in_tuple(self):
-        # Inside a tuple an int stays an int (a tiler entry), a ``s:d`` pair becomes a layout.
-        left = self.primary()
-        if self.at("op", ":"):
-            self.take()
-            right = self.primary()
-            from .layout import Layout
-
-            return Layout(_plain(left, self.text), _plain(right, self.text))
-        return left
+            if val == "Swizzle" and len(args) == 3 and all(a.kind == "int" for a in args):
+                return self.node("swizzle", start, value=tuple(a.value for a in args))
+            return self.node("call", start, name=val, args=args)
+        found = "end of text" if kind == "end" else repr(val)
+        raise LayoutError(f"parse: unexpected {found} at position {start} in {self.text!r}")
 
 
-def _plain(x, text):
-    if isinstance(x, tuple):
-        return tuple(_plain(v, text) for v in x)
-    if isinstance(x, int):
-        return x
-    raise LayoutError(f"parse: expected an int-tuple in {text!r}, got {x!r}")
+def _parse(text, calls, op):
+    p = _Parser(text, calls, op)
+    try:
+        node = p.expr()
+    except RecursionError:
+        raise LayoutError(f"{op}: text is nested too deeply") from None
+    if not p.at("end"):
+        raise LayoutError(f"parse: trailing text at position {p.peek()[2]} in {text!r}")
+    return node
+
+
+def parse_expr(text):
+    """The expression tree of an algebra expression (nothing is evaluated).
+
+    >>> t = parse_expr("complement(4:2, 24)")
+    >>> t.kind, t.name, [c.text for c in t.children]
+    ('call', 'complement', ['4:2', '24'])
+    """
+    return _parse(text, True, "eval")
+
+
+def _plain(node, text):
+    if node.kind == "int":
+        return node.value
+    if node.kind == "tuple":
+        return tuple(_plain(a, text) for a in node.args)
+    raise LayoutError(f"parse: expected an int-tuple in {text!r}, got {node.text!r}")
+
+
+def evaluate_tree(node, env=None, values=None):
+    """The value of ``node``; ``values`` (a dict), when given, receives ``id(n) -> value`` for every node.
+
+    With ``env`` None only literals are allowed (CuTe's printed forms).
+    """
+    def ev(n):
+        v = _eval(n, env, ev)
+        if values is not None:
+            values[id(n)] = v
+        return v
+
+    try:
+        return ev(node)
+    except RecursionError:
+        raise LayoutError("eval: expression is nested too deeply") from None
+
+
+def _eval(n, env, ev):
+    from .layout import Layout
+    from .swizzle import ComposedLayout, Swizzle
+
+    k = n.kind
+    if k == "int":
+        return n.value
+    if k == "none":
+        return None
+    if k == "swizzle":
+        return Swizzle(*n.value)
+    if k == "layout":
+        return Layout(*(_plain(a, n.text) for a in n.args))
+    if k == "tuple":
+        return tuple(ev(a) for a in n.args)
+    if k == "composed":
+        return ComposedLayout(ev(n.args[0]), n.value, ev(n.args[1]))
+    if n.name not in env:
+        raise LayoutError(f"eval: unknown function or name {n.name!r}; known: {', '.join(sorted(env))}")
+    fn = env[n.name]
+    if k == "name":
+        return fn
+    args = [ev(a) for a in n.args]
+    try:
+        return fn(*args)
+    except TypeError as e:
+        if isinstance(e, LayoutError):
+            raise
+        raise LayoutError(f"eval: {n.name}{tuple(args)!r}: {e}") from None
 
 
 def parse_layout(text):
-    """Parse a layout (or swizzled layout) in CuTe's printed form."""
-    p = _Parser(text)
-    try:
-        result = p.expr()
-    except RecursionError:
-        raise LayoutError("parse: text is nested too deeply") from None
-    if not p.at("end"):
-        raise LayoutError(f"parse: trailing text after layout in {text!r}")
-    return result
+    """Parse a layout (or swizzled layout) in CuTe's printed form; a bare shape is compact."""
+    return evaluate_tree(_parse(text, False, "parse"))
 
 
 def _env():
@@ -188,11 +288,4 @@ def _env():
 
 def evaluate(text):
     """Evaluate an algebra expression such as ``"complement(4:2, 24)"``."""
-    p = _Parser(text, env=_env())
-    try:
-        result = p.expr()
-    except RecursionError:
-        raise LayoutError("eval: expression is nested too deeply") from None
-    if not p.at("end"):
-        raise LayoutError(f"eval: trailing text in {text!r}")
-    return result
+    return evaluate_tree(parse_expr(text), _env())

@@ -18,7 +18,7 @@ size 6, cosize 9
 >>> [(s, d, a["label"]) for s, d, a in g.edges]
 [('n1', 'n0', 'layout'), ('n4', 'n0', 'tiler'), ('n2', 'n1', 'lhs'), ('n3', 'n1', 'rhs')]
 
-The tokens are :mod:`layoutalg.parse`'s; a bad expression raises
+The tree is :mod:`layoutalg.parse`'s, evaluated once bottom-up; a bad expression raises
 :class:`~layoutalg.errors.LayoutError` naming the sub-expression that failed.
 Render with :func:`~layoutalg.draw.graphs.render_dot` (writes the ``.dot``
 text and says how to install Graphviz when ``dot`` is missing).
@@ -27,182 +27,13 @@ text and says how to install Graphviz when ``dot`` is missing).
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import LayoutError
+from ..parse import ExprNode, evaluate_tree, parse_expr
 from .graphs import DotGraph
 
 __all__ = ["ExprNode", "parse_expr", "expr_graph", "format_value"]
-
-
-@dataclass
-class ExprNode:
-    """One sub-expression: ``kind`` is ``"call"``, ``"layout"``, ``"tuple"``,
-    ``"int"``, ``"none"``, ``"swizzle"`` or ``"name"``; ``text`` its exact source text."""
-
-    kind: str
-    text: str
-    name: str | None = None
-    children: list["ExprNode"] = field(default_factory=list)
-
-    def walk(self):
-        """This node and its descendants, depth first (parents before children)."""
-        yield self
-        for c in self.children:
-            yield from c.walk()
-
-    @property
-    def literal(self) -> bool:
-        """True when no function call occurs inside this node."""
-        return self.kind != "call" and all(c.literal for c in self.children)
-
-
-def _tokens(text: str) -> list[tuple[str, Any, int, int]]:
-    """(kind, value, start, end) tokens, with parse.py's token pattern."""
-    from ..parse import _TOKEN
-
-    if not isinstance(text, str):
-        raise LayoutError(f"expr_graph: expected an expression string, got {type(text).__name__} {text!r}")
-    out = []
-    pos = 0
-    stripped = text.rstrip()
-    while pos < len(stripped):
-        m = _TOKEN.match(stripped, pos)
-        if not m or m.end() == pos:
-            raise LayoutError(f"expr_graph: unexpected character {stripped[pos]!r} at position {pos} in {text!r}")
-        start = m.start(m.lastgroup)
-        if m.group("num") is not None:
-            out.append(("num", int(m.group("num").replace("_", "")), start, m.end()))
-        elif m.group("name") is not None:
-            out.append(("name", m.group("name"), start, m.end()))
-        else:
-            out.append(("op", m.group("op"), start, m.end()))
-        pos = m.end()
-    out.append(("end", None, len(stripped), len(stripped)))
-    return out
-
-
-class _TreeParser:
-    """Recursive descent over parse.py's grammar (with an environment), keeping spans."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.toks = _tokens(text)
-        self.i = 0
-
-    def peek(self):
-        return self.toks[self.i]
-
-    def at(self, kind: str, value: Any = None) -> bool:
-        k, v, _, _ = self.toks[self.i]
-        return k == kind and (value is None or v == value)
-
-    def take(self, kind: str | None = None, value: Any = None):
-        tok = self.toks[self.i]
-        if (kind and tok[0] != kind) or (value is not None and tok[1] != value):
-            want = value if value is not None else kind
-            found = "end of text" if tok[0] == "end" else repr(tok[1])
-            raise LayoutError(f"expr_graph: expected {want!r} but found {found} at position {tok[2]} in {self.text!r}")
-        self.i += 1
-        return tok
-
-    def span(self, start: int) -> str:
-        end = self.toks[self.i - 1][3]
-        return self.text[start:end]
-
-    # expression := primary [':' primary] ['o' num 'o' expression]
-    def expr(self) -> ExprNode:
-        start = self.peek()[2]
-        left = self.primary()
-        if self.at("op", ":"):
-            self.take()
-            right = self.primary()
-            for side in (left, right):
-                if not side.literal or side.kind not in ("int", "tuple"):
-                    raise LayoutError(f"expr_graph: a layout's shape and stride must be int-tuples in {self.span(start)!r}")
-            left = ExprNode("layout", self.span(start))
-        if self.at("name", "o"):
-            self.take()
-            self.take("num")
-            self.take("name", "o")
-            inner = self.expr()
-            kids = [c for c in (left, inner) if not c.literal]
-            return ExprNode("layout", self.span(start), children=kids)
-        return left
-
-    def item(self) -> ExprNode:
-        start = self.peek()[2]
-        left = self.primary()
-        if self.at("op", ":"):
-            self.take()
-            self.primary()
-            return ExprNode("layout", self.span(start))
-        return left
-
-    def primary(self) -> ExprNode:
-        kind, val, start, _ = self.peek()
-        if kind == "num":
-            self.take()
-            return ExprNode("int", self.span(start))
-        if kind == "op" and val == "(":
-            self.take()
-            items = []
-            if not self.at("op", ")"):
-                items.append(self.item())
-                while self.at("op", ","):
-                    self.take()
-                    items.append(self.item())
-            self.take("op", ")")
-            node = ExprNode("tuple", self.span(start), children=items)
-            if node.literal:
-                node.children = []
-            return node
-        if kind == "name":
-            self.take()
-            if val == "Sw" and self.at("op", "<"):
-                self.take()
-                self.take("num")
-                self.take("op", ",")
-                self.take("num")
-                self.take("op", ",")
-                self.take("num")
-                self.take("op", ">")
-                return ExprNode("swizzle", self.span(start))
-            if val in ("_", "None"):
-                return ExprNode("none", self.span(start))
-            if not self.at("op", "("):
-                return ExprNode("name", self.span(start), name=val)
-            self.take()
-            args = []
-            if not self.at("op", ")"):
-                args.append(self.expr())
-                while self.at("op", ","):
-                    self.take()
-                    args.append(self.expr())
-            self.take("op", ")")
-            if val == "Swizzle" and args and all(a.kind == "int" for a in args):
-                return ExprNode("swizzle", self.span(start))       # a literal, as Sw<b,m,s>
-            return ExprNode("call", self.span(start), name=val, children=args)
-        found = "end of text" if kind == "end" else repr(val)
-        raise LayoutError(f"expr_graph: unexpected {found} at position {start} in {self.text!r}")
-
-
-def parse_expr(text: str) -> ExprNode:
-    """The expression tree of ``text`` (nothing is evaluated).
-
-    >>> t = parse_expr("complement(4:2, 24)")
-    >>> t.kind, t.name, [c.text for c in t.children]
-    ('call', 'complement', ['4:2', '24'])
-    """
-    p = _TreeParser(text)
-    try:
-        node = p.expr()
-    except RecursionError:
-        raise LayoutError("expr_graph: expression is nested too deeply") from None
-    if not p.at("end"):
-        raise LayoutError(f"expr_graph: trailing text at position {p.peek()[2]} in {text!r}")
-    return node
 
 
 def format_value(x: Any) -> str:
@@ -261,6 +92,12 @@ def _param_names(name: str | None, n: int) -> list[str]:
 _NORM = str.maketrans("", "", " \t\n")
 
 
+def _post_order(node):
+    for c in node.children:
+        yield from _post_order(c)
+    yield node
+
+
 def expr_graph(text: str, *, name: str = "expr", rankdir: str = "BT") -> DotGraph:
     """A :class:`~layoutalg.draw.graphs.DotGraph` of ``text``'s expression tree with every
     sub-expression's value.
@@ -272,9 +109,14 @@ def expr_graph(text: str, *, name: str = "expr", rankdir: str = "BT") -> DotGrap
     parameter's name (``lhs``, ``rhs``, ``tiler``...). ``rankdir="BT"`` puts
     the result at the top. Node ids are ``n0`` (the root), ``n1``, ... depth first.
     """
-    from ..parse import evaluate
+    from ..parse import _env
 
-    tree = parse_expr(text)
+    if not isinstance(text, str):
+        raise LayoutError(f"expr_graph: expected an expression string, got {type(text).__name__} {text!r}")
+    try:
+        tree = parse_expr(text)
+    except LayoutError as e:
+        raise LayoutError(f"expr_graph: {e}") from None
     g = DotGraph(
         name,
         graph_attrs={"rankdir": rankdir, "label": text.strip(), "labelloc": "t", "fontname": "DejaVu Sans Mono",
@@ -283,25 +125,18 @@ def expr_graph(text: str, *, name: str = "expr", rankdir: str = "BT") -> DotGrap
                     "fillcolor": "#eeeeee", "color": "#666666"},
         edge_attrs={"fontname": "DejaVu Sans", "fontsize": "10", "color": "#555555", "fontcolor": "#333333"},
     )
-    ids: dict[int, str] = {}
     order = list(tree.walk())
-    for k, node in enumerate(order):
-        ids[id(node)] = f"n{k}"
-    # evaluate children first so that the innermost failure is the one reported
+    ids = {id(node): f"n{k}" for k, node in enumerate(order)}
     values: dict[int, Any] = {}
-    for node in reversed(order):
-        if node.kind == "name":
-            values[id(node)] = node.name
-            continue
-        try:
-            values[id(node)] = evaluate(node.text)
-        except LayoutError as e:
-            msg = str(e)
-            if node is tree:
-                raise LayoutError(f"expr_graph: {msg}") from None
-            raise LayoutError(f"expr_graph: sub-expression {node.text!r} failed: {msg}") from None
-        except RecursionError:
-            raise LayoutError(f"expr_graph: sub-expression {node.text!r} is nested too deeply") from None
+    try:
+        evaluate_tree(tree, _env(), values)
+    except LayoutError as e:
+        # arguments are evaluated before their call, so the failed node is the first,
+        # in post-order, that has no value
+        failed = next(n for n in _post_order(tree) if id(n) not in values)
+        if failed is tree:
+            raise LayoutError(f"expr_graph: {e}") from None
+        raise LayoutError(f"expr_graph: sub-expression {failed.text!r} failed: {e}") from None
     for node in order:
         nid = ids[id(node)]
         val = values[id(node)]
