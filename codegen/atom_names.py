@@ -1,0 +1,47 @@
+"""The names every atom backend exports (:mod:`codegen.ptx_atoms` and :mod:`codegen.sim_atoms`).
+
+Generated kernels import these from :mod:`codegen.atoms`; each backend defines
+every one of them with the same signature.
+"""
+
+ATOM_NAMES = (
+    # tensor-core MMA
+    "mma_m16n8k16_f32f16",
+    "mma_m16n8k16_f32bf16",
+    "mma_m16n8k8_f32tf32",
+    "mma_m8n8k4_f64",
+    # ldmatrix
+    "ldmatrix_x1",
+    "ldmatrix_x2",
+    "ldmatrix_x4",
+    "ldmatrix_x1_trans",
+    "ldmatrix_x2_trans",
+    "ldmatrix_x4_trans",
+    # cp.async
+    "cp_async_ca_4",
+    "cp_async_ca_8",
+    "cp_async_ca_16",
+    "cp_async_cg_16",
+    "cp_async_commit",
+    "cp_async_wait_group",
+    "cp_async_wait_all",
+    # addresses
+    "smem_addr",
+    "gmem_addr",
+    # packing and conversion
+    "pack_f16x2",
+    "pack_b16x2",
+    "unpack_f16x2",
+    "unpack_f16x2_f32",
+    "unpack_bf16x2_f32",
+    "cvt_f16x2_f32",
+    "cvt_bf16x2_f32",
+    "cvt_tf32_f32",
+    "f32_as_u32",
+    "u32_as_f32",
+    # 16-byte vector memory access
+    "ld_global_v4_b32",
+    "st_global_v4_b32",
+    "ld_shared_v4_b32",
+    "st_shared_v4_b32",
+)
