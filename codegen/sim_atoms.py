@@ -15,8 +15,9 @@ How the simulation works
 * Warp-collective atoms (``mma_*``, ``ldmatrix_*``) deposit the lane's operands
   in a per-warp slot table and meet at a per-warp 32-party barrier whose
   action (run by the last lane to arrive) computes the collective once from
-  all 32 lanes' operands, using the PTX ISA fragment layouts in
-  :data:`FRAGMENT_LAYOUTS`; each lane then returns its own registers.  Lanes
+  all 32 lanes' operands, using the fragment layouts in :data:`FRAGMENT_LAYOUTS`
+  (taken from the :mod:`mma_atoms` entries, which are checked against the PTX ISA);
+  each lane then returns its own registers.  Lanes
   calling different collectives raise an error; a lane that never arrives
   makes the others raise after :data:`SIM_COLLECTIVE_TIMEOUT_S` seconds
   instead of hanging.
@@ -57,8 +58,22 @@ _M32 = 0xFFFFFFFF
 
 
 # ---------------------------------------------------------------------------
-# fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16/m16n8k8/m8n8k4")
+# fragment layouts, from the atom tables (mma_atoms checks them against the PTX ISA)
 # ---------------------------------------------------------------------------
+
+_ATOMS = {"m16n8k16": "SM80_16x8x16_F32F16F16F32_TN", "m16n8k8.tf32": "SM80_16x8x8_F32TF32TF32F32_TN",
+          "m8n8k4.f64": "SM80_8x8x4_F64F64F64F64_TN"}
+
+
+def _operand_table(op, operand):
+    """(rows, cols) of A (M x K), B (K x N) or C (M x N) for each (lane, value) of ``op``."""
+    from layoutalg import size
+
+    lay = {"A": op.layout_a, "B": op.layout_b, "C": op.layout_c}[operand]     # (T,V) -> col-major idx
+    m = op.shape_mnk[1] if operand == "B" else op.shape_mnk[0]
+    idx = np.array([[lay(t, v) for v in range(size(lay[1]))] for t in range(32)])
+    i, j = idx % m, idx // m
+    return (j, i) if operand == "B" else (i, j)                               # B is drawn K x N
 
 
 def _fragment_layouts() -> dict:
@@ -68,41 +83,18 @@ def _fragment_layouts() -> dict:
     half of the b32 register; all others are (32, regs).  Coordinates are
     (row, col) of A (M x K), B (K x N) and C/D (M x N).
     """
-    lane = np.arange(32)
-    g = lane >> 2  # groupID
-    t = lane & 3  # threadID_in_group
-    g3, t3 = g[:, None, None], t[:, None, None]
-    g2, t2 = g[:, None], t[:, None]
+    import mma_atoms
 
-    r4 = np.arange(4)[None, :, None]
-    r2 = np.arange(2)[None, :, None]
-    h = np.arange(2)[None, None, :]
-    i4 = np.arange(4)[None, :]
-    i2 = np.arange(2)[None, :]
-
-    def full(x, shape):
-        return np.ascontiguousarray(np.broadcast_to(x, shape))
-
-    c16x8 = (full(g2 + 8 * (i4 >> 1), (32, 4)), full(2 * t2 + (i4 & 1), (32, 4)))
-    return {
-        "m16n8k16": {
-            # a_reg: rows g (+8 for odd reg), cols 2t+half (+8 for reg >= 2)
-            "A": (full(g3 + 8 * (r4 & 1), (32, 4, 2)), full(2 * t3 + h + 8 * (r4 >> 1), (32, 4, 2))),
-            # b_reg: k = 2t+half (+8 for reg 1), n = g
-            "B": (full(2 * t3 + h + 8 * r2, (32, 2, 2)), full(g3, (32, 2, 2))),
-            "C": c16x8,
-        },
-        "m16n8k8.tf32": {
-            "A": (full(g2 + 8 * (i4 & 1), (32, 4)), full(t2 + 4 * (i4 >> 1), (32, 4))),
-            "B": (full(t2 + 4 * i2, (32, 2)), full(g2, (32, 2))),
-            "C": c16x8,
-        },
-        "m8n8k4.f64": {
-            "A": (full(g2, (32, 1)), full(t2, (32, 1))),
-            "B": (full(t2, (32, 1)), full(g2, (32, 1))),
-            "C": (full(g2, (32, 2)), full(2 * t2 + i2, (32, 2))),
-        },
-    }
+    out = {}
+    for shape, name in _ATOMS.items():
+        op = mma_atoms.get(name)
+        out[shape] = {}
+        for operand in "ABC":
+            rows, cols = _operand_table(op, operand)
+            if shape == "m16n8k16" and operand != "C":
+                rows, cols = rows.reshape(32, -1, 2), cols.reshape(32, -1, 2)
+            out[shape][operand] = (np.ascontiguousarray(rows), np.ascontiguousarray(cols))
+    return out
 
 
 #: ``FRAGMENT_LAYOUTS[shape][operand] = (rows, cols)`` index arrays, see
