@@ -84,7 +84,7 @@ class GemmConfig:
     def default(cls, dtype="f16", M=None, N=None, K=None, out_dtype=None):
         """A sensible plan for ``dtype`` and (optionally) the problem size."""
         if dtype in ("f16", "bf16"):
-            # measured fastest of the tiles tried on an H100 (benchmarks/RESULTS_GEMM.md)
+            # measured fastest of the tiles tried on an H100 (benchmarks/RESULTS.md)
             cfg = cls(dtype, out_dtype, 128, 128, 64, 2, 4, 4, 8)
         elif dtype == "tf32":
             cfg = cls(dtype, out_dtype, 128, 128, 32, 2, 2, 3, 8)
