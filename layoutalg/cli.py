@@ -45,10 +45,9 @@ def cmd_show(args, out):
 
 
 def cmd_eval(args, out):
-    from .parse import evaluate
+    from .parse import evaluate, format_value
 
-    result = evaluate(args.expression)
-    print(result if not isinstance(result, tuple) else "(" + ",".join(map(str, result)) + ")", file=out)
+    print(format_value(evaluate(args.expression)), file=out)
     return 0
 
 

@@ -26,7 +26,7 @@ from .errors import LayoutError
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>-?_?\d+)|(?P<name>[A-Za-z][A-Za-z0-9_]*|_)|(?P<op><|>|[(),:@]))")
 
-__all__ = ["ExprNode", "parse_expr", "evaluate_tree", "evaluate", "parse_layout"]
+__all__ = ["ExprNode", "parse_expr", "evaluate_tree", "evaluate", "parse_layout", "format_value"]
 
 
 @dataclass
@@ -276,6 +276,22 @@ def _eval(n, env, ev):
 def parse_layout(text):
     """Parse a layout (or swizzled layout) in CuTe's printed form; a bare shape is compact."""
     return evaluate_tree(_parse(text, False, "parse"))
+
+
+def format_value(x):
+    """CuTe's text for a result: layouts as ``shape:stride``, tuples as ``(a,b)``, None as ``_``.
+
+    >>> from layoutalg import Layout
+    >>> format_value((Layout(2, 1), None, 3))
+    '(2:1,_,3)'
+    """
+    if isinstance(x, tuple):
+        return "(" + ",".join(format_value(v) for v in x) + ")"
+    if x is None:
+        return "_"
+    if callable(x) and hasattr(x, "__name__") and not hasattr(x, "shape"):
+        return x.__name__
+    return str(x)
 
 
 def _env():

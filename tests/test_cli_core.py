@@ -65,9 +65,6 @@ def test_eval_in_process():
         assert out.strip() == expected, expr
 
 
-@pytest.mark.xfail(reason="cli.cmd_eval prints nested tuples with Python's repr, "
-                          "'(1,(1, 2))' instead of CuTe's '(1,(1,2))' (cli.py is not ours to fix)",
-                   strict=False)
 def test_eval_prints_nested_int_tuples_in_cute_form():
     rc, out = run_main("eval", "idx2crd(16, (3,(2,3)))")
     assert rc == 0 and out.strip() == "(1,(1,2))"

@@ -30,26 +30,10 @@ import inspect
 from typing import Any
 
 from ..errors import LayoutError
-from ..parse import ExprNode, evaluate_tree, parse_expr
+from ..parse import ExprNode, evaluate_tree, format_value, parse_expr
 from .graphs import DotGraph
 
 __all__ = ["ExprNode", "parse_expr", "expr_graph", "format_value"]
-
-
-def format_value(x: Any) -> str:
-    """CuTe's text for a result: layouts as ``shape:stride``, tuples as ``(a,b)``, None as ``_``.
-
-    >>> from layoutalg import Layout
-    >>> format_value((Layout(2, 1), None, 3))
-    '(2:1,_,3)'
-    """
-    if isinstance(x, tuple):
-        return "(" + ",".join(format_value(v) for v in x) + ")"
-    if x is None:
-        return "_"
-    if callable(x) and hasattr(x, "__name__") and not hasattr(x, "shape"):
-        return x.__name__
-    return str(x)
 
 
 def _size_line(x: Any) -> str | None:
