@@ -151,6 +151,8 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
         w("m0 = bm * BM")
         w("n0 = bn * BN")
         w("ktiles = (K + BK - 1) // BK")
+        w("kres = ktiles * BK - K  # K residue first: k-tile t covers k in [t*BK - kres, (t+1)*BK - kres),")
+        w("#                          so only k-tile 0 can be partial and the main loop needs no K predicate")
         w("")
         # ---- per-thread global->shared indices
         w("# ---- global -> shared: per-thread coordinates and shared-memory offsets -------------")
@@ -181,15 +183,8 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
                 g.notes.setdefault("dst_expr", {})[i] = e
                 g.notes.setdefault("dst_bytes", {})[i] = eb_expr
             w(f"{p}_rows = {'M' if name == 'A' else 'N'}")
-            w(f"# global rows/offsets of each copy, fixed across k-tiles")
-            r0 = "m0" if name == "A" else "n0"
-            tile_rows = "BM" if name == "A" else "BN"
-            w(f"{p}_full = {r0} + {tile_rows} <= {p}_rows  # the CTA's rows of {name} are all inside")
-            w(f"{p}_g0 = gmem_addr({name}, int64(0))")
-            w(f"{p}_gb = {p}_g0 + (int64({r0} + {p}_row) * {srow} + int64({p}_col) * {sk}) * {eb}"
-              f" if {p}_full else {p}_g0  # this thread's first element (value part (0,0))")
-            w(f"{p}_rstep = int64({srow}) * {eb}  # bytes per {rdim}")
-            w(f"{p}_kstep = int64({sk}) * {eb}  # bytes per K")
+            if mode == "cp_async" and g.atom.startswith("SM80_CP_ASYNC"):
+                _emit_copy_pointers(w, op, p, name, srow, sk, eb)
         w("")
         # ---- per-thread shared->register indices
         w("# ---- shared -> registers: per-thread ldmatrix/load offsets ----------------------------")
@@ -234,7 +229,10 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
         w("")
         # ---- prologue
         w("# ---- prologue: fill STAGES-1 shared-memory stages ----------------------------------")
-        w("for s in range(STAGES - 1):")
+        w("# k-tile 0 (the partial one when K % BK != 0): columns before k = 0 are zero-filled")
+        _emit_tile_load(w, plan, ops, "0", "0", eb, smem_b_off, first=True)
+        w("cp_async_commit()")
+        w("for s in range(1, STAGES - 1):")
         with w.block():
             w("if s < ktiles:")
             with w.block():
@@ -289,36 +287,56 @@ def _kb_local(plan, op, off):
     return off // n_kb, (off % n_kb) // per
 
 
-def _emit_tile_load(w, plan, ops, ktile, stage, eb, smem_b_off):
-    cfg = plan.config
+def _emit_copy_pointers(w, op, p, name, srow, sk, eb):
+    """Per-copy global byte addresses of k-tile 0, advanced by one k-tile after each load.
+
+    Rows past M (N) are clamped into the matrix: they only feed rows (columns) of C
+    that the epilogue never stores, so the copies need no row predicate.  A vector
+    along M (N) stays whole, as the host vectorizes only when ``vec`` divides M (N).
+    """
+    g = op.g2s
+    r0 = "m0" if name == "A" else "n0"
+    last = f"{p}_rows - 1" if op.major == "K" else f"{p}_rows - {g.vec}"
+    w(f"{p}_g0 = gmem_addr({name}, int64(0))")
+    w(f"{p}_ktile = int64({sk}) * (BK * {eb})  # bytes per k-tile")
+    w(f"# copy i reads row min({r0} + {p}_row + r_i, {last}) (value part (r_i, k_i)), k-tile 0's columns")
+    for i, ((rc, kc), _) in enumerate(g.items):
+        row = f"min({r0} + {p}_row + {rc}, {last})"
+        col = f"{p}_col + {kc} - kres" if kc else f"{p}_col - kres"
+        w(f"{p}_gp{i} = {p}_g0 + (int64({row}) * {srow} + int64({col}) * {sk}) * {eb}  # copy {i}: ({rc},{kc})")
+
+
+def _emit_tile_load(w, plan, ops, ktile, stage, eb, smem_b_off, first=False):
+    """Load one k-tile of A and B into a shared-memory stage.
+
+    cp.async copies of a full k-tile need no predicate (rows are clamped, see
+    :func:`_emit_copy_pointers`); on k-tile 0 (``first``) columns before k = 0 are
+    zero-filled.  Element-wise copies are predicated on every element.
+    """
     for p, op, mode, name, rdim, srow, sk, _ in ops:
         g = op.g2s
         base = f"{stage} * {op.smem_words}" + (f" + {smem_b_off}" if name == "B" else "")
         r0 = "m0" if name == "A" else "n0"
         w(f"# {name} tile {ktile} -> stage {stage}: {len(g.items)} x {g.atom}")
-        w(f"k0 = {ktile} * BK")
         cp = mode == "cp_async" and g.atom.startswith("SM80_CP_ASYNC")
         if cp:
             w(f"{p}_ws = smem_base + ({base}) * {eb}  # shared bytes of this stage")
             fn = {16: "cp_async_cg_16", 8: "cp_async_ca_8", 4: "cp_async_ca_4"}[g.notes["nbytes"]]
             nb = g.notes["nbytes"]
-            w(f"if {p}_full and k0 + BK <= K:  # interior tile: no predicates")
-            with w.block():
-                w(f"{p}_gk = {p}_gb + int64(k0) * {p}_kstep")
-                for i, ((rc, kc), soff) in enumerate(g.items):
-                    off = " + ".join(t for t in (f"{rc} * {p}_rstep" if rc else "", f"{kc} * {p}_kstep" if kc else "") if t)
-                    w(f"{fn}({p}_ws + {g.notes['dst_bytes'][i]}, {p}_gk{' + ' + off if off else ''}, {nb})")
-            w("else:  # an edge tile: rows past M/N and columns past K are zero-filled")
-            with w.block():
-                for i, ((rc, kc), soff) in enumerate(g.items):
-                    w(f"gr = {r0} + {p}_row + {rc}")
-                    w(f"gc = k0 + {p}_col + {kc}")
-                    ok = (f"gr < {p}_rows and gc + {g.vec - 1} < K" if op.major == "K"
-                          else f"gr + {g.vec - 1} < {p}_rows and gc < K")
-                    w(f"ok = {ok}")
-                    w(f"{fn}({p}_ws + {g.notes['dst_bytes'][i]}, "
-                      f"{p}_g0 + (int64(gr) * {srow} + int64(gc) * {sk}) * {eb} if ok else {p}_g0, {nb} if ok else 0)")
+            oks = set()
+            for i, ((rc, kc), soff) in enumerate(g.items):
+                dst = f"{p}_ws + {g.notes['dst_bytes'][i]}"
+                if first:
+                    if kc not in oks:
+                        oks.add(kc)
+                        w(f"{p}_ok{kc} = {p}_col + {kc} >= kres  # k >= 0 for value part k = {kc}")
+                    w(f"{fn}({dst}, {p}_gp{i} if {p}_ok{kc} else {p}_g0, {nb} if {p}_ok{kc} else 0)")
+                else:
+                    w(f"{fn}({dst}, {p}_gp{i}, {nb})")
+            for i in range(len(g.items)):
+                w(f"{p}_gp{i} += {p}_ktile")
             continue
+        w(f"k0 = {ktile} * BK - kres")
         for i, ((rc, kc), soff) in enumerate(g.items):
             dst = g.notes["dst_expr"][i]
             vec = g.vec
@@ -328,7 +346,7 @@ def _emit_tile_load(w, plan, ops, ktile, stage, eb, smem_b_off):
             for v in range(vec):
                 dr, dc = (0, v) if op.major == "K" else (v, 0)
                 src = f"{name}[gr + {dr}, gc + {dc}]" if name == "A" else f"B[gc + {dc}, gr + {dr}]"
-                w(f"smem[{base} + {dst} + {v}] = {src} if gr + {dr} < {p}_rows and gc + {dc} < K else 0")
+                w(f"smem[{base} + {dst} + {v}] = {src} if gr + {dr} < {p}_rows and 0 <= gc + {dc} < K else 0")
 
 
 def _emit_frag_load(w, plan, stage, kb, buf, eb, smem_b_off):
@@ -387,24 +405,30 @@ def _emit_mma(w, plan, kb):
 def _emit_epilogue(w, plan):
     cfg = plan.config
     out = cfg.out
+    fl = "float64" if cfg.dtype == "f64" else "float32"
     w("# ---- epilogue: D = alpha * acc + beta * C, converted and predicated --------------------")
     w(f"c_row = m0 + {plan.epi_thr[0]}  # from tv_C(identity (BM,BN)) mode Thr")
     w(f"c_col = n0 + {plan.epi_thr[1]}")
+    w("c_full = m0 + BM <= M and n0 + BN <= N  # an interior tile: no predicates")
+    w("c_read = beta != 0  # C is read only when beta != 0 (BLAS semantics: it may hold NaN)")
     for e, (r, c) in enumerate(plan.epilogue):
-        w(f"r = c_row + {r}")
-        w(f"c = c_col + {c}")
-        w("if r < M and c < N:")
+        # unsigned indices: numba skips its negative-index wraparound for them
+        w(f"r = uint32(c_row + {r})")
+        w(f"c = uint32(c_col + {c})")
+        w("if c_full or (r < M and c < N):")
         with w.block():
-            val = f"alpha * acc[{e}]"
+            w(f"v = alpha * acc[{e}]")
+            w("if c_read:")
+            with w.block():
+                if out == "f16":
+                    w("v += beta * float32(C[r, c])")
+                elif out == "bf16":
+                    w("v += beta * u32_as_f32(uint32(C[r, c]) << 16)")
+                else:
+                    w(f"v += beta * {fl}(C[r, c])")
             if out == "f16":
-                w(f"v = {val} + (beta * float32(C[r, c]) if beta != 0 else 0.0)")
                 w("C[r, c] = float16(v)")
             elif out == "bf16":
-                w(f"v = {val}")
-                w("if beta != 0:")
-                with w.block():
-                    w("v += beta * u32_as_f32(uint32(C[r, c]) << 16)")
                 w("C[r, c] = uint16(cvt_bf16x2_f32(v, v) & 0xFFFF)")
             else:
-                w(f"v = {val} + (beta * C[r, c] if beta != 0 else 0.0)")
-                w("C[r, c] = v")
+                w(f"C[r, c] = {'float64' if out == 'f64' else 'float32'}(v)")

@@ -1,9 +1,12 @@
 """GPU correctness sweep of generated GEMM kernels against torch (run on a CUDA machine).
 
-    python tests/gpu/check_gemm.py [--quick] [--shapes N] [--json out.json]
+    python tests/gpu/check_gemm.py [--quick] [--shapes N] [--workers W] [--json out.json]
 
 Random shapes up to 4096, every dtype, transposed and strided inputs; prints one line
-per case and a summary line 'N passed, N failed'.
+per case and a summary line 'N passed, N failed'.  ``--workers`` runs the cases in that
+many processes (each with its own CUDA context), grouped so that cases that need the same
+kernel variant share a process: compiling the variants is the slow part, and it is
+single-threaded per process.
 """
 
 import argparse
@@ -38,16 +41,37 @@ def run_case(torch, codegen, name, M, N, K, layout_a, layout_b, cfg=None):
     return err, err <= ref_tol(name, K)
 
 
-def main(argv=None):
+def variant_group(case):
+    """Cases likely to share a kernel variant: dtype, operand layouts and 8-alignment of M, N, K."""
+    name, M, N, K, la, lb = case
+    return (name, la, lb, M % 8 == 0, N % 8 == 0, K % 8 == 0)
+
+
+def run_cases(cases):
+    """Run ``cases`` in this process; one printed line and one result row per case."""
     import torch
     import codegen
 
+    rows = []
+    for name, M, N, K, la, lb in cases:
+        try:
+            err, ok = run_case(torch, codegen, name, M, N, K, la, lb)
+            msg = f"err {err:.2e}"
+        except Exception as e:  # report and go on
+            ok, err, msg = False, None, f"{type(e).__name__}: {str(e)[:300]}"
+        rows.append({"dtype": name, "M": M, "N": N, "K": K, "A": la, "B": lb, "err": err, "ok": bool(ok), "msg": msg})
+        print(f"{'PASS' if ok else 'FAIL'} {name:5s} M={M:5d} N={N:5d} K={K:5d} A={la} B={lb} {msg}", flush=True)
+    return rows
+
+
+def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--shapes", type=int, default=120)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--dtypes", default="f16,bf16,tf32,f32,f64")
     p.add_argument("--json", default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=1)
     a = p.parse_args(argv)
     rnd = random.Random(a.seed)
     cases = [("f16", 32, 32, 32, "N", "N"), ("f16", 256, 256, 256, "N", "N"), ("f16", 4096, 4096, 4096, "N", "N")]
@@ -64,19 +88,25 @@ def main(argv=None):
             dims = [rnd.choice([1, 7, 33, 100, 255, 513, 1000]) if rnd.random() < 0.5 else rnd.randint(1, big)
                     for _ in range(3)]
             cases.append((name, *dims, rnd.choice("NTS"), rnd.choice("NTS")))
-    rows, ok_n, bad_n = [], 0, 0
-    for name, M, N, K, la, lb in cases:
-        if name not in dtypes:
-            continue
-        try:
-            err, ok = run_case(torch, codegen, name, M, N, K, la, lb)
-            msg = f"err {err:.2e}"
-        except Exception as e:  # report and go on
-            ok, err, msg = False, None, f"{type(e).__name__}: {str(e)[:300]}"
-        ok_n += ok
-        bad_n += not ok
-        rows.append({"dtype": name, "M": M, "N": N, "K": K, "A": la, "B": lb, "err": err, "ok": ok, "msg": msg})
-        print(f"{'PASS' if ok else 'FAIL'} {name:5s} M={M:5d} N={N:5d} K={K:5d} A={la} B={lb} {msg}", flush=True)
+    cases = [c for c in cases if c[0] in dtypes]
+    if a.workers > 1:
+        import multiprocessing as mp
+
+        groups = {}
+        for c in cases:
+            groups.setdefault(variant_group(c), []).append(c)
+        buckets = [[] for _ in range(a.workers)]
+        nvar = [0] * a.workers
+        for g in sorted(groups.values(), key=len, reverse=True):
+            i = min(range(a.workers), key=lambda j: (nvar[j], len(buckets[j])))  # compiles dominate
+            buckets[i].extend(g)
+            nvar[i] += 1
+        with mp.get_context("spawn").Pool(a.workers) as pool:
+            rows = [r for part in pool.map(run_cases, [b for b in buckets if b]) for r in part]
+    else:
+        rows = run_cases(cases)
+    ok_n = sum(r["ok"] for r in rows)
+    bad_n = len(rows) - ok_n
     print(f"{ok_n} passed, {bad_n} failed")
     if a.json:
         with open(a.json, "w") as f:
