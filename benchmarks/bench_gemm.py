@@ -1,6 +1,7 @@
 """GEMM speed: generated kernels against cuBLAS (torch.matmul) in the same process.
 
-    python benchmarks/bench_gemm.py [--sizes 4096] [--dtypes f16,bf16,tf32] [--json out.json]
+    python benchmarks/bench_gemm.py [--sizes 4096] [--dtypes f16,bf16,tf32] [--configs SPEC]
+                                    [--precompile WORKERS] [--json out.json]
 
 Prints TFLOP/s per dtype and size and the ratio to cuBLAS.  Needs a CUDA GPU and torch.
 """
@@ -37,6 +38,48 @@ def bench(fn, iters=20, warmup=3, reps=5):
     return times[len(times) // 2] / 1e3
 
 
+def extra_configs(spec, name):
+    """Configs from ``--configs``: ``[dtype:]bm,bn,bk,wm,wn,stages[,min_blocks];...``.
+
+    Entries without a dtype prefix apply to f16 and bf16."""
+    from codegen import GemmConfig
+
+    out = []
+    for c in filter(None, spec.split(";")):
+        dts, _, c = c.rpartition(":")
+        if name not in (dts.split("/") if dts else ("f16", "bf16")):
+            continue
+        v = [int(x) for x in c.split(",")]
+        bm, bn, bk, wm, wn, st = v[:6]
+        out.append(GemmConfig(name, None, bm, bn, bk, wm, wn, st, 8, v[6] if len(v) > 6 else 1))
+    return out
+
+
+def _compile_one(job):
+    """Compile (and cache on disk) the kernel of one (dtype, config) for n x n row-major operands."""
+    import torch
+    import codegen
+
+    name, cfg = job
+    tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[name]
+    A = torch.randn(256, 256, device="cuda", dtype=tdt)
+    codegen.gemm(A, A, config=cfg)
+    torch.cuda.synchronize()
+    return repr(cfg)
+
+
+def precompile(dtypes, spec, n, workers):
+    """Compile every benchmarked kernel in ``workers`` processes first (numba caches them on
+    disk), so that the timed process only loads them."""
+    import multiprocessing as mp
+
+    from codegen import GemmConfig
+
+    jobs = [(d, c) for d in dtypes for c in [GemmConfig.default(d, n, n, n)] + extra_configs(spec, d)]
+    with mp.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
+        pool.map(_compile_one, jobs)
+
+
 def main(argv=None):
     import torch
     import codegen
@@ -47,7 +90,12 @@ def main(argv=None):
     p.add_argument("--dtypes", default="f16,bf16,tf32")
     p.add_argument("--configs", default="", help="extra f16/bf16 configs: bm,bn,bk,wm,wn,stages[,min_blocks];...")
     p.add_argument("--json", default=None)
+    p.add_argument("--precompile", type=int, default=0, help="compile the kernels in this many processes first")
     a = p.parse_args(argv)
+    if a.precompile:
+        t0 = time.time()
+        precompile(a.dtypes.split(","), a.configs, int(a.sizes.split(",")[0]), a.precompile)
+        print(f"precompiled in {time.time() - t0:.1f}s", flush=True)
     tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32,
            "f64": torch.float64}
     rows = []
@@ -57,12 +105,7 @@ def main(argv=None):
             A = torch.randn(n, n, device="cuda", dtype=tdt[name])
             B = torch.randn(n, n, device="cuda", dtype=tdt[name])
             torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
-            cfgs = [GemmConfig.default(name, n, n, n)]
-            if name in ("f16", "bf16") and a.configs:
-                for c in a.configs.split(";"):
-                    v = [int(x) for x in c.split(",")]
-                    bm, bn, bk, wm, wn, st = v[:6]
-                    cfgs.append(GemmConfig(name, None, bm, bn, bk, wm, wn, st, 8, v[6] if len(v) > 6 else 1))
+            cfgs = [GemmConfig.default(name, n, n, n)] + extra_configs(a.configs, name)
             ref = torch.matmul(A, B)
             t_ref = bench(lambda: torch.matmul(A, B))
             for cfg in cfgs:

@@ -39,9 +39,10 @@ ATOM_NAMES = (
     "cvt_tf32_f32",
     "f32_as_u32",
     "u32_as_f32",
-    # 16-byte vector memory access
+    # shared and 16-byte vector memory access
     "ld_global_v4_b32",
     "st_global_v4_b32",
+    "ld_shared_b32",
     "ld_shared_v4_b32",
     "st_shared_v4_b32",
 )

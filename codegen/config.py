@@ -81,13 +81,22 @@ class GemmConfig:
         return replace(self, **kw)
 
     @classmethod
-    def default(cls, dtype="f16", M=None, N=None, K=None, out_dtype=None):
-        """A sensible plan for ``dtype`` and (optionally) the problem size."""
+    def default(cls, dtype="f16", M=None, N=None, K=None, out_dtype=None, aligned=True):
+        """A sensible plan for ``dtype`` and (optionally) the problem size.
+
+        Large problems with 16-byte aligned operands (``aligned``) get 128x256 CTA tiles,
+        the fastest measured on an H100 (benchmarks/RESULTS.md); problems with fewer than
+        about one such tile per multiprocessor, and operands copied element by element,
+        get 128x128 tiles (more CTAs; smaller kernels to compile).
+        """
+        tiles = None if M is None or N is None else -(-M // 128) * -(-N // 256)
+        big = aligned and (tiles is None or tiles >= 128)
         if dtype in ("f16", "bf16"):
-            # measured fastest of the tiles tried on an H100 (benchmarks/RESULTS.md)
-            cfg = cls(dtype, out_dtype, 128, 128, 64, 2, 4, 4, 8)
+            cfg = (cls(dtype, out_dtype, 128, 256, 64, 2, 4, 3, 8) if big
+                   else cls(dtype, out_dtype, 128, 128, 64, 2, 4, 4, 8))
         elif dtype == "tf32":
-            cfg = cls(dtype, out_dtype, 128, 128, 32, 2, 2, 3, 8)
+            cfg = (cls(dtype, out_dtype, 128, 256, 32, 2, 4, 3, 8) if big
+                   else cls(dtype, out_dtype, 128, 128, 32, 2, 4, 3, 8))
         elif dtype == "f64":
             cfg = cls(dtype, out_dtype, 64, 64, 16, 2, 2, 3, 8)
         elif dtype == "f32":

@@ -125,7 +125,7 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
     w("    cp_async_wait_group, cp_async_wait_all, smem_addr, gmem_addr, ldmatrix_x4, ldmatrix_x4_trans,")
     w("    mma_m16n8k16_f32f16, mma_m16n8k16_f32bf16, mma_m16n8k8_f32tf32, mma_m8n8k4_f64,")
     w("    cvt_f16x2_f32, cvt_bf16x2_f32, pack_b16x2, f32_as_u32, u32_as_f32, unpack_f16x2_f32,")
-    w("    unpack_bf16x2_f32,")
+    w("    unpack_bf16x2_f32, ld_shared_b32,")
     w(")")
     w("")
     w(f"BM, BN, BK, STAGES, THREADS, GROUP_M = {cfg.bm}, {cfg.bn}, {cfg.bk}, {S}, {cfg.threads}, {cfg.group_m}")
@@ -369,11 +369,13 @@ def _emit_frag_load(w, plan, stage, kb, buf, eb, smem_b_off):
                 lhs = ", ".join(f"{frag}[{buf}, {x}]" for x in words)
                 w(f"{lhs} = {fn}({rbase} + {s.notes['src_expr'][(j, None)]})  # {s.atom}")
             else:
-                conv = {"f64": "{x}", "tf32": "f32_as_u32({x})", "f32": "f32_as_u32({x})"}[plan.config.dtype]
                 for v in range(len(vals)):
                     _, word = _kb_local(plan, op, vals[v])
                     addr = s.notes["src_expr"][(j, v)]
-                    w(f"{frag}[{buf}, {word}] = {conv.format(x=f'smem[({base}) + ({addr}) // {eb}]')}  # {s.atom}")
+                    if eb == 4:  # a 32-bit word at a byte address: one LDS with an immediate offset
+                        w(f"{frag}[{buf}, {word}] = ld_shared_b32({rbase} + {addr})  # {s.atom}")
+                    else:
+                        w(f"{frag}[{buf}, {word}] = smem[({base}) + ({addr}) // {eb}]  # {s.atom}")
 
 
 def _emit_read_bases(w, plan, stage, eb, smem_b_off):

@@ -188,7 +188,8 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
     kind = precision or ("tf32" if config is not None and config.dtype == "tf32" else da)
     if kind == "tf32" and da != "f32":
         raise GemmError(f"gemm: tf32 precision needs float32 inputs, got {da}")
-    if config is None:
+    chosen = config is None
+    if chosen:
         config = GemmConfig.default(kind, M, N, K, out_dtype)
     elif config.dtype != kind and not (config.dtype == "tf32" and da == "f32"):
         raise GemmError(f"gemm: config is for {config.dtype} but the inputs are {da}")
@@ -207,6 +208,9 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
     b_major = _major(b_shape, b_strides, 0, 1)
     a_vec = _vec(config, a_major, sa, sta, 0, 1, _ptr(A, ka))
     b_vec = _vec(config, b_major, b_shape, b_strides, 0, 1, _ptr(B, kb))
+    if chosen and (not a_vec or not b_vec or min(a_vec, b_vec) * config.bits < 128):
+        # operands copied element-wise or in pieces under 16 bytes: the smaller plan
+        config = GemmConfig.default(kind, M, N, K, config.out_dtype, aligned=False)
     a_mode = "cp_async" if a_vec else "sync"
     b_mode = "cp_async" if b_vec else "sync"
     k = get_kernel(config, a_major, b_major, a_mode, b_mode, a_vec, b_vec)

@@ -759,6 +759,24 @@ def st_global_v4_b32(typingctx, addr, r0, r1, r2, r3):
 
 
 @intrinsic
+def ld_shared_b32(typingctx, addr):
+    """``ld.shared.b32``: the 32-bit word at a 4-byte aligned shared address (smem_addr).
+
+    Returns uint32.  Side-effecting, like every shared-memory atom here, so that it
+    stays between the barriers it was written between.
+    """
+    op = "ld_shared_b32"
+    _want_int(op, "addr", addr)
+    sig = types.uint32(addr)
+
+    def codegen(context, builder, sig, args):
+        a = _as_i32(context, builder, args[0], sig.args[0])
+        return _asm(builder, _I32, [_I32], "ld.shared.b32 $0, [$1];", "=r,r," + _MEM, [a], True)
+
+    return sig, codegen
+
+
+@intrinsic
 def ld_shared_v4_b32(typingctx, addr):
     """``ld.shared.v4.b32``: 16 bytes from a 16-byte aligned shared address (smem_addr).
 

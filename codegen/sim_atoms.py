@@ -776,6 +776,14 @@ def st_global_v4_b32(addr, r0, r1, r2, r3):
     _memory(op).write_global(op, addr, _pack_words(op, r0, r1, r2, r3))
 
 
+def ld_shared_b32(addr):
+    """Simulated ``ld.shared.b32``; returns the word as an int."""
+    op = "ld_shared_b32"
+    addr = _as_int(op, "addr", addr)
+    _check_align(op, "shared", addr, 4)
+    return _words(_memory(op).shared_view(op, addr, 4).tobytes())[0]
+
+
 def ld_shared_v4_b32(addr):
     """Simulated ``ld.shared.v4.b32``; returns four ints, lowest address first."""
     op = "ld_shared_v4_b32"

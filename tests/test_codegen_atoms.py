@@ -60,6 +60,7 @@ if not SIM_ENV:
         f32_as_u32,
         gmem_addr,
         ld_global_v4_b32,
+        ld_shared_b32,
         ld_shared_v4_b32,
         ldmatrix_x1,
         ldmatrix_x1_trans,
@@ -251,7 +252,8 @@ def k_vec_all(out, src):
     st_shared_v4_b32(smem_addr(sm, tid * 16), v[0], v[1], v[2], v[3])
     cuda.syncthreads()
     w = ld_shared_v4_b32(smem_addr(sm, (tid ^ 1) * 16))
-    st_global_v4_b32(gmem_addr(out, tid * 16), w[0], w[1], w[2], w[3])
+    x = ld_shared_b32(smem_addr(sm, (tid ^ 1) * 16 + 4))  # the same word as w[1]
+    st_global_v4_b32(gmem_addr(out, tid * 16), w[0], x, w[2], w[3])
 
 
 def _sigs():
@@ -298,6 +300,7 @@ EXPECTED_PTX = {
         r"ld\.global\.v4\.b32 \{(%r\d+,?){4}\}, \[%rd\d+\];",
         r"st\.shared\.v4\.b32 \[%r\d+\], \{(%r\d+,?){4}\};",
         r"ld\.shared\.v4\.b32 \{(%r\d+,?){4}\}, \[%r\d+\];",
+        r"ld\.shared\.b32 %r\d+, \[%r\d+\];",
         r"st\.global\.v4\.b32 \[%rd\d+\], \{(%r\d+,?){4}\};",
     ],
 }

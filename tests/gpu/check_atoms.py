@@ -51,6 +51,7 @@ from codegen.atoms import (  # noqa: E402
     f32_as_u32,
     gmem_addr,
     ld_global_v4_b32,
+    ld_shared_b32,
     ld_shared_v4_b32,
     ldmatrix_x1,
     ldmatrix_x1_trans,
@@ -375,7 +376,8 @@ def k_vec(src, dst):
     st_shared_v4_b32(smem_addr(sm, lane * 16), v[0], v[1], v[2], v[3])
     cuda.syncthreads()
     w = ld_shared_v4_b32(smem_addr(sm, ((lane + 1) & 31) * 16))
-    st_global_v4_b32(gmem_addr(dst, lane * 16), u32_as_f32(w[3]), w[2], w[1], w[0])
+    x = ld_shared_b32(smem_addr(sm, ((lane + 1) & 31) * 16 + 8))  # the same word as w[2]
+    st_global_v4_b32(gmem_addr(dst, lane * 16), u32_as_f32(w[3]), x, w[1], w[0])
 
 
 @cuda.jit
