@@ -42,6 +42,9 @@ ATOM_NAMES = (
     # shared and 16-byte vector memory access
     "ld_global_v4_b32",
     "st_global_v4_b32",
+    "st_global_b16",
+    "st_global_b32",
+    "st_global_b64",
     "ld_shared_b32",
     "ld_shared_v4_b32",
     "st_shared_v4_b32",

@@ -125,7 +125,7 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
     w("    cp_async_wait_group, cp_async_wait_all, smem_addr, gmem_addr, ldmatrix_x4, ldmatrix_x4_trans,")
     w("    mma_m16n8k16_f32f16, mma_m16n8k16_f32bf16, mma_m16n8k8_f32tf32, mma_m8n8k4_f64,")
     w("    cvt_f16x2_f32, cvt_bf16x2_f32, pack_b16x2, f32_as_u32, u32_as_f32, unpack_f16x2_f32,")
-    w("    unpack_bf16x2_f32, ld_shared_b32,")
+    w("    unpack_bf16x2_f32, ld_shared_b32, st_global_b16, st_global_b32, st_global_b64,")
     w(")")
     w("")
     w(f"BM, BN, BK, STAGES, THREADS, GROUP_M = {cfg.bm}, {cfg.bn}, {cfg.bk}, {S}, {cfg.threads}, {cfg.group_m}")
@@ -407,30 +407,42 @@ def _emit_mma(w, plan, kb):
 def _emit_epilogue(w, plan):
     cfg = plan.config
     out = cfg.out
+    ob = _BYTES[out]
     fl = "float64" if cfg.dtype == "f64" else "float32"
+    rows = sorted({r for r, _ in plan.epilogue})
+    cols = sorted({c for _, c in plan.epilogue})
     w("# ---- epilogue: D = alpha * acc + beta * C, converted and predicated --------------------")
     w(f"c_row = m0 + {plan.epi_thr[0]}  # from tv_C(identity (BM,BN)) mode Thr")
     w(f"c_col = n0 + {plan.epi_thr[1]}")
     w("c_full = m0 + BM <= M and n0 + BN <= N  # an interior tile: no predicates")
     w("c_read = beta != 0  # C is read only when beta != 0 (BLAS semantics: it may hold NaN)")
-    for e, (r, c) in enumerate(plan.epilogue):
-        # unsigned indices: numba skips its negative-index wraparound for them
-        w(f"r = uint32(c_row + {r})")
-        w(f"c = uint32(c_col + {c})")
-        w("if c_full or (r < M and c < N):")
-        with w.block():
-            w(f"v = alpha * acc[{e}]")
-            w("if c_read:")
+    w("c_g0 = gmem_addr(C, int64(0))")
+    w(f"# global byte addresses: row part per value-part row {rows}, column part per column {cols}")
+    for r in rows:
+        w(f"c_r{r} = c_g0 + int64(c_row + {r}) * scm * {ob}")
+    for c in cols:
+        w(f"c_c{c} = int64(c_col + {c}) * scn * {ob}")
+    store = {"f16": "st_global_b16({a}, cvt_f16x2_f32(v, v))", "bf16": "st_global_b16({a}, cvt_bf16x2_f32(v, v))",
+             "f32": "st_global_b32({a}, float32(v))", "f64": "st_global_b64({a}, float64(v))"}[out]
+    w("if c_full and not c_read:  # the common case: stores only, no predicates")
+    with w.block():
+        for e, (r, c) in enumerate(plan.epilogue):
+            w(f"v = alpha * acc[{e}]  # -> C[c_row + {r}, c_col + {c}]")
+            w(store.format(a=f"c_r{r} + c_c{c}"))
+    w("else:")
+    with w.block():
+        for e, (r, c) in enumerate(plan.epilogue):
+            w(f"if c_full or (c_row + {r} < M and c_col + {c} < N):  # acc[{e}] -> C[c_row + {r}, c_col + {c}]")
             with w.block():
-                if out == "f16":
-                    w("v += beta * float32(C[r, c])")
-                elif out == "bf16":
-                    w("v += beta * u32_as_f32(uint32(C[r, c]) << 16)")
-                else:
-                    w(f"v += beta * {fl}(C[r, c])")
-            if out == "f16":
-                w("C[r, c] = float16(v)")
-            elif out == "bf16":
-                w("C[r, c] = uint16(cvt_bf16x2_f32(v, v) & 0xFFFF)")
-            else:
-                w(f"C[r, c] = {'float64' if out == 'f64' else 'float32'}(v)")
+                w(f"v = alpha * acc[{e}]")
+                w("if c_read:")
+                with w.block():
+                    # unsigned indices: numba skips its negative-index wraparound for them
+                    cij = f"C[uint32(c_row + {r}), uint32(c_col + {c})]"
+                    if out == "f16":
+                        w(f"v += beta * float32({cij})")
+                    elif out == "bf16":
+                        w(f"v += beta * u32_as_f32(uint32({cij}) << 16)")
+                    else:
+                        w(f"v += beta * {fl}({cij})")
+                w(store.format(a=f"c_r{r} + c_c{c}"))

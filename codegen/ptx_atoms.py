@@ -742,6 +742,56 @@ def _st_v4(op, space, addr, r0, r1, r2, r3):
     return sig, codegen
 
 
+def _st_scalar(op, bits, addr, val):
+    _want_int(op, "addr", addr)
+    if bits == 64:
+        if val != types.float64 and not isinstance(val, types.Integer):
+            raise TypeError(f"{op}: operand 'val' must be float64 or an integer (64-bit pattern), got {val}")
+    elif bits == 32:
+        _want_b32(op, "val", val)
+    elif not isinstance(val, types.Integer):
+        raise TypeError(f"{op}: operand 'val' must be an integer (its low 16 bits are stored), got {val}")
+    sig = types.void(addr, val)
+    ity = ir.IntType(bits)
+    reg = {16: "h", 32: "r", 64: "l"}[bits]
+
+    def codegen(context, builder, sig, args):
+        a = _as_i64(context, builder, args[0], sig.args[0])
+        v, vty = args[1], sig.args[1]
+        if bits == 32:
+            v = _as_i32(context, builder, v, vty)
+        elif vty == types.float64:
+            v = builder.bitcast(v, ity)
+        else:
+            v = context.cast(builder, v, vty, types.int64)
+            v = builder.trunc(v, ity) if bits < 64 else v
+        _asm(builder, _VOID, [_I64, ity], f"st.global.b{bits} [$0], $1;", f"l,{reg}," + _MEM, [a, v], True)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def st_global_b16(typingctx, addr, val):
+    """``st.global.b16``: store the low 16 bits of integer ``val`` at a 2-byte aligned
+    global address (gmem_addr), e.g. ``cvt_f16x2_f32(x, x)`` for one f16."""
+    return _st_scalar("st_global_b16", 16, addr, val)
+
+
+@intrinsic
+def st_global_b32(typingctx, addr, val):
+    """``st.global.b32``: store a 32-bit integer or float32 (by bits) at a 4-byte aligned
+    global address."""
+    return _st_scalar("st_global_b32", 32, addr, val)
+
+
+@intrinsic
+def st_global_b64(typingctx, addr, val):
+    """``st.global.b64``: store a float64 (by bits) or 64-bit integer at an 8-byte aligned
+    global address."""
+    return _st_scalar("st_global_b64", 64, addr, val)
+
+
 @intrinsic
 def ld_global_v4_b32(typingctx, addr):
     """``ld.global.v4.b32``: 16 bytes from a 16-byte aligned global address (gmem_addr).

@@ -776,6 +776,33 @@ def st_global_v4_b32(addr, r0, r1, r2, r3):
     _memory(op).write_global(op, addr, _pack_words(op, r0, r1, r2, r3))
 
 
+def _st_scalar(op, nbytes, addr, val):
+    addr = _as_int(op, "addr", addr)
+    _check_align(op, "global", addr, nbytes)
+    if nbytes == 4:
+        data = _b32(op, "val", val).to_bytes(4, "little")
+    elif nbytes == 8 and isinstance(val, (float, np.floating)):
+        data = np.float64(val).tobytes()
+    else:
+        data = (_as_int(op, "val", val) & ((1 << (8 * nbytes)) - 1)).to_bytes(nbytes, "little")
+    _memory(op).write_global(op, addr, data)
+
+
+def st_global_b16(addr, val):
+    """Simulated ``st.global.b16``: the low 16 bits of integer ``val``."""
+    _st_scalar("st_global_b16", 2, addr, val)
+
+
+def st_global_b32(addr, val):
+    """Simulated ``st.global.b32``: an integer or float32 (by bits)."""
+    _st_scalar("st_global_b32", 4, addr, val)
+
+
+def st_global_b64(addr, val):
+    """Simulated ``st.global.b64``: a float64 (by bits) or 64-bit integer."""
+    _st_scalar("st_global_b64", 8, addr, val)
+
+
 def ld_shared_b32(addr):
     """Simulated ``ld.shared.b32``; returns the word as an int."""
     op = "ld_shared_b32"
