@@ -36,43 +36,9 @@ import numpy as np  # noqa: E402
 warnings.filterwarnings("ignore", message=".*(under-utilization|copy overhead).*")
 from numba import cuda  # noqa: E402
 
-from codegen.atoms import (  # noqa: E402
-    SIMULATED,
-    cp_async_ca_4,
-    cp_async_ca_8,
-    cp_async_ca_16,
-    cp_async_cg_16,
-    cp_async_commit,
-    cp_async_wait_all,
-    cp_async_wait_group,
-    cvt_bf16x2_f32,
-    cvt_f16x2_f32,
-    cvt_tf32_f32,
-    f32_as_u32,
-    gmem_addr,
-    ld_global_v4_b32,
-    ld_shared_b32,
-    ld_shared_v4_b32,
-    ldmatrix_x1,
-    ldmatrix_x1_trans,
-    ldmatrix_x2,
-    ldmatrix_x2_trans,
-    ldmatrix_x4,
-    ldmatrix_x4_trans,
-    mma_m8n8k4_f64,
-    mma_m16n8k8_f32tf32,
-    mma_m16n8k16_f32bf16,
-    mma_m16n8k16_f32f16,
-    pack_b16x2,
-    pack_f16x2,
-    smem_addr,
-    st_global_v4_b32,
-    st_shared_v4_b32,
-    u32_as_f32,
-    unpack_bf16x2_f32,
-    unpack_f16x2,
-    unpack_f16x2_f32,
-)
+# every atom of the selected backend (the names of codegen/atom_names.py), and SIMULATED
+from codegen.atoms import *  # noqa: E402,F401,F403
+from codegen.atoms import SIMULATED  # noqa: E402
 
 U8 = np.dtype(np.uint8)
 U16 = np.dtype(np.uint16)
