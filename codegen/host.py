@@ -64,6 +64,13 @@ def _shape_strides(x, kind):
     return shape, strides
 
 
+def _packed(x):
+    """``x``, or a packed copy of it when it is not one C- or Fortran-ordered block."""
+    if x.ndim == 2 and (x.flags.c_contiguous or x.flags.f_contiguous):
+        return x
+    return np.ascontiguousarray(x)
+
+
 def _device_view(x, kind, name):
     """A numba device array over the same memory (bf16 as uint16 bits)."""
     from numba import cuda
@@ -173,6 +180,8 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
         raise GemmError(f"gemm: A is {da} but B is {db}; convert one (supported: f16, bf16, f32/tf32, f64)")
     if len(A.shape) != 2 or len(B.shape) != 2:
         raise GemmError(f"gemm: A and B must be 2-D, got shapes {tuple(A.shape)} and {tuple(B.shape)}")
+    if ka == "numpy":  # numba copies only single-region buffers: pack strided views first
+        A, B = _packed(A), _packed(B)
     M, K = (int(s) for s in A.shape)
     K2, N = (int(s) for s in B.shape)
     if K != K2:
@@ -226,8 +235,9 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
         if cname != out_name:
             raise GemmError(f"gemm: C is {cname} but the output type is {out_name}; pass out_dtype={cname!r}")
     kc = _kind(C)
-    dA, dB, dC = _device_view(A, ka, "A"), _device_view(B, kb, "B"), _device_view(C, kc, "C")
-    sc = _shape_strides(C, kc)[1]
+    Cd = _packed(C) if kc == "numpy" else C   # what the device copy of C mirrors
+    dA, dB, dC = _device_view(A, ka, "A"), _device_view(B, kb, "B"), _device_view(Cd, kc, "C")
+    sc = _shape_strides(Cd, kc)[1]
     grid = ((M + config.bm - 1) // config.bm) * ((N + config.bn - 1) // config.bn)
     scalar = np.float64 if config.dtype == "f64" else np.float32
     args = (dA, dB, dC, np.int32(M), np.int32(N), np.int32(K), np.int32(sta[0]), np.int32(sta[1]),
