@@ -62,7 +62,7 @@ def run(args, out):
     src = codegen.emit_gemm_source()
     say(f"  default fp16 plan: {len(src.splitlines())} lines of numba source; its main loop begins:")
     lines = src.splitlines()
-    i = next(k for k, s in enumerate(lines) if "main loop" in s)
+    i = next(k for k, s in enumerate(lines) if s.strip().startswith("# ---- main loop"))
     for s in lines[i:i + 6]:
         say("    " + s)
     gpu = False
@@ -83,7 +83,9 @@ def run(args, out):
         say(f"  GPU: 1000x900x700 fp16 GEMM, max |C - numpy| = {err:.2e}")
     else:
         say("  no GPU here: running the same generated kernel in numba's CUDA simulator")
-        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+        root = os.path.dirname(os.path.dirname(os.path.abspath(codegen.__file__)))  # where codegen lives
+        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+                   PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
         r = subprocess.run([sys.executable, "-c", _SIM_GEMM], capture_output=True, text=True, env=env)
         say(r.stdout.rstrip() or r.stderr[-2000:])
     return 0

@@ -104,3 +104,18 @@ def test_eval_via_python_m():
     rc, out, err = run_module("eval", "composition((4,3):(1,5), 3:3)")
     assert rc == 2
     assert "composition: stride divisibility" in err
+
+
+def test_demo_runs_the_tour_and_a_gemm(tmp_path):
+    """The README's main job: the tour, the kernel's main loop, and a GEMM (simulated here)."""
+    env = dict(os.environ, LAYOUTALG_CACHE=str(tmp_path))
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    p = subprocess.run([sys.executable, "-m", "layoutalg.cli", "demo"], capture_output=True,
+                       text=True, cwd=str(tmp_path), env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    i = next(k for k, s in enumerate(lines) if "its main loop begins" in s)
+    assert lines[i + 1].strip().startswith("# ---- main loop")
+    last = [s for s in lines if "GEMM, max |C - numpy| =" in s]
+    assert last, p.stdout[-2000:]
+    assert float(last[-1].rsplit("=", 1)[1]) < 1e-2

@@ -54,7 +54,7 @@ def test_plan_partitions_cover_the_tile_once():
 def test_source_is_readable_and_names_its_layouts():
     src = emit_gemm_source(GemmConfig.default("f16"))
     for stage in ("rasterize", "global -> shared", "shared -> registers", "prologue", "main loop", "epilogue"):
-        assert stage in src
+        assert f"# ---- {stage}" in src, stage
     assert "Sw<" in src and "tidfrg_S" in src and "mma_m16n8k16_f32f16" in src
 
 
