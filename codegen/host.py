@@ -267,16 +267,21 @@ def _new_out(A, kind, shape, name):
     return cuda.device_array(shape, dtype={"f16": np.float16, "f32": np.float32, "f64": np.float64}[name])
 
 
+_CC = []   # the compute capability, looked up on the first call (it costs driver calls)
+
+
 def _check_gpu(config):
     from numba.cuda import config as ncfg
 
     if getattr(ncfg, "ENABLE_CUDASIM", 0):
         return
-    from numba import cuda
+    if not _CC:
+        from numba import cuda
 
-    if not cuda.is_available():
-        raise GemmError("gemm: no CUDA GPU is available; set NUMBA_ENABLE_CUDASIM=1 to run in numba's simulator")
-    cc = cuda.get_current_device().compute_capability
+        if not cuda.is_available():
+            raise GemmError("gemm: no CUDA GPU is available; set NUMBA_ENABLE_CUDASIM=1 to run in numba's simulator")
+        _CC.append(cuda.get_current_device().compute_capability)
+    cc = _CC[0]
     need = (6, 0) if config.dtype == "f32" else (8, 0)
     if cc < need:
         raise GemmError(f"gemm: {config.dtype} kernels need compute capability {need[0]}.{need[1]} "
@@ -306,4 +311,30 @@ def _launcher(k, grid, threads, stream, args):
         driver.driver.cuKernelSetAttribute(attr, nbytes, cufunc.handle, cufunc.device.id)
         _ATTR_DONE.add(key)
     configured = k.kernel[grid, threads, stream, nbytes]
-    return lambda: configured(*args)
+    return _direct_launch(kern, configured, args) or (lambda: configured(*args))
+
+
+def _direct_launch(kern, configured, args):
+    """A function that only launches: the arguments are flattened once here, as numba's
+    dispatcher would flatten them on every call (the arrays are device arrays, so nothing
+    is copied back).  None where numba's internals are not what this expects; the caller
+    then launches through the dispatcher."""
+    try:
+        from cuda.core import LaunchConfig, launch
+        from numba.cuda._compat import CUDA_CORE_GE_1_0
+
+        if kern.debug or kern.cooperative:
+            return None
+        retr, flat = [], []
+        for t, v in zip(kern.argument_types, args):
+            kern._prepare_args(t, v, configured.stream, retr, flat)
+        if retr:
+            return None
+        coop = {("is_cooperative" if CUDA_CORE_GE_1_0 else "cooperative_launch"): False}
+        cfg = LaunchConfig(grid=configured.griddim, block=configured.blockdim,
+                           shmem_size=configured.sharedmem, **coop)
+        fn = kern._codelibrary.get_cufunc().kernel
+        stream = configured.stream
+    except Exception:  # a numba-cuda whose launch internals differ
+        return None
+    return lambda keep=args: launch(stream, cfg, fn, *flat)  # keep: the arrays outlive the launch
