@@ -6,6 +6,8 @@ layouts come from the arrays' own shapes and strides; the plan is chosen per
 dtype, majorness and alignment.
 """
 
+import functools
+
 import numpy as np
 
 from .config import GemmConfig
@@ -66,9 +68,7 @@ def _shape_strides(x, kind):
 
 def _packed(x):
     """``x``, or a packed copy of it when it is not one C- or Fortran-ordered block."""
-    if x.ndim == 2 and (x.flags.c_contiguous or x.flags.f_contiguous):
-        return x
-    return np.ascontiguousarray(x)
+    return x if x.flags.c_contiguous or x.flags.f_contiguous else np.ascontiguousarray(x)
 
 
 def _device_view(x, kind, name):
@@ -267,7 +267,14 @@ def _new_out(A, kind, shape, name):
     return cuda.device_array(shape, dtype={"f16": np.float16, "f32": np.float32, "f64": np.float64}[name])
 
 
-_CC = []   # the compute capability, looked up on the first call (it costs driver calls)
+@functools.cache
+def _device_cc():
+    """The GPU's compute capability, looked up once (it costs driver calls)."""
+    from numba import cuda
+
+    if not cuda.is_available():
+        raise GemmError("gemm: no CUDA GPU is available; set NUMBA_ENABLE_CUDASIM=1 to run in numba's simulator")
+    return cuda.get_current_device().compute_capability
 
 
 def _check_gpu(config):
@@ -275,13 +282,7 @@ def _check_gpu(config):
 
     if getattr(ncfg, "ENABLE_CUDASIM", 0):
         return
-    if not _CC:
-        from numba import cuda
-
-        if not cuda.is_available():
-            raise GemmError("gemm: no CUDA GPU is available; set NUMBA_ENABLE_CUDASIM=1 to run in numba's simulator")
-        _CC.append(cuda.get_current_device().compute_capability)
-    cc = _CC[0]
+    cc = _device_cc()
     need = (6, 0) if config.dtype == "f32" else (8, 0)
     if cc < need:
         raise GemmError(f"gemm: {config.dtype} kernels need compute capability {need[0]}.{need[1]} "
