@@ -120,7 +120,7 @@ def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
     w('"""')
     w("from numba import cuda, float32, float64, int32, int64, uint16, uint32")
     w("from numba.core.types import float16")
-    w("from codegen.atoms import (")
+    w("from codegen.intrinsics import (")
     w("    cp_async_ca_4, cp_async_ca_8, cp_async_ca_16, cp_async_cg_16, cp_async_commit,")
     w("    cp_async_wait_group, cp_async_wait_all, smem_addr, gmem_addr, ldmatrix_x4, ldmatrix_x4_trans,")
     w("    mma_m16n8k16_f32f16, mma_m16n8k16_f32bf16, mma_m16n8k8_f32tf32, mma_m8n8k4_f64,")

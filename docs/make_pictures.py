@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
-    from layoutalg.cli import main as cli
+    from layoutalg_cli import main as cli
 
     os.chdir(ROOT)
     os.makedirs(OUT, exist_ok=True)

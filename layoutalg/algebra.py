@@ -19,6 +19,7 @@ from math import gcd
 
 from .basis import ScaledBasis
 from .errors import LayoutError, LayoutTypeError
+from .element_types import element_type
 from .inttuple import (
     ceil_div, compatible, flat_tuple, fmt, is_int, prefix_product, product, unflatten,
 )
@@ -821,25 +822,25 @@ def _check_factor(op, n):
         raise LayoutTypeError(f"{op}: factor must be a positive int, got {n!r}")
 
 
-_BITS = {"b1": 1, "s4": 4, "u4": 4, "int4": 4, "f8": 8, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8,
-         "i8": 8, "int8": 8, "uint8": 8, "f16": 16, "bf16": 16, "half": 16, "float16": 16,
-         "bfloat16": 16, "u16": 16, "s16": 16, "tf32": 32, "f32": 32, "float32": 32, "s32": 32,
-         "u32": 32, "i32": 32, "int32": 32, "uint32": 32, "f64": 64, "float64": 64, "u64": 64,
-         "s64": 64, "u128": 128}
-
-
 def type_bits(t):
-    """Bit width of a type given as bits (int), a name (``"f16"``) or a numpy dtype."""
+    """Bit width of a type given as bits (int), a registered name (``"f16"``), a numpy dtype
+    or a torch dtype (see :mod:`layoutalg.element_types`).
+
+    >>> type_bits("bf16"), type_bits(8), type_bits("u128")
+    (16, 8, 128)
+    """
     if isinstance(t, bool):
         raise LayoutTypeError(f"type_bits: expected a type, got {t!r}")
     if is_int(t):
         if t <= 0:
             raise LayoutError(f"type_bits: bit width must be positive, got {t}")
         return int(t)
-    if isinstance(t, str) and t.lower() in _BITS:
-        return _BITS[t.lower()]
     if t is None:
         raise LayoutTypeError("type_bits: expected a type, got None")
+    try:
+        return element_type(t, "type_bits").bits
+    except LayoutTypeError:
+        pass
     try:
         import numpy as np
 

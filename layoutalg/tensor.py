@@ -24,6 +24,7 @@ import numpy as np
 
 from .basis import ArithTuple, ScaledBasis, basis_value
 from .errors import LayoutError, LayoutTypeError
+from .element_types import element_type
 from .inttuple import crd2idx, flat_tuple, fmt, idx2crd, is_int, product, unflatten
 from .layout import (
     Layout, _has_slot, make_layout, make_ordered_layout, rank, size, slice_and_offset,
@@ -301,14 +302,14 @@ def _is_dtype_name(x):
         return False
 
 
-_DTYPES = {"f16": np.float16, "half": np.float16, "f32": np.float32, "tf32": np.float32,
-           "f64": np.float64, "s8": np.int8, "u8": np.uint8, "s32": np.int32, "u32": np.uint32,
-           "bf16": np.float32, "u16": np.uint16}
-
-
 def _dtype(x):
-    if isinstance(x, str) and x in _DTYPES:
-        return np.dtype(_DTYPES[x])
+    if isinstance(x, str):
+        try:
+            e = element_type(x, "make_tensor")
+        except LayoutTypeError:
+            e = None
+        if e is not None and e.host:
+            return np.dtype(e.host)
     try:
         return np.dtype(x)
     except TypeError:

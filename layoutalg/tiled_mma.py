@@ -177,11 +177,13 @@ class ThrMMA:
 
 
 def _np_type(name):
+    """The numpy dtype that holds values of element type ``name`` on the host."""
     import numpy as np
 
-    return {"f16": np.float16, "bf16": np.float32, "tf32": np.float32, "f32": np.float32,
-            "f64": np.float64, "s8": np.int8, "u8": np.uint8, "s32": np.int32, "e4m3": np.float32,
-            "e5m2": np.float32, "b1": np.uint32}.get(name, np.float32)
+    from .element_types import ELEMENT_TYPES
+
+    e = ELEMENT_TYPES.get(name)
+    return np.dtype(e.host) if e is not None and e.host else np.dtype(np.uint32 if name == "b1" else np.float32)
 
 
 def make_tiled_mma(atom, atom_layout=(1, 1, 1), permutation=(None, None, None)):

@@ -19,20 +19,20 @@ True
 
 import numpy as np
 
+from layoutalg.element_types import ELEMENT_TYPES as _REGISTRY
+
 __all__ = [
     "ELEMENT_TYPES", "REGISTER_TYPES", "type_bits", "is_float_type", "is_int_type",
     "quantize", "encode", "decode", "wrap_int", "saturate_s32",
 ]
 
-# name -> bits, for element types (what a matrix holds) ...
-ELEMENT_TYPES = {
-    "b1": 1, "s8": 8, "u8": 8, "e4m3": 8, "e5m2": 8, "f16": 16, "bf16": 16,
-    "tf32": 32, "f32": 32, "s32": 32, "f64": 64,
-}
+# name -> bits, for element types (what a matrix holds; from layoutalg's registry) ...
+ELEMENT_TYPES = {e.name: e.bits for e in _REGISTRY.values()
+                 if e.name in ("b1", "s8", "u8", "e4m3", "e5m2", "f16", "bf16", "tf32", "f32", "s32", "f64")}
 # ... and for register types (what an instruction operand is made of).
 REGISTER_TYPES = {"u8": 8, "u16": 16, "u32": 32, "f32": 32, "u64": 64, "f64": 64, "u128": 128}
 
-_FLOATS = {"f16", "bf16", "tf32", "f32", "f64", "e4m3", "e5m2"}
+_FLOATS = {n for n in ELEMENT_TYPES if _REGISTRY[n].kind == "float"}
 _INTS = {"b1": (0, 1), "s8": (-128, 127), "u8": (0, 255), "s32": (-2**31, 2**31 - 1)}
 
 

@@ -1,4 +1,4 @@
-"""The ``show`` and ``eval`` sub-commands, in process and as ``python -m layoutalg.cli``."""
+"""The ``show`` and ``eval`` sub-commands, in process and as ``python -m layoutalg_cli``."""
 
 import io
 import os
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from layoutalg.cli import main
+from layoutalg_cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -21,7 +21,7 @@ def run_main(*argv):
 def run_module(*argv):
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    p = subprocess.run([sys.executable, "-m", "layoutalg.cli", *argv], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "layoutalg_cli", *argv], capture_output=True,
                        text=True, cwd=ROOT, env=env, timeout=120)
     return p.returncode, p.stdout, p.stderr
 
@@ -110,7 +110,7 @@ def test_demo_runs_the_tour_and_a_gemm(tmp_path):
     """The README's main job: the tour, the kernel's main loop, and a GEMM (simulated here)."""
     env = dict(os.environ, LAYOUTALG_CACHE=str(tmp_path))
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    p = subprocess.run([sys.executable, "-m", "layoutalg.cli", "demo"], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "layoutalg_cli", "demo"], capture_output=True,
                        text=True, cwd=str(tmp_path), env=env, timeout=600)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()

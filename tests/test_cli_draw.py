@@ -1,4 +1,4 @@
-"""``layoutalg draw``: every form of the command line, in process and once as ``python -m layoutalg.cli``."""
+"""``layoutalg draw``: every form of the command line, in process and once as ``python -m layoutalg_cli``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from layoutalg import CopyAtom, Layout, make_tiled_copy_A, make_tiled_mma
-from layoutalg.cli import main
+from layoutalg_cli import main
 from layoutalg.draw import layout_ascii, layout_latex
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -219,7 +219,7 @@ def test_as_module(tmp_path):
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     path = tmp_path / "mma.svg"
     p = subprocess.run(
-        [sys.executable, "-m", "layoutalg.cli", "draw", "mma", F16, "--atom-layout", "2,2,1",
+        [sys.executable, "-m", "layoutalg_cli", "draw", "mma", F16, "--atom-layout", "2,2,1",
          "--permutation", "32,32,16", "-o", str(path)],
         capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert p.returncode == 0, p.stderr

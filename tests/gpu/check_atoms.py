@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check every atom of ``codegen.atoms`` against numpy, on a GPU or in the simulator.
+"""Check every atom of ``codegen.intrinsics`` against numpy, on a GPU or in the simulator.
 
 Usage::
 
@@ -36,9 +36,9 @@ import numpy as np  # noqa: E402
 warnings.filterwarnings("ignore", message=".*(under-utilization|copy overhead).*")
 from numba import cuda  # noqa: E402
 
-# every atom of the selected backend (the names of codegen/atom_names.py), and SIMULATED
-from codegen.atoms import *  # noqa: E402,F401,F403
-from codegen.atoms import SIMULATED  # noqa: E402
+# every atom of the selected backend (the names of codegen/intrinsics/names.py), and SIMULATED
+from codegen.intrinsics import *  # noqa: E402,F401,F403
+from codegen.intrinsics import SIMULATED  # noqa: E402
 
 U8 = np.dtype(np.uint8)
 U16 = np.dtype(np.uint16)

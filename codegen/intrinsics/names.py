@@ -1,6 +1,6 @@
-"""The names every atom backend exports (:mod:`codegen.ptx_atoms` and :mod:`codegen.sim_atoms`).
+"""The names every atom backend exports (:mod:`codegen.intrinsics.ptx` and :mod:`codegen.intrinsics.sim`).
 
-Generated kernels import these from :mod:`codegen.atoms`; each backend defines
+Generated kernels import these from :mod:`codegen.intrinsics`; each backend defines
 every one of them with the same signature.
 """
 

@@ -9,14 +9,14 @@
 import argparse
 import sys
 
-from .errors import LayoutError
+from layoutalg.errors import LayoutError
 
 
 def _table(layout):
-    from .layout import Layout, rank, size
+    from layoutalg.layout import Layout, rank, size
 
     try:
-        from .draw import ascii_layout
+        from layoutalg.draw import ascii_layout
     except ImportError:  # drawing is optional for `show`
         ascii_layout = None
     if ascii_layout is not None:
@@ -25,8 +25,8 @@ def _table(layout):
 
 
 def cmd_show(args, out):
-    from .layout import cosize, depth, rank, size
-    from .parse import parse_layout
+    from layoutalg.layout import cosize, depth, rank, size
+    from layoutalg.parse import parse_layout
 
     layout = parse_layout(args.layout)
     print(f"layout : {layout}", file=out)
@@ -45,7 +45,7 @@ def cmd_show(args, out):
 
 
 def cmd_eval(args, out):
-    from .parse import evaluate, format_value
+    from layoutalg.parse import evaluate, format_value
 
     print(format_value(evaluate(args.expression)), file=out)
     return 0
@@ -61,13 +61,13 @@ def build_parser():
     e.add_argument("expression", help='e.g. "composition((4,3):(3,1), 6:2)"')
     e.set_defaults(fn=cmd_eval)
     try:
-        from . import cli_draw
+        from . import draw as cli_draw
 
         cli_draw.add_parser(sub)
     except ImportError:
         pass
     try:
-        from . import cli_demo
+        from . import demo as cli_demo
 
         cli_demo.add_parser(sub)
     except ImportError:

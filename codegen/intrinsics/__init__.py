@@ -1,14 +1,14 @@
-"""The atom interface used by generated kernels.
+"""Intrinsics: the device functions that emit one instruction (or a few) each.
 
 Generated kernel source does::
 
-    from codegen.atoms import mma_m16n8k16_f32f16, ldmatrix_x4, cp_async_cg_16, ...
+    from codegen.intrinsics import mma_m16n8k16_f32f16, ldmatrix_x4, cp_async_cg_16, ...
 
-and gets the inline-PTX intrinsics of :mod:`codegen.ptx_atoms` when compiling
-for a GPU, or their pure-Python twins of :mod:`codegen.sim_atoms` when numba's
+and gets the inline-PTX intrinsics of :mod:`codegen.intrinsics.ptx` when compiling
+for a GPU, or their pure-Python twins of :mod:`codegen.intrinsics.sim` when numba's
 CUDA simulator is enabled (``NUMBA_ENABLE_CUDASIM=1``, which must be set before
 numba is imported).  Both modules export exactly the names in :data:`__all__`
-with the same call signatures; see :mod:`codegen.ptx_atoms` for the operand
+with the same call signatures; see :mod:`codegen.intrinsics.ptx` for the operand
 conventions and fragment layouts.
 
 Summary (``g = lane >> 2``, ``t = lane & 3``; b32 registers of two 16-bit
@@ -61,9 +61,9 @@ def _simulator_enabled() -> bool:
 SIMULATED: bool = _simulator_enabled()
 
 if SIMULATED:
-    from . import sim_atoms as _backend
+    from . import sim as _backend
 else:
-    from . import ptx_atoms as _backend
+    from . import ptx as _backend
 
 __all__ = list(_backend.__all__)
 

@@ -131,7 +131,7 @@ def _atom_layout(text):
     if text is None:
         return (1, 1, 1)
     if ":" in text:
-        from .parse import parse_layout
+        from layoutalg.parse import parse_layout
 
         return parse_layout(text)
     return _ints("--atom-layout", text)
@@ -144,9 +144,9 @@ def _permutation(text):
 
 
 def _layout_arg(op, text):
-    from .errors import LayoutError
-    from .layout import Layout
-    from .parse import parse_layout
+    from layoutalg.errors import LayoutError
+    from layoutalg.layout import Layout
+    from layoutalg.parse import parse_layout
 
     try:
         lay = parse_layout(text)
@@ -174,13 +174,13 @@ def _threads_list(text):
 
 
 def _make_mma(args, atom_name):
-    from .tiled_mma import make_tiled_mma
+    from layoutalg.tiled_mma import make_tiled_mma
 
     return make_tiled_mma(atom_name, _atom_layout(args.atom_layout), _permutation(args.permutation))
 
 
 def _bits(dtype):
-    from .algebra import type_bits
+    from layoutalg.algebra import type_bits
 
     try:
         return type_bits(dtype)
@@ -192,7 +192,7 @@ def _bits(dtype):
 # builders
 # ---------------------------------------------------------------------------
 def _layout_figure(args, text):
-    from .draw import layout_figure
+    from layoutalg.draw import layout_figure
 
     lay = _layout_arg("draw", text)
     color = args.color or "index"
@@ -204,8 +204,8 @@ def _layout_figure(args, text):
 
 
 def _mma_figure(args):
-    from .draw import partition_figure, tiled_mma_figure
-    from .tensor import make_identity_tensor
+    from layoutalg.draw import partition_figure, tiled_mma_figure
+    from layoutalg.tensor import make_identity_tensor
 
     mma = _make_mma(args, args.name)
     kw = {"one_based": args.one_based}
@@ -241,9 +241,9 @@ def _mma_figure(args):
 
 
 def _copy_figure(args):
-    from .atom import CopyAtom
-    from .draw import copy_atom_figure, tiled_copy_figure
-    from .tiled_copy import make_tiled_copy, make_tiled_copy_A, make_tiled_copy_B, make_tiled_copy_C
+    from layoutalg.atom import CopyAtom
+    from layoutalg.draw import copy_atom_figure, tiled_copy_figure
+    from layoutalg.tiled_copy import make_tiled_copy, make_tiled_copy_A, make_tiled_copy_B, make_tiled_copy_C
 
     kw = {"one_based": args.one_based, "highlight_threads": _threads_list(args.highlight)}
     if args.title is not None:
@@ -293,7 +293,7 @@ def _plan_graph(args):
 
 
 def _expr_graph(args):
-    from .draw import expr_graph
+    from layoutalg.draw import expr_graph
 
     return expr_graph(args.name)
 
@@ -316,7 +316,7 @@ def _format(args):
 
 
 def _write_figure(args, fig, out, layout=None):
-    from .draw import layout_ascii, layout_latex, save
+    from layoutalg.draw import layout_ascii, layout_latex, save
 
     fmt = _format(args)
     svg_opts = {}
@@ -366,7 +366,7 @@ def _write_figure(args, fig, out, layout=None):
 
 
 def _write_graph(args, graph, out):
-    from .draw import render_dot
+    from layoutalg.draw import render_dot
 
     fmt = _format(args)
     if fmt is not None and fmt not in GRAPH_FORMATS:
@@ -400,8 +400,8 @@ def _check_options(args, mode):
 
 def run(args, out):
     """Carry out ``layoutalg draw``; returns the exit status (2 for bad input)."""
-    from .draw import MissingDependencyError
-    from .errors import LayoutError
+    from layoutalg.draw import MissingDependencyError
+    from layoutalg.errors import LayoutError
 
     try:
         what = args.what

@@ -1,8 +1,8 @@
-"""Pure-Python twins of :mod:`codegen.ptx_atoms` for the CUDA simulator.
+"""Pure-Python twins of :mod:`codegen.intrinsics.ptx` for the CUDA simulator.
 
 Same names and call signatures as the inline-PTX atoms, for kernels run with
 ``NUMBA_ENABLE_CUDASIM=1`` (which has no ``@intrinsic``, no warp collectives and
-no bfloat16).  Generated kernels import from :mod:`codegen.atoms`, which picks
+no bfloat16).  Generated kernels import from :mod:`codegen.intrinsics`, which picks
 this module when the simulator is enabled.  The module itself imports in either
 mode, so its fragment tables can be inspected anywhere.
 
@@ -47,7 +47,7 @@ import threading
 
 import numpy as np
 
-from .atom_names import ATOM_NAMES
+from .names import ATOM_NAMES
 
 __all__ = list(ATOM_NAMES)
 
@@ -457,7 +457,7 @@ def _mma_4a2b4c(op, key, a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
 def mma_m16n8k16_f32f16(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
     """Simulated ``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32``.
 
-    Fragment layout as documented in :func:`codegen.ptx_atoms.mma_m16n8k16_f32f16`.
+    Fragment layout as documented in :func:`codegen.intrinsics.ptx.mma_m16n8k16_f32f16`.
     Returns ``(d0, d1, d2, d3)`` numpy float32.
     """
     return _mma_4a2b4c(

@@ -2,9 +2,9 @@
 
 Every public name here is a numba ``@intrinsic`` that lowers to one (or a few)
 PTX instructions through ``llvmlite.ir.InlineAsm``.  They are only callable from
-inside ``@cuda.jit`` code.  ``codegen.sim_atoms`` provides pure-Python twins with
+inside ``@cuda.jit`` code.  ``codegen.intrinsics.sim`` provides pure-Python twins with
 the same names and call signatures for the CUDA simulator; generated kernels
-import from ``codegen.atoms``, which picks one of the two.
+import from ``codegen.intrinsics``, which picks one of the two.
 
 Conventions shared by all atoms
 -------------------------------
@@ -39,7 +39,7 @@ from numba.cuda import types
 from numba.cuda.core.errors import TypingError
 from numba.cuda.extending import intrinsic
 
-from .atom_names import ATOM_NAMES
+from .names import ATOM_NAMES
 
 __all__ = list(ATOM_NAMES)
 

@@ -1,4 +1,4 @@
-"""Tests of the atom backends in ``codegen`` (ptx_atoms, sim_atoms, atoms).
+"""Tests of the atom backends in ``codegen`` (codegen.intrinsics: ptx, sim and the picker).
 
 * PTX text: small kernels using every intrinsic are compiled with
   ``numba.cuda.compile_ptx`` for cc 8.0 and 9.0 (no GPU needed) and the
@@ -9,7 +9,7 @@
   ``tests/gpu/check_atoms.py --sim`` (the same kernels as the GPU check:
   ldmatrix + mma with one and two warps, cp.async with zero-fill and a missing
   wait, conversions) and a script of error cases.
-* The pure helpers of ``sim_atoms`` and its fragment tables are tested here
+* The pure helpers of ``codegen.intrinsics.sim`` and its fragment tables are tested here
   directly; they need no kernel.
 """
 
@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:
 CHECK_SCRIPT = ROOT / "tests" / "gpu" / "check_atoms.py"
 SIM_ENV = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
-import codegen.sim_atoms as S  # noqa: E402  (importable in either mode)
+import codegen.intrinsics.sim as S  # noqa: E402  (importable in either mode)
 
 needs_cuda_target = pytest.mark.skipif(
     SIM_ENV, reason="compile_ptx needs numba's CUDA target, but the simulator is enabled"
@@ -45,8 +45,8 @@ if not SIM_ENV:
     from numba import cuda
     from numba.cuda import types as nt
 
-    import codegen.ptx_atoms as P
-    from codegen.ptx_atoms import *  # noqa: F401,F403  (every name of codegen/atom_names.py)
+    import codegen.intrinsics.ptx as P
+    from codegen.intrinsics.ptx import *  # noqa: F401,F403  (every name of codegen/intrinsics/names.py)
 
 U8 = np.dtype(np.uint8)
 CCS = [(8, 0), (9, 0)]
@@ -71,7 +71,7 @@ def test_backends_export_same_names_and_signatures():
 
 @needs_cuda_target
 def test_atoms_selects_ptx_backend_outside_simulator():
-    import codegen.atoms as A
+    import codegen.intrinsics as A
 
     assert A.SIMULATED is False
     assert A.__all__ == P.__all__
@@ -435,9 +435,9 @@ _SIM_SCRIPT = textwrap.dedent(
     sys.setswitchinterval(1e-4)
     import numpy as np
     from numba import cuda
-    import codegen.sim_atoms as S
-    from codegen.atoms import *
-    import codegen.atoms as A
+    import codegen.intrinsics.sim as S
+    from codegen.intrinsics import *
+    import codegen.intrinsics as A
 
     S.SIM_COLLECTIVE_TIMEOUT_S = 1.0
     U8 = np.dtype(np.uint8)
