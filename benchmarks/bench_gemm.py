@@ -1,9 +1,11 @@
-"""GEMM speed: generated kernels against cuBLAS (torch.matmul) in the same process.
+"""GEMM speed: generated kernels against cuBLAS (torch.matmul) and an autotuned Triton
+matmul (benchmarks/triton_matmul.py), all in the same process.
 
     python benchmarks/bench_gemm.py [--sizes 4096] [--dtypes f16,bf16,tf32] [--configs SPEC]
                                     [--precompile WORKERS] [--json out.json]
 
-Prints TFLOP/s per dtype and size and the ratio to cuBLAS.  Needs a CUDA GPU and torch.
+Prints TFLOP/s per dtype and size and the ratios to cuBLAS and Triton.  Needs a CUDA GPU,
+torch and triton (``--no-triton`` leaves Triton out).
 """
 
 import argparse
@@ -91,7 +93,15 @@ def main(argv=None):
     p.add_argument("--configs", default="", help="extra f16/bf16 configs: bm,bn,bk,wm,wn,stages[,min_blocks];...")
     p.add_argument("--json", default=None)
     p.add_argument("--precompile", type=int, default=0, help="compile the kernels in this many processes first")
+    p.add_argument("--no-triton", action="store_true", help="leave the Triton matmul out")
     a = p.parse_args(argv)
+    tri = None
+    if not a.no_triton:
+        import os
+        import sys
+
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from triton_matmul import matmul as tri
     if a.precompile:
         t0 = time.time()
         precompile(a.dtypes.split(","), a.configs, int(a.sizes.split(",")[0]), a.precompile)
@@ -108,6 +118,10 @@ def main(argv=None):
             cfgs = [GemmConfig.default(name, n, n, n)] + extra_configs(a.configs, name)
             ref = torch.matmul(A, B)
             t_ref = bench(lambda: torch.matmul(A, B))
+            t_tri = None
+            if tri is not None:
+                tri(A, B)                       # autotune once, outside the timing
+                t_tri = bench(lambda: tri(A, B))
             for cfg in cfgs:
                 C = torch.empty(n, n, device="cuda", dtype=ref.dtype)
                 t0 = time.time()
@@ -122,10 +136,12 @@ def main(argv=None):
                 row = {"device": dev, "n": n, "dtype": name, "config": repr(cfg), "tflops": fl / t / 1e12,
                        "tflops_per_gemm_call": fl / t_call / 1e12,
                        "cublas_tflops": fl / t_ref / 1e12, "ratio": t_ref / t, "rel_err": err,
-                       "first_call_s": first}
+                       "triton_tflops": fl / t_tri / 1e12 if t_tri else None,
+                       "ratio_triton": t_tri / t if t_tri else None, "first_call_s": first}
                 rows.append(row)
                 print(f"{name:5s} n={n:5d} {cfg.bm}x{cfg.bn}x{cfg.bk} w{cfg.warps_m}x{cfg.warps_n} s{cfg.stages} b{cfg.min_blocks}: "
                       f"{row['tflops']:7.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:7.1f}  ratio {row['ratio']:.2f}  "
+                      + (f"Triton {row['triton_tflops']:7.1f}  vs Triton {row['ratio_triton']:.2f}  " if t_tri else "") +
                       f"rel_err {err:.1e}  (gemm() per call: {row['tflops_per_gemm_call']:.1f})  "
                       f"first call {first:.1f}s", flush=True)
     if a.json:

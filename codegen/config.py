@@ -7,16 +7,16 @@ algebra in :mod:`codegen.plan`.
 
 from dataclasses import dataclass, replace
 
-__all__ = ["GemmConfig", "DTYPES"]
+from layoutalg.element_types import element_type
 
-# element type -> (bits, MMA atom, K per atom)
-DTYPES = {
-    "f16": (16, "SM80_16x8x16_F32F16F16F32_TN", 16),
-    "bf16": (16, "SM80_16x8x16_F32BF16BF16F32_TN", 16),
-    "tf32": (32, "SM80_16x8x8_F32TF32TF32F32_TN", 8),
-    "f64": (64, "SM80_8x8x4_F64F64F64F64_TN", 4),
-    "f32": (32, "UniversalFMA", 1),
-}
+__all__ = ["GemmConfig", "DTYPES", "OUT_DTYPES", "PATHS"]
+
+#: Input element types with a generated kernel (facts about each: layoutalg.element_types).
+DTYPES = ("f16", "bf16", "tf32", "f32", "f64")
+#: Output element types.
+OUT_DTYPES = ("f16", "bf16", "f32", "f64")
+#: Kernel families: warp-level ``mma.sync`` (sm_80 and newer) and Hopper's ``wgmma``.
+PATHS = ("mma_sync", "wgmma")
 
 
 @dataclass(frozen=True)
@@ -42,12 +42,15 @@ class GemmConfig:
     stages: int = 4
     group_m: int = 8
     min_blocks: int = 1
+    path: str = "mma_sync"
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
-            raise ValueError(f"GemmConfig: dtype {self.dtype!r} is not one of {sorted(DTYPES)}")
-        if self.out_dtype is not None and self.out_dtype not in ("f16", "bf16", "f32", "f64"):
-            raise ValueError(f"GemmConfig: out_dtype {self.out_dtype!r} is not f16, bf16, f32 or f64")
+            raise ValueError(f"GemmConfig: dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
+        if self.out_dtype is not None and self.out_dtype not in OUT_DTYPES:
+            raise ValueError(f"GemmConfig: out_dtype {self.out_dtype!r} is not one of {', '.join(OUT_DTYPES)}")
+        if self.path not in PATHS:
+            raise ValueError(f"GemmConfig: path {self.path!r} is not one of {', '.join(PATHS)}")
         for name in ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "group_m", "min_blocks"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
@@ -64,12 +67,18 @@ class GemmConfig:
         return 32 * self.warps_m * self.warps_n
 
     @property
+    def etype(self):
+        """The input :class:`~layoutalg.element_types.ElementType`."""
+        return element_type(self.dtype)
+
+    @property
     def bits(self):
-        return DTYPES[self.dtype][0]
+        return self.etype.bits
 
     @property
     def mma_atom(self):
-        return DTYPES[self.dtype][1]
+        """The MMA atom of the mma.sync path (the registry's atom for sm_80)."""
+        return self.etype.mma_atom((8, 0))
 
     @property
     def out(self):
@@ -95,12 +104,12 @@ class GemmConfig:
             cfg = (cls(dtype, out_dtype, 128, 256, 64, 2, 4, 3, 8) if big
                    else cls(dtype, out_dtype, 128, 128, 64, 2, 4, 4, 8))
         elif dtype == "tf32":
-            cfg = (cls(dtype, out_dtype, 128, 256, 32, 2, 4, 3, 8) if big
+            cfg = (cls(dtype, out_dtype, 128, 256, 32, 2, 4, 4, 8) if big
                    else cls(dtype, out_dtype, 128, 128, 32, 2, 4, 3, 8))
         elif dtype == "f64":
             cfg = cls(dtype, out_dtype, 64, 64, 16, 2, 2, 3, 8)
         elif dtype == "f32":
-            cfg = cls(dtype, out_dtype, 64, 64, 16, 2, 4, 2, 8)
+            cfg = cls(dtype, out_dtype, 64, 64, 8, 2, 2, 2, 8)
         else:
-            raise ValueError(f"GemmConfig.default: dtype {dtype!r} is not one of {sorted(DTYPES)}")
+            raise ValueError(f"GemmConfig.default: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
         return cfg

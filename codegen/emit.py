@@ -1,448 +1,469 @@
 """Turn a :class:`~codegen.plan.GemmPlan` into numba.cuda source.
 
-The kernel reads like a hand-written one: named stages (rasterize, prologue,
-main loop, epilogue), and every index carries a comment naming the layout it
-came from.  Thread-dependent parts are expressions in ``tid`` printed from
-sympy (shifts and masks for powers of two); value parts are constants that
-the layouts produced.
+The kernel reads top to bottom like a hand-written one: constants, rasterization,
+the per-thread parts of every copy, the prologue, the main loop over k-tiles and
+k-blocks, and the epilogue.  Loops have constant trip counts (copies per thread,
+MMA atoms per warp, k-blocks, accumulator values); NVVM unrolls them, so every
+index the plan derived becomes a constant or a register after unrolling.  Each
+index carries a comment naming the layout it came from.  The emitter only reads
+the plan; the intrinsics it imports are exactly those the kernel calls.
+
+Kernel arguments are raw global byte addresses of A, B and C (64-bit integers),
+the problem size, element strides, alpha and beta.
 """
 
-from layoutalg import ComposedLayout, size
+from __future__ import annotations
 
-from .plan import GemmPlan
+from layoutalg import ComposedLayout
 
-__all__ = ["emit_source", "KERNEL_NAME"]
+from .index import pow2
+from .index import paren
+from .plan import CopyKind, GemmPlan
+
+__all__ = ["emit_source", "KERNEL_NAME", "kernel_arg_names"]
 
 KERNEL_NAME = "gemm_kernel"
 
-_NP = {"f16": "float16", "bf16": "uint16", "tf32": "float32", "f32": "float32", "f64": "float64"}
-_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "f32": 4, "f64": 8}
-_MMA_FN = {"f16": "mma_m16n8k16_f32f16", "bf16": "mma_m16n8k16_f32bf16", "tf32": "mma_m16n8k8_f32tf32",
-           "f64": "mma_m8n8k4_f64"}
+
+def kernel_arg_names():
+    """The kernel's parameters, in order."""
+    return ("A", "B", "C", "M", "N", "K", "sam", "sak", "sbn", "sbk", "scm", "scn", "alpha", "beta")
 
 
-class _W:
+class _Writer:
+    """Lines of source with indentation, and the intrinsics they call."""
+
     def __init__(self):
         self.lines = []
         self.ind = 0
+        self.used = set()
 
     def __call__(self, s=""):
         self.lines.append(("    " * self.ind + s) if s else "")
 
+    def call(self, name, args):
+        """Code calling intrinsic ``name``; records it for the import line."""
+        self.used.add(name)
+        return f"{name}({args})"
+
     def block(self):
         w = self
 
-        class _B:
+        class _Block:
             def __enter__(self_):
                 w.ind += 1
 
             def __exit__(self_, *a):
                 w.ind -= 1
 
-        return _B()
+        return _Block()
 
 
-def _sw(expr, sw):
-    """Code applying swizzle ``sw`` to an integer expression."""
-    if sw is None or sw.bits == 0:
-        return expr
-    return f"({expr}) ^ ((({expr}) & {sw.yyy_mask}) >> {sw.shift})"
-
-
-class _Offsets:
-    """Swizzled per-thread offsets ``sw(thr + c)`` for the constants ``c`` of one copy.
-
-    A swizzle is linear over XOR, so where ``c`` shares no bit with any thread's offset
-    (``thr + c == thr ^ c``), ``sw(thr + c) == sw(thr) ^ sw(c)``; where ``sw(c)`` also shares
-    no bit with any ``sw(thr)``, that is ``sw(thr) + sw(c)`` and the constant folds into the
-    instruction's immediate offset.  Otherwise the offset is computed once and kept.
-    """
-
-    def __init__(self, name, sw, thr_vals):
-        self.name = name
-        self.sw = sw
-        self.mask = 0
-        self.swmask = 0
-        for v in thr_vals:
-            self.mask |= v
-            self.swmask |= _apply(sw, v)
-        self.hoisted = {}
-
-    def expr(self, c):
-        """Code for ``sw(thr + c)`` given the base variable ``{name}`` = ``sw(thr)``."""
-        split = self.split(c)
-        if split is None:
-            return None
-        x, y = split
-        e = f"({self.name} ^ {x})" if x else self.name
-        return f"{e} + {y}" if y else e
-
-    def split(self, c):
-        """``(X, Y)`` with ``sw(thr + c) == (sw(thr) ^ X) + Y`` for every thread, or None.
-
-        ``X`` holds the bits of ``sw(c)`` that some ``sw(thr)`` may have, ``Y`` the others.
-        """
-        if c & self.mask:
-            return None
-        sc = _apply(self.sw, c)
-        return sc & self.swmask, sc & ~self.swmask
-
-
-def _apply(sw, x):
-    return sw(x) if sw is not None else x
+def _mod(x, n):
+    return f"({x}) & {n - 1}" if pow2(n) else f"({x}) % {n}"
 
 
 def _swz(lay):
-    return lay.outer if isinstance(lay, ComposedLayout) else None
+    sw = lay.outer if isinstance(lay, ComposedLayout) else None
+    return sw if sw is not None and sw.bits else None
 
 
-def emit_source(plan: GemmPlan, a_mode="cp_async", b_mode="cp_async"):
-    """Source text of the kernel for ``plan``; ``x_mode`` is "cp_async" or "sync" per operand."""
-    cfg = plan.config
-    dt = cfg.dtype
-    eb = _BYTES[dt]
-    w = _W()
-    S = cfg.stages
-    KB = plan.kblocks
-    if KB % 2:
-        raise ValueError(f"emit: k-blocks per tile ({KB}) must be even for register double buffering")
-    a, b = plan.a, plan.b
-    stage_a = a.smem_words
-    stage_b = b.smem_words
-    smem_b_off = stage_a * S                                  # B stages follow A's
-    ops = (("a", a, a_mode, "A", "M", "sam", "sak", 0), ("b", b, b_mode, "B", "N", "sbn", "sbk", 1))
+def _inner(lay):
+    return lay.inner if isinstance(lay, ComposedLayout) else lay
 
-    w(f'"""Generated GEMM kernel: C = alpha * A @ B + beta * C ({dt} in, f32 accumulate).')
-    w("")
-    w(f"Plan: CTA tile {cfg.bm}x{cfg.bn}x{cfg.bk}, {cfg.threads} threads, {S} smem stages, "
-      f"tiled MMA {plan.mma.atom.name} {plan.mma.thr_layout_vmnk}")
-    w(f"A smem {a.major}-major {a.smem}; B smem {b.major}-major {b.smem}")
-    w('"""')
-    w("from numba import cuda, float32, float64, int32, int64, uint16, uint32")
-    w("from numba.core.types import float16")
-    w("from codegen.intrinsics import (")
-    w("    cp_async_ca_4, cp_async_ca_8, cp_async_ca_16, cp_async_cg_16, cp_async_commit,")
-    w("    cp_async_wait_group, cp_async_wait_all, smem_addr, gmem_addr, ldmatrix_x4, ldmatrix_x4_trans,")
-    w("    mma_m16n8k16_f32f16, mma_m16n8k16_f32bf16, mma_m16n8k8_f32tf32, mma_m8n8k4_f64,")
-    w("    cvt_f16x2_f32, cvt_bf16x2_f32, pack_b16x2, f32_as_u32, u32_as_f32, unpack_f16x2_f32,")
-    w("    unpack_bf16x2_f32, ld_shared_b32, st_global_b16, st_global_b32, st_global_b64,")
-    w(")")
-    w("")
-    w(f"BM, BN, BK, STAGES, THREADS, GROUP_M = {cfg.bm}, {cfg.bn}, {cfg.bk}, {S}, {cfg.threads}, {cfg.group_m}")
-    w(f"SMEM_BYTES = {(stage_a + stage_b) * S * eb}")
-    w("")
-    w("")
-    w(f"def {KERNEL_NAME}(A, B, C, M, N, K, sam, sak, sbn, sbk, scm, scn, alpha, beta):")
-    w('    """A: (M,K); B: (K,N), addressed as the (N,K) view with element strides (sbn, sbk); C: (M,N)."""')
-    with w.block():
-        w(f"smem = cuda.shared.array(0, {_NP[dt] if dt != 'bf16' else 'uint16'})")
-        w("smem_base = smem_addr(smem, 0)  # 32-bit shared address of the dynamic buffer")
-        w("tid = cuda.threadIdx.x")
+
+class _Emitter:
+    def __init__(self, plan: GemmPlan):
+        self.plan = plan
+        self.cfg = plan.config
+        self.w = _Writer()
+        self.eb = plan.pipeline.elem_bytes
+
+    # ---- whole kernel ---------------------------------------------------
+    def source(self):
+        p, w = self.plan, self.w
+        self.header_constants()
         w("")
-        w("# ---- rasterize: grouped CTA order for L2 reuse ------------------------------------")
+        w("")
+        w(f"def {KERNEL_NAME}({', '.join(kernel_arg_names())}):")
+        with w.block():
+            w('"""A, B, C: global byte addresses.  A is (M,K) with element strides (sam, sak); B is')
+            w("(K,N), addressed as its (N,K) view with strides (sbn, sbk); C is (M,N) with (scm, scn).")
+            w('"""')
+            w(f"smem = cuda.shared.array(0, {p.etype.storage})")
+            w(f"smem_base = {w.call('smem_addr', 'smem, 0')}  # 32-bit shared address of the dynamic buffer")
+            w("tid = cuda.threadIdx.x")
+            w("")
+            self.rasterize()
+            for op in p.operands:
+                w("")
+                self.g2s_setup(op)
+            for op in p.operands:
+                w("")
+                self.s2r_setup(op)
+            w("")
+            self.registers()
+            w("")
+            self.prologue()
+            w("")
+            self.main_loop()
+            w("")
+            self.epilogue()
+        return self.module_text()
+
+    def module_text(self):
+        p, cfg = self.plan, self.cfg
+        used = sorted(self.w.used)
+        mma = p.mma.tiled_mma
+        doc = [
+            f'"""Generated GEMM kernel: C = alpha * A @ B + beta * C ({cfg.dtype} in, f32 accumulate, '
+            f'{cfg.out} out).',
+            "",
+            f"Plan: CTA tile {cfg.bm}x{cfg.bn}x{cfg.bk}, {cfg.threads} threads, {cfg.stages} shared-memory stages;",
+            f"tiled MMA {mma.atom.name} with thr_layout_vmnk {mma.thr_layout_vmnk}.",
+            f"A: {p.a.major}-major, smem stage {p.a.smem}; B: {p.b.major}-major, smem stage {p.b.smem}.",
+            '"""',
+            "from numba import cuda, float32, float64, int64, uint32  # noqa: F401",
+            f"from numba.core.types import {p.etype.storage}  # noqa: F401" if p.etype.storage == "float16"
+            else f"from numba import {p.etype.storage}  # noqa: F401",
+            "from codegen.intrinsics import (",
+        ]
+        line = "   "
+        for name in used:
+            if len(line) + len(name) + 2 > 96:
+                doc.append(line.rstrip())
+                line = "   "
+            line += f" {name},"
+        doc.append(line.rstrip())
+        doc.append(")")
+        doc.append("")
+        return "\n".join(doc + self.w.lines) + "\n"
+
+    def header_constants(self):
+        p, w, cfg = self.plan, self.w, self.cfg
+        pipe = p.pipeline
+        w(f"BM, BN, BK = {cfg.bm}, {cfg.bn}, {cfg.bk}  # CTA tile")
+        w(f"STAGES, THREADS, GROUP_M = {cfg.stages}, {cfg.threads}, {cfg.group_m}")
+        w(f"KBLOCKS, MMA_M, MMA_N = {pipe.kblocks}, {p.mma.mma_m}, {p.mma.mma_n}  "
+          f"# k-blocks per k-tile; MMA atoms per thread along M and N")
+        w(f"A_STAGE, B_STAGE = {pipe.a_stage}, {pipe.b_stage}  # elements of one stage: cosize of the smem layouts")
+        w(f"B_OFFSET = {pipe.b_offset}  # B's stages follow A's")
+        w(f"SMEM_BYTES = {pipe.smem_bytes}")
+
+    # ---- rasterization ---------------------------------------------------
+    def rasterize(self):
+        w = self.w
+        w("# ---- rasterize: CTAs in groups of GROUP_M tile rows, for L2 reuse ---------------")
         w("num_m = (M + BM - 1) // BM")
         w("num_n = (N + BN - 1) // BN")
         w("pid = cuda.blockIdx.x")
         w("group = GROUP_M * num_n")
         w("first_m = (pid // group) * GROUP_M")
         w("rows = min(num_m - first_m, GROUP_M)")
-        w("bm = first_m + (pid % group) % rows")
-        w("bn = (pid % group) // rows")
-        w("m0 = bm * BM")
-        w("n0 = bn * BN")
+        w("m0 = (first_m + (pid % group) % rows) * BM")
+        w("n0 = ((pid % group) // rows) * BN")
         w("ktiles = (K + BK - 1) // BK")
         w("kres = ktiles * BK - K  # K residue first: k-tile t covers k in [t*BK - kres, (t+1)*BK - kres),")
         w("#                          so only k-tile 0 can be partial and the main loop needs no K predicate")
-        w("")
-        # ---- per-thread global->shared indices
-        w("# ---- global -> shared: per-thread coordinates and shared-memory offsets -------------")
-        for p, op, mode, name, rdim, srow, sk, _ in ops:
-            g = op.g2s
-            sw = _swz(op.smem)
-            w(f"# {name}: {g.atom}, {g.vec} elements per copy; tiled copy layout_tv {g.notes['tiled_copy'].layout_tv}")
-            w(f"#    thread part of the identity partition (Thr,FrgV,Rest) -> ({rdim.lower()},k): {g.notes['src']}")
-            w(f"{p}_row = {g.notes['thr_row']}  # {rdim} coordinate from tidfrg_S(identity ({op.rows},BK)) mode Thr")
-            w(f"{p}_col = {g.notes['thr_k']}  # K coordinate, same layout")
-            w(f"{p}_sthr = {g.notes['thr_smem']}  # smem offset from tidfrg_D({op.smem.inner if isinstance(op.smem, ComposedLayout) else op.smem}) mode Thr")
-            w(f"{p}_sb = {_sw(f'{p}_sthr', sw)}  # swizzled by {sw}")
-            offs = _Offsets(f"{p}_sb", sw, g.notes["thr_vals"])
-            xors = {}
-            for i, ((rc, kc), soff) in enumerate(g.items):
-                sp = offs.split(soff)
-                if sp is None:
-                    w(f"{p}_s{i} = {_sw(f'{p}_sthr + {soff}', sw)}  # copy {i}: value part ({rc},{kc}) -> smem {soff}, then {sw}")
-                    e, eb_expr = f"{p}_s{i}", f"{p}_s{i} * {eb}"
+
+    # ---- global -> shared ---------------------------------------------------
+    def g2s_setup(self, op):
+        w, g = self.w, op.g2s
+        x = op.name.lower()
+        rows, r0 = ("M", "m0") if op.name == "A" else ("N", "n0")
+        srow, sk = ("sam", "sak") if op.name == "A" else ("sbn", "sbk")
+        sw = _swz(op.smem)
+        w(f"# ---- global -> shared, {op.name} ({op.major}-major): {g.copies} x {g.atom.name} "
+          f"({g.vec} elements) per thread per k-tile")
+        w(f"# tidfrg_S(identity ({op.rows},BK)) = {g.src}  (Thr,FrgV,Rest) -> (row,k)")
+        w(f"# tidfrg_D(smem)                = {g.dst}  (Thr,FrgV,Rest) -> offset")
+        w(f"{x}_row = {g.thr_row}  # row of mode Thr")
+        w(f"{x}_k = {g.thr_k}  # k of mode Thr")
+        w(f"{x}_thr = {g.smem.thr}  # smem offset of mode Thr")
+        w(f"{x}_sw = {_sw_code(f'{x}_thr', sw)}  # {sw or 'no swizzle'}")
+        if g.kind is CopyKind.CP_ASYNC:
+            last = f"{rows} - 1" if op.major == "K" else f"{rows} - {g.vec}"
+            w(f"{x}_gp = cuda.local.array({g.copies}, int64)  # global byte address of each copy, per k-tile")
+            w(f"for i in range({g.copies}):  # mode Rest: copy i")
+            with w.block():
+                w(f"row = min({r0} + {x}_row + {g.row}, {last})  # rows past {rows} are clamped: never stored")
+                kcol = _sum(f"{x}_k", g.k.code)
+                w(f"{x}_gp[i] = {op.name} + (int64(row) * {srow} + int64({kcol} - kres) * {sk}) * {self.eb}")
+            w(f"{x}_ktile = {sk} * {self.cfg.bk * self.eb}  # bytes per k-tile")
+
+    def tile_load(self, op, ktile, stage, first):
+        """Copy k-tile ``ktile`` of one operand into smem stage ``stage``."""
+        w, g = self.w, op.g2s
+        x = op.name.lower()
+        base = f"{stage} * {op.name}_STAGE" + (" + B_OFFSET" if op.name == "B" else "")
+        w(f"{x}_ws = smem_base + ({base}) * {self.eb}  # shared bytes of the stage")
+        if g.kind is CopyKind.CP_ASYNC:
+            n = g.nbytes
+            w(f"for i in range({g.copies}):")
+            with w.block():
+                dst = f"{x}_ws + ({g.smem.code(f'{x}_sw', 0, f'{x}_thr')}) * {self.eb}"
+                if first:
+                    kcol = _sum(f"{x}_k", g.k.code)
+                    w(f"ok = {ktile} > 0 or {kcol} >= kres  # k >= 0: only k-tile 0 can be partial")
+                    w(w.call(g.intrinsic, f"{dst}, {x}_gp[i] if ok else {op.name}, {n} if ok else 0")
+                      + "  # zero-fills when not ok")
                 else:
-                    x, y = sp
-                    if x not in xors:
-                        xors[x] = f"{p}_sx{x}"
-                        w(f"{xors[x]} = {p}_sb ^ {x}  # sw(thr) ^ {x}")
-                    e = f"{xors[x]} + {y}" if y else xors[x]
-                    eb_expr = f"{xors[x]} * {eb} + {y * eb}" if y else f"{xors[x]} * {eb}"
-                    w(f"# copy {i}: value part ({rc},{kc}) -> smem {soff}: {sw}(thr + {soff}) = (sw(thr) ^ {x}) + {y}")
-                g.notes.setdefault("dst_expr", {})[i] = e
-                g.notes.setdefault("dst_bytes", {})[i] = eb_expr
-            w(f"{p}_rows = {'M' if name == 'A' else 'N'}")
-            if mode == "cp_async" and g.atom.startswith("SM80_CP_ASYNC"):
-                _emit_copy_pointers(w, op, p, name, srow, sk, eb)
-        w("")
-        # ---- per-thread shared->register indices
-        w("# ---- shared -> registers: per-thread ldmatrix/load offsets ----------------------------")
-        for p, op, mode, name, rdim, srow, sk, _ in ops:
-            s = op.s2r
-            sw = _swz(op.smem)
-            w(f"# {name}: {s.atom}; copy layout_tv {s.notes['tiled_copy'].layout_tv}")
-            w(f"{p}_rthr = {s.notes['thr_smem']}  # smem offset from tidfrg_S of make_tiled_copy_{name} mode Thr")
-            w(f"{p}_rb = {_sw(f'{p}_rthr', sw)}  # swizzled by {sw}")
-            offs = _Offsets(f"{p}_rb", sw, s.notes["thr_vals"])
-            exprs = s.notes.setdefault("src_expr", {})
-            xors = {}
-            for j, (soff, vals, kb, soffs) in enumerate(s.items):
-                targets = [(None, soff)] if s.atom.startswith("SM75") else list(enumerate(soffs))
-                for v, so in targets:
-                    var = f"{p}_r{j}" if v is None else f"{p}_r{j}_{v}"
-                    sp = offs.split(so)
-                    what = f"copy {j}{'' if v is None else f' value {v}'} (k-block {kb}) -> fragment {vals[0 if v is None else v]}"
-                    if sp is None:
-                        w(f"{var} = ({_sw(f'{p}_rthr + {so}', sw)}) * {eb}  # {what}, bytes")
-                        exprs[(j, v)] = var
-                        continue
-                    x, y = sp
-                    if x not in xors:
-                        xors[x] = f"{p}_rx{x}"
-                        w(f"{xors[x]} = ({p}_rb ^ {x}) * {eb}  # bytes of sw(thr) ^ {x}")
-                    w(f"# {what}: {sw}(thr + {so}) = (sw(thr) ^ {x}) + {y}")
-                    exprs[(j, v)] = f"{xors[x]} + {y * eb}" if y else xors[x]
-        w("")
-        # ---- fragments and accumulators
-        na = _frag_words(plan, a)
-        nb = _frag_words(plan, b)
-        fty = "float64" if dt == "f64" else "uint32"
-        w("# ---- registers: A/B fragments double-buffered across k-blocks, f32 accumulators ------")
-        w(f"a_frag = cuda.local.array((2, {na}), {fty})  # (MMA,MMA_M) per k-block, {plan.a.s2r.notes['frag']}")
-        w(f"b_frag = cuda.local.array((2, {nb}), {fty})  # (MMA,MMA_N) per k-block, {plan.b.s2r.notes['frag']}")
-        acc_t = "float64" if dt == "f64" else "float32"
-        w(f"acc = cuda.local.array({plan.acc_size}, {acc_t})  # (MMA,MMA_M,MMA_N) {plan.notes['acc_layout']}")
-        w(f"for i in range({plan.acc_size}):")
+                    w(w.call(g.intrinsic, f"{dst}, {x}_gp[i], {n}"))
+                w(f"{x}_gp[i] += {x}_ktile")
+            return
+        # element-wise: every element predicated and zero-filled
+        rows = "M" if op.name == "A" else "N"
+        r0 = "m0" if op.name == "A" else "n0"
+        srow, sk = ("sam", "sak") if op.name == "A" else ("sbn", "sbk")
+        bits = self.plan.etype.bits
+        w(f"k0 = {ktile} * BK - kres")
+        w(f"for i in range({g.copies}):")
+        with w.block():
+            w(f"gr = {r0} + {x}_row + {g.row}")
+            w(f"gk = k0 + {x}_k + {g.k}")
+            w(f"sa = {x}_ws + ({g.smem.code(f'{x}_sw', 0, f'{x}_thr')}) * {self.eb}")
+            w(f"for v in range({g.vec}):  # the vector runs along {'k' if op.major == 'K' else 'the rows'}")
+            with w.block():
+                r, k = ("gr", "gk + v") if op.major == "K" else ("gr + v", "gk")
+                w(f"ok = {r} < {rows} and 0 <= {k} < K")
+                load = w.call(f"ld_global_b{bits}", f"{op.name} + (int64({r}) * {srow} + int64({k}) * {sk}) * {self.eb}")
+                w(w.call(f"st_shared_b{bits}", f"sa + v * {self.eb}, {load} if ok else 0"))
+
+    # ---- shared -> registers ---------------------------------------------
+    def s2r_setup(self, op):
+        w, s = self.w, op.s2r
+        x = op.name.lower()
+        sw = _swz(op.smem)
+        w(f"# ---- shared -> registers, {op.name}: {s.atom.name}, {s.copies} copies per k-block")
+        w(f"# tidfrg_S(smem) of make_tiled_copy_{op.name} = {s.src}  (Thr,FrgV,(CpyR,CpyK)) -> offset")
+        w(f"{x}_rthr = {s.smem.thr}  # smem offset of mode Thr")
+        w(f"{x}_rsw = {_sw_code(f'{x}_rthr', sw)}  # {sw or 'no swizzle'}")
+
+    def frag_load(self, op, stage_var, buf):
+        """Load k-block ``kb`` (a variable) of one operand's fragments into buffer ``buf``."""
+        w, s, cfg = self.w, op.s2r, self.cfg
+        x = op.name.lower()
+        frag = f"{x}_frag"
+        w(f"for r in range({s.copies}):  # copy (r, kb) of mode (CpyR,CpyK)")
+        with w.block():
+            w(f"f = {s.word}  # fragment word of copy r: retiled fragment {s.frag}")
+            if s.kind is CopyKind.LDMATRIX:
+                off = s.smem.code(f"{x}_rsw", 0, f"{x}_rthr")
+                lhs = ", ".join(f"{frag}[{buf}, f + {j}]" if j else f"{frag}[{buf}, f]" for j in s.value_words)
+                w(f"{lhs} = {w.call(s.intrinsic, f'{x}_rs + ({off}) * {self.eb}')}")
+            elif s.kind is CopyKind.LDS_B32:
+                for j, c in zip(s.value_words, s.value_offsets):
+                    off = s.smem.code(f"{x}_rsw", c, f"{x}_rthr")
+                    w(f"{frag}[{buf}, f + {j}] = {w.call(s.intrinsic, f'{x}_rs + ({off}) * 4')}  # value +{c}")
+            else:
+                for j, c in zip(s.value_words, s.value_offsets):
+                    off = s.smem.code(f"{x}_rsw", c, f"{x}_rthr")
+                    base = f"{stage_var} * {op.name}_STAGE" + (" + B_OFFSET" if op.name == "B" else "")
+                    w(f"{frag}[{buf}, f + {j}] = smem[{base} + {paren(off)}]  # value +{c}")
+
+    # ---- registers ---------------------------------------------------------
+    def registers(self):
+        p, w = self.plan, self.w
+        fty = self.frag_type()
+        acc_t = "float64" if p.etype.name == "f64" else "float32"
+        w("# ---- registers: A/B fragments double-buffered across k-blocks; accumulators ------")
+        w(f"a_frag = cuda.local.array((2, {p.a.s2r.words}), {fty})  # per k-block: fragment {p.a.s2r.frag}")
+        w(f"b_frag = cuda.local.array((2, {p.b.s2r.words}), {fty})  # per k-block: fragment {p.b.s2r.frag}")
+        w(f"acc = cuda.local.array({p.epilogue.acc_size}, {acc_t})  # (MMA,(MMA_M,MMA_N)) {p.mma.acc_layout}")
+        w(f"for i in range({p.epilogue.acc_size}):")
         with w.block():
             w("acc[i] = 0.0")
-        w("")
-        # ---- prologue
-        w("# ---- prologue: fill STAGES-1 shared-memory stages ----------------------------------")
-        w("# k-tile 0 (the partial one when K % BK != 0): columns before k = 0 are zero-filled")
-        _emit_tile_load(w, plan, ops, "0", "0", eb, smem_b_off, first=True)
-        w("cp_async_commit()")
-        w("for s in range(1, STAGES - 1):")
+
+    def frag_type(self):
+        e = self.plan.etype.name
+        return {"f64": "float64", "f32": "float32"}.get(e, "uint32")
+
+    # ---- prologue and main loop ---------------------------------------------
+    def prologue(self):
+        w, S = self.w, self.cfg.stages
+        w("# ---- prologue: fill STAGES-1 shared-memory stages ------------------------------")
+        w("for s in range(STAGES - 1):")
         with w.block():
             w("if s < ktiles:")
             with w.block():
-                _emit_tile_load(w, plan, ops, "s", "s", eb, smem_b_off)
-            w("cp_async_commit()")
-        w(f"cp_async_wait_group({S - 2})")
+                for op in self.plan.operands:
+                    self.tile_load(op, "s", "s", first=True)
+            w(self.w.call("cp_async_commit", ""))
+        w(self.w.call("cp_async_wait_group", f"{S - 2}"))
         w("cuda.syncthreads()")
         w("")
         w("read_stage = 0")
         w("write_stage = STAGES - 1")
         w("next_k = STAGES - 1")
-        _emit_read_bases(w, plan, "read_stage", eb, smem_b_off)
-        _emit_frag_load(w, plan, "0", 0, 0, eb, smem_b_off)
-        w("")
-        w("# ---- main loop: k-tiles; k-blocks unrolled with register double buffering -----------")
+        self.read_bases()
+        w("kb = 0")
+        for op in self.plan.operands:
+            self.frag_load(op, "read_stage", "0")
+
+    def read_bases(self):
+        w = self.w
+        w(f"a_rs = smem_base + read_stage * (A_STAGE * {self.eb})  # shared bytes of A's read stage")
+        w(f"b_rs = smem_base + (read_stage * B_STAGE + B_OFFSET) * {self.eb}  # B's read stage")
+
+    def main_loop(self):
+        w, S = self.w, self.cfg.stages
+        # NVVM unrolls the k-block loop when its body is mostly ldmatrix and mma (one call each);
+        # with per-element shared loads the body is larger than it will unroll, and a k-block
+        # loop left rolled would index the fragments at run time (local memory). Then the
+        # k-blocks are written out here, each a constant.
+        rolled = all(op.s2r.kind is CopyKind.LDMATRIX for op in self.plan.operands)
+        w("# ---- main loop: k-tiles, and k-blocks with register double buffering ------------")
         w("for kt in range(ktiles):")
         with w.block():
-            for kb in range(KB):
-                w(f"# k-block {kb}")
-                if kb == KB - 1:
-                    w(f"cp_async_wait_group({S - 2})  # the next stage has landed")
-                    w("cuda.syncthreads()")
-                    w("read_stage = read_stage + 1 if read_stage + 1 < STAGES else 0")
-                    _emit_read_bases(w, plan, "read_stage", eb, smem_b_off)
-                nkb = (kb + 1) % KB
-                _emit_frag_load(w, plan, "read_stage", nkb, nkb % 2, eb, smem_b_off)
-                if kb == 0:
-                    w("if next_k < ktiles:  # prefetch k-tile next_k into write_stage")
-                    with w.block():
-                        _emit_tile_load(w, plan, ops, "next_k", "write_stage", eb, smem_b_off)
-                    w("cp_async_commit()")
-                    w("write_stage = write_stage + 1 if write_stage + 1 < STAGES else 0")
-                    w("next_k += 1")
-                _emit_mma(w, plan, kb)
-        w("cp_async_wait_all()")
-        w("")
-        _emit_epilogue(w, plan)
-    return "\n".join(w.lines) + "\n"
-
-
-def _frag_words(plan, op):
-    s = op.s2r
-    per = s.notes["per_word"]
-    return s.notes["nfrag"] // plan.kblocks // per
-
-
-def _kb_local(plan, op, off):
-    """Fragment element offset -> (k-block, word index within that k-block's buffer)."""
-    s = op.s2r
-    per = s.notes["per_word"]
-    n_kb = s.notes["nfrag"] // plan.kblocks
-    return off // n_kb, (off % n_kb) // per
-
-
-def _emit_copy_pointers(w, op, p, name, srow, sk, eb):
-    """Per-copy global byte addresses of k-tile 0, advanced by one k-tile after each load.
-
-    Rows past M (N) are clamped into the matrix: they only feed rows (columns) of C
-    that the epilogue never stores, so the copies need no row predicate.  A vector
-    along M (N) stays whole, as the host vectorizes only when ``vec`` divides M (N).
-    """
-    g = op.g2s
-    r0 = "m0" if name == "A" else "n0"
-    last = f"{p}_rows - 1" if op.major == "K" else f"{p}_rows - {g.vec}"
-    w(f"{p}_g0 = gmem_addr({name}, int64(0))")
-    w(f"{p}_ktile = int64({sk}) * (BK * {eb})  # bytes per k-tile")
-    w(f"# copy i reads row min({r0} + {p}_row + r_i, {last}) (value part (r_i, k_i)), k-tile 0's columns")
-    for i, ((rc, kc), _) in enumerate(g.items):
-        row = f"min({r0} + {p}_row + {rc}, {last})"
-        col = f"{p}_col + {kc} - kres" if kc else f"{p}_col - kres"
-        w(f"{p}_gp{i} = {p}_g0 + (int64({row}) * {srow} + int64({col}) * {sk}) * {eb}  # copy {i}: ({rc},{kc})")
-
-
-def _emit_tile_load(w, plan, ops, ktile, stage, eb, smem_b_off, first=False):
-    """Load one k-tile of A and B into a shared-memory stage.
-
-    cp.async copies of a full k-tile need no predicate (rows are clamped, see
-    :func:`_emit_copy_pointers`); on k-tile 0 (``first``) columns before k = 0 are
-    zero-filled.  Element-wise copies are predicated on every element.
-    """
-    for p, op, mode, name, rdim, srow, sk, _ in ops:
-        g = op.g2s
-        base = f"{stage} * {op.smem_words}" + (f" + {smem_b_off}" if name == "B" else "")
-        r0 = "m0" if name == "A" else "n0"
-        w(f"# {name} tile {ktile} -> stage {stage}: {len(g.items)} x {g.atom}")
-        cp = mode == "cp_async" and g.atom.startswith("SM80_CP_ASYNC")
-        if cp:
-            w(f"{p}_ws = smem_base + ({base}) * {eb}  # shared bytes of this stage")
-            fn = {16: "cp_async_cg_16", 8: "cp_async_ca_8", 4: "cp_async_ca_4"}[g.notes["nbytes"]]
-            nb = g.notes["nbytes"]
-            oks = set()
-            for i, ((rc, kc), soff) in enumerate(g.items):
-                dst = f"{p}_ws + {g.notes['dst_bytes'][i]}"
-                if first:
-                    if kc not in oks:
-                        oks.add(kc)
-                        w(f"{p}_ok{kc} = {p}_col + {kc} >= kres  # k >= 0 for value part k = {kc}")
-                    w(f"{fn}({dst}, {p}_gp{i} if {p}_ok{kc} else {p}_g0, {nb} if {p}_ok{kc} else 0)")
-                else:
-                    w(f"{fn}({dst}, {p}_gp{i}, {nb})")
-            for i in range(len(g.items)):
-                w(f"{p}_gp{i} += {p}_ktile")
-            continue
-        w(f"k0 = {ktile} * BK - kres")
-        for i, ((rc, kc), soff) in enumerate(g.items):
-            dst = g.notes["dst_expr"][i]
-            vec = g.vec
-            # element-wise copy (unaligned or strided operand): predicated, zero-filled
-            w(f"gr = {r0} + {p}_row + {rc}")
-            w(f"gc = k0 + {p}_col + {kc}")
-            for v in range(vec):
-                dr, dc = (0, v) if op.major == "K" else (v, 0)
-                src = f"{name}[gr + {dr}, gc + {dc}]" if name == "A" else f"B[gc + {dc}, gr + {dr}]"
-                w(f"smem[{base} + {dst} + {v}] = {src} if gr + {dr} < {p}_rows and 0 <= gc + {dc} < K else 0")
-
-
-def _emit_frag_load(w, plan, stage, kb, buf, eb, smem_b_off):
-    for p, op, name in (("a", plan.a, "A"), ("b", plan.b, "B")):
-        s = op.s2r
-        base = f"{stage} * {op.smem_words}" + (f" + {smem_b_off}" if name == "B" else "")
-        rbase = f"{p}_rs"
-        frag = f"{p}_frag"
-        for j, (soff, vals, k, soffs) in enumerate(s.items):
-            if k != kb:
-                continue
-            if s.atom.startswith("SM75_U32x4_LDSM_N") or s.atom.startswith("SM75_U16x8_LDSM_T"):
-                fn = "ldmatrix_x4" if "LDSM_N" in s.atom else "ldmatrix_x4_trans"
-                per = s.notes["per_word"]
-                words = [_kb_local(plan, op, vals[i])[1] for i in range(0, len(vals), per)]
-                if per == 2:
-                    for i in range(0, len(vals), 2):
-                        if vals[i + 1] != vals[i] + 1 or vals[i] % 2:
-                            raise ValueError(f"emit: ldmatrix register {i // 2} of {name} does not hold a fragment pair")
-                lhs = ", ".join(f"{frag}[{buf}, {x}]" for x in words)
-                w(f"{lhs} = {fn}({rbase} + {s.notes['src_expr'][(j, None)]})  # {s.atom}")
-            else:
-                for v in range(len(vals)):
-                    _, word = _kb_local(plan, op, vals[v])
-                    addr = s.notes["src_expr"][(j, v)]
-                    if eb == 4:  # a 32-bit word at a byte address: one LDS with an immediate offset
-                        w(f"{frag}[{buf}, {word}] = ld_shared_b32({rbase} + {addr})  # {s.atom}")
-                    else:
-                        w(f"{frag}[{buf}, {word}] = smem[({base}) + ({addr}) // {eb}]  # {s.atom}")
-
-
-def _emit_read_bases(w, plan, stage, eb, smem_b_off):
-    w(f"a_rs = smem_base + {stage} * {plan.a.smem_words * eb}  # shared bytes of A's read stage")
-    w(f"b_rs = smem_base + ({stage} * {plan.b.smem_words} + {smem_b_off}) * {eb}  # B's read stage")
-
-
-def _emit_mma(w, plan, kb):
-    dt = plan.config.dtype
-    buf = kb % 2
-    for aoff, boff, coff in plan.mma_calls[kb]:
-        if dt in ("f16", "bf16"):
-            aw = [_kb_local(plan, plan.a, aoff[i])[1] for i in range(0, 8, 2)]
-            bw = [_kb_local(plan, plan.b, boff[i])[1] for i in range(0, 4, 2)]
-        elif dt == "tf32":
-            aw = [_kb_local(plan, plan.a, x)[1] for x in aoff]
-            bw = [_kb_local(plan, plan.b, x)[1] for x in boff]
-        else:
-            aw = [_kb_local(plan, plan.a, x)[1] for x in aoff]
-            bw = [_kb_local(plan, plan.b, x)[1] for x in boff]
-        cs = ", ".join(f"acc[{c}]" for c in coff)
-        args = ", ".join([f"a_frag[{buf}, {x}]" for x in aw] + [f"b_frag[{buf}, {x}]" for x in bw] + [f"acc[{c}]" for c in coff])
-        if dt == "f32":
-            w(f"{cs} = acc[{coff[0]}] + u32_as_f32(a_frag[{buf}, {aw[0]}]) * u32_as_f32(b_frag[{buf}, {bw[0]}])")
-        else:
-            w(f"{cs} = {_MMA_FN[dt]}({args})")
-
-
-def _emit_epilogue(w, plan):
-    cfg = plan.config
-    out = cfg.out
-    ob = _BYTES[out]
-    fl = "float64" if cfg.dtype == "f64" else "float32"
-    rows = sorted({r for r, _ in plan.epilogue})
-    cols = sorted({c for _, c in plan.epilogue})
-    w("# ---- epilogue: D = alpha * acc + beta * C, converted and predicated --------------------")
-    w(f"c_row = m0 + {plan.epi_thr[0]}  # from tv_C(identity (BM,BN)) mode Thr")
-    w(f"c_col = n0 + {plan.epi_thr[1]}")
-    w("c_full = m0 + BM <= M and n0 + BN <= N  # an interior tile: no predicates")
-    w("c_read = beta != 0  # C is read only when beta != 0 (BLAS semantics: it may hold NaN)")
-    w("c_g0 = gmem_addr(C, int64(0))")
-    w(f"# global byte addresses: row part per value-part row {rows}, column part per column {cols}")
-    for r in rows:
-        w(f"c_r{r} = c_g0 + int64(c_row + {r}) * scm * {ob}")
-    for c in cols:
-        w(f"c_c{c} = int64(c_col + {c}) * scn * {ob}")
-    store = {"f16": "st_global_b16({a}, cvt_f16x2_f32(v, v))", "bf16": "st_global_b16({a}, cvt_bf16x2_f32(v, v))",
-             "f32": "st_global_b32({a}, float32(v))", "f64": "st_global_b64({a}, float64(v))"}[out]
-    w("if c_full and not c_read:  # the common case: stores only, no predicates")
-    with w.block():
-        for e, (r, c) in enumerate(plan.epilogue):
-            w(f"v = alpha * acc[{e}]  # -> C[c_row + {r}, c_col + {c}]")
-            w(store.format(a=f"c_r{r} + c_c{c}"))
-    w("else:")
-    with w.block():
-        for e, (r, c) in enumerate(plan.epilogue):
-            w(f"if c_full or (c_row + {r} < M and c_col + {c} < N):  # acc[{e}] -> C[c_row + {r}, c_col + {c}]")
-            with w.block():
-                w(f"v = alpha * acc[{e}]")
-                w("if c_read:")
+            if rolled:
+                w("for kblock in range(KBLOCKS):")
                 with w.block():
-                    # unsigned indices: numba skips its negative-index wraparound for them
-                    cij = f"C[uint32(c_row + {r}), uint32(c_col + {c})]"
-                    if out == "f16":
-                        w(f"v += beta * float32({cij})")
-                    elif out == "bf16":
-                        w(f"v += beta * u32_as_f32(uint32({cij}) << 16)")
+                    self.kblock_body()
+            else:
+                for kb in range(self.plan.pipeline.kblocks):
+                    w(f"kblock = {kb}  # k-blocks written out: see the emitter's main_loop")
+                    self.kblock_body()
+        w(self.w.call("cp_async_wait_all", ""))
+
+    def kblock_body(self):
+        w, S = self.w, self.cfg.stages
+        w("if kblock == KBLOCKS - 1:  # the next stage has landed: move the read stage")
+        with w.block():
+            w(self.w.call("cp_async_wait_group", f"{S - 2}"))
+            w("cuda.syncthreads()")
+            w("read_stage = read_stage + 1 if read_stage + 1 < STAGES else 0")
+            self.read_bases()
+        w(f"kb = {_mod('kblock + 1', self.plan.pipeline.kblocks)}  # the k-block loaded next")
+        for op in self.plan.operands:
+            self.frag_load(op, "read_stage", "(kblock + 1) & 1")
+        w("if kblock == 0:")
+        with w.block():
+            w("if next_k < ktiles:  # prefetch k-tile next_k into write_stage")
+            with w.block():
+                for op in self.plan.operands:
+                    self.tile_load(op, "next_k", "write_stage", first=False)
+            w(self.w.call("cp_async_commit", ""))
+            w("write_stage = write_stage + 1 if write_stage + 1 < STAGES else 0")
+            w("next_k += 1")
+        self.mma("kblock & 1")
+
+    def mma(self, buf):
+        w, m = self.w, self.plan.mma
+        w(f"# MMAs of this k-block: {m.mma_m} x {m.mma_n} atoms, serpentine over M so B stays in registers")
+        w("for n in range(MMA_N):")
+        with w.block():
+            w("for mm in range(MMA_M):")
+            with w.block():
+                w("m = mm if n % 2 == 0 else MMA_M - 1 - mm")
+                w(f"fa = {m.a_word}  # A fragment words of atom m")
+                w(f"fb = {m.b_word}  # B fragment words of atom n")
+                w(f"c = {_sum(m.acc_m.code, m.acc_n.code)}  # accumulators of atom (m, n): {m.acc_layout}")
+                a = [f"a_frag[{buf}, fa + {j}]" if j else f"a_frag[{buf}, fa]" for j in m.a_regs]
+                b = [f"b_frag[{buf}, fb + {j}]" if j else f"b_frag[{buf}, fb]" for j in m.b_regs]
+                c = [f"acc[c + {j}]" if j else "acc[c]" for j in m.acc_regs]
+                if m.intrinsic is None:   # UniversalFMA: one multiply-add on CUDA cores
+                    w(f"{c[0]} += {a[0]} * {b[0]}")
+                else:
+                    w(f"{', '.join(c)} = {w.call(m.intrinsic, ', '.join(a + b + c))}")
+
+    # ---- epilogue ----------------------------------------------------------
+    def epilogue(self):
+        w, e = self.w, self.plan.epilogue
+        out = e.out.name
+        ob = e.out.bits // 8
+        w("# ---- epilogue: C = alpha * acc + beta * C, converted to the output type ----------")
+        w(f"# tv_C(identity (BM,BN)) = {e.cid}  (Thr,(FrgV,(RestM,RestN))) -> (m,n)")
+        w(f"c_row = m0 + {e.thr_row}  # m of mode Thr")
+        w(f"c_col = n0 + {e.thr_col}  # n of mode Thr")
+        w("c_full = m0 + BM <= M and n0 + BN <= N  # an interior tile: no predicates")
+        w("c_read = beta != 0  # C is read only when beta != 0 (BLAS: C may hold NaN otherwise)")
+        pair = e.pair_row is not None and out in ("f16", "bf16", "f32")
+        if pair:
+            w(f"if c_full and not c_read and scn == 1 and (scm & 1) == 0 and (C & {2 * ob - 1}) == 0:")
+            with w.block():
+                w("# row-major C, an interior tile: accumulators 2p and 2p + 1 are adjacent columns")
+                w(f"c_base = C + (int64(c_row) * scm + c_col) * {ob}")
+                w(f"for p in range({e.acc_size // 2}):")
+                with w.block():
+                    w(f"v0 = alpha * acc[2 * p]  # C[c_row + {e.pair_row}, c_col + {e.pair_col}]")
+                    w("v1 = alpha * acc[2 * p + 1]  # the next column")
+                    addr = f"c_base + (int64({e.pair_row}) * scm + {e.pair_col}) * {ob}"
+                    if out in ("f16", "bf16"):
+                        w(w.call("st_global_b32", f"{addr}, {w.call(f'cvt_{out}x2_f32', 'v0, v1')}"))
                     else:
-                        w(f"v += beta * {fl}({cij})")
-                w(store.format(a=f"c_r{r} + c_c{c}"))
+                        w(w.call("st_global_v2_b32", f"{addr}, float32(v0), float32(v1)"))
+            w("else:  # an edge tile, beta != 0 or another C layout")
+        else:
+            w("if True:  # the accumulators go through shared memory")
+        with w.block():
+            w("# the accumulators go through shared memory, so that this predicated loop (which")
+            w("# NVVM does not unroll) indexes no register array")
+            w("cuda.syncthreads()  # every warp is done reading the last stage")
+            f64 = self.plan.etype.name == "f64"
+            if not f64 and e.acc_size % 4 == 0:
+                w(f"for i in range({e.acc_size // 4}):  # accumulator e at smem word ((e >> 2) * THREADS + tid) * 4 + (e & 3)")
+                with w.block():
+                    w(w.call("st_shared_v4_b32", "smem_base + ((i * THREADS + tid) << 4), acc[4 * i], acc[4 * i + 1], "
+                                                 "acc[4 * i + 2], acc[4 * i + 3]"))
+                spilled = w.call("u32_as_f32", w.call(
+                    "ld_shared_b32", "smem_base + (((e >> 2) * THREADS + tid) << 4) + ((e & 3) << 2)"))
+            else:
+                size = 8 if f64 else 4
+                st = "st_shared_b64" if f64 else "st_shared_b32"
+                w(f"for i in range({e.acc_size}):  # accumulator e at smem element e * THREADS + tid")
+                with w.block():
+                    w(w.call(st, f"smem_base + (i * THREADS + tid) * {size}, acc[i]"))
+                ld = w.call("ld_shared_b64" if f64 else "ld_shared_b32", f"smem_base + (e * THREADS + tid) * {size}")
+                spilled = w.call("u64_as_f64", ld) if f64 else w.call("u32_as_f32", ld)
+            w(f"for e in range({e.acc_size}):")
+            with w.block():
+                w(f"row = c_row + {e.row}  # m of mode FrgV")
+                w(f"col = c_col + {e.col}  # n of mode FrgV")
+                w("if row < M and col < N:")
+                with w.block():
+                    w(f"v = alpha * {spilled}")
+                    w(f"ca = C + (int64(row) * scm + int64(col) * scn) * {ob}")
+                    w("if c_read:")
+                    with w.block():
+                        w(f"v += beta * {self._load_c(out, 'ca')}")
+                    self._store_one(out, "v", "ca")
+
+    def _store_one(self, out, value, addr):
+        w = self.w
+        if out in ("f16", "bf16"):
+            w(w.call("st_global_b16", f"{addr}, {w.call(f'cvt_{out}x2_f32', f'{value}, {value}')}"))
+        elif out == "f32":
+            w(w.call("st_global_b32", f"{addr}, float32({value})"))
+        else:
+            w(w.call("st_global_b64", f"{addr}, float64({value})"))
+
+    def _load_c(self, out, addr):
+        w = self.w
+        if out == "f16":
+            return f"{w.call('unpack_f16x2_f32', w.call('ld_global_b16', addr))}[0]"
+        if out == "bf16":
+            return f"{w.call('u32_as_f32', 'uint32(' + w.call('ld_global_b16', addr) + ') << 16')}"
+        if out == "f32":
+            return w.call("u32_as_f32", w.call("ld_global_b32", addr))
+        return w.call("u64_as_f64", w.call("ld_global_b64", addr))
+
+
+def _sum(*parts):
+    parts = [p for p in parts if p and p != "0"]
+    return " + ".join(parts) if parts else "0"
+
+
+def _sw_code(x, sw):
+    if sw is None:
+        return x
+    return f"{x} ^ (({x} & {sw.yyy_mask}) >> {sw.shift})" if sw.shift >= 0 else \
+        f"{x} ^ (({x} & {sw.yyy_mask}) << {-sw.shift})"
+
+
+def emit_source(plan: GemmPlan):
+    """Source text of the kernel module for ``plan``."""
+    if plan.pipeline.kblocks % 2 and plan.pipeline.kblocks != 1:
+        raise ValueError(f"emit: k-blocks per tile ({plan.pipeline.kblocks}) must be even for register double buffering")
+    if plan.pipeline.kblocks == 1:
+        raise ValueError("emit: one k-block per k-tile leaves nothing to double-buffer; use a larger BK")
+    return _Emitter(plan).source()

@@ -1,29 +1,54 @@
-"""``gemm``: run a generated kernel on the user's arrays.
+"""``gemm`` and ``prepare``: run a generated kernel on the user's arrays.
 
-Accepts numpy arrays (copied to and from the device), numba device arrays,
-CuPy arrays and torch tensors (zero-copy), with any strides.  The global
-layouts come from the arrays' own shapes and strides; the plan is chosen per
-dtype, majorness and alignment.
+Accepts numpy arrays (copied to and from the device), numba device arrays, CuPy arrays
+and torch tensors (zero-copy), with any strides.  The global layouts come from the
+arrays' own shapes and strides; the plan is chosen per dtype, majorness and alignment.
+
+The kernel takes raw device addresses, so a launch needs no array wrappers: a prepared
+launch keeps its arguments in place and only writes the three addresses, alpha and
+beta before calling the driver.  :func:`gemm` keeps the prepared launches it made,
+keyed by everything that selects one (array kinds, dtypes, shapes, strides, alignment,
+device, stream and options), so a repeated call costs a dictionary look-up and a launch.
 """
 
+from __future__ import annotations
+
+import ctypes
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
-from .config import GemmConfig
-from .kernel import get_kernel
+from layoutalg.element_types import ElementType, element_type
 
-__all__ = ["gemm", "GemmError"]
+from .config import DTYPES, OUT_DTYPES, GemmConfig
+from .errors import GemmError
+from .kernel import KernelKey, get_kernel, simulating
+
+__all__ = ["gemm", "prepare", "GemmLaunch", "GemmError", "PRECISIONS"]
+
+#: ``precision`` values: None or the inputs' own type, or "tf32" for f32 inputs on tensor
+#: cores ("f32" keeps f32 inputs on CUDA cores, exact f32 products).
+PRECISIONS = (None, "f16", "bf16", "tf32", "f32", "f64")
+
+_SUPPORTED_IN = ("f16", "bf16", "f32", "f64")
 
 
-class GemmError(ValueError):
-    """Bad arguments to :func:`gemm` (shapes, dtypes, devices)."""
+# ---- describing arrays ------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Array:
+    """What the kernel needs to know of one array."""
+
+    kind: str                 # "torch", "cupy", "numpy" or "cuda" (a CUDA array interface)
+    etype: ElementType
+    shape: tuple
+    strides: tuple            # in elements
+    ptr: int                  # device address (0 for numpy: copied later)
+    device: object
 
 
-_NP_NAMES = {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
-
-
-def _kind(x):
+def _kind(x, op, name):
     mod = type(x).__module__
     if mod.startswith("torch"):
         return "torch"
@@ -33,80 +58,63 @@ def _kind(x):
         return "numpy"
     if hasattr(x, "__cuda_array_interface__"):
         return "cuda"
-    raise GemmError(f"gemm: unsupported array type {type(x).__name__}; pass numpy, CuPy, torch or numba device arrays")
+    raise GemmError(f"{op}: {name} is a {type(x).__name__}; pass a numpy array, CuPy array, torch tensor "
+                    f"or numba device array")
 
 
-def _dtype_name(x, kind):
-    if kind == "torch":
-        import torch
-
-        m = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32", torch.float64: "f64"}
-        if x.dtype not in m:
-            raise GemmError(f"gemm: unsupported torch dtype {x.dtype}; use float16, bfloat16, float32 or float64")
-        return m[x.dtype]
-    dt = np.dtype(x.dtype)
-    if dt.name == "bfloat16":
-        return "bf16"
-    if dt not in _NP_NAMES:
-        raise GemmError(f"gemm: unsupported dtype {dt}; use float16, bfloat16, float32 or float64")
-    return _NP_NAMES[dt]
+def _etype(x, kind, op, name, allowed):
+    dt = x.dtype
+    if kind == "cuda" and not hasattr(x, "dtype"):
+        dt = np.dtype(x.__cuda_array_interface__["typestr"])
+    try:
+        et = element_type(dt, op)
+    except Exception:
+        et = None
+    if et is None or et.name not in allowed:
+        raise GemmError(f"{op}: {name} has dtype {dt}; supported: {', '.join(allowed)}")
+    return et
 
 
-def _shape_strides(x, kind):
+def _describe(x, op, name, allowed=_SUPPORTED_IN):
+    kind = _kind(x, op, name)
+    et = _etype(x, kind, op, name, allowed)
     shape = tuple(int(s) for s in x.shape)
     if kind == "torch":
-        strides = tuple(int(s) for s in x.stride())
+        if not x.is_cuda:
+            raise GemmError(f"{op}: torch tensor {name} is on {x.device}; move it to a CUDA device")
+        strides, ptr, dev = tuple(int(s) for s in x.stride()), int(x.data_ptr()), x.device
     elif kind in ("numpy", "cupy"):
-        strides = tuple(int(s) // x.itemsize for s in x.strides)
+        item = x.itemsize
+        strides = tuple(int(s) // item for s in x.strides)
+        ptr = 0 if kind == "numpy" else int(x.data.ptr)
+        dev = "host" if kind == "numpy" else x.device.id
     else:
         cai = x.__cuda_array_interface__
         item = np.dtype(cai["typestr"]).itemsize
-        strides = tuple(s // item for s in cai["strides"]) if cai.get("strides") else tuple(
-            int(np.prod(shape[i + 1:])) for i in range(len(shape)))
-    return shape, strides
+        strides = (tuple(s // item for s in cai["strides"]) if cai.get("strides")
+                   else tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape))))
+        ptr, dev = int(cai["data"][0]), "cuda"
+    if len(shape) != 2:
+        raise GemmError(f"{op}: {name} must be 2-D, got shape {shape}")
+    return _Array(kind, et, shape, strides, ptr, dev)
 
 
-def _packed(x):
-    """``x``, or a packed copy of it when it is not one C- or Fortran-ordered block."""
-    return x if x.flags.c_contiguous or x.flags.f_contiguous else np.ascontiguousarray(x)
-
-
-def _device_view(x, kind, name):
-    """A numba device array over the same memory (bf16 as uint16 bits)."""
-    from numba import cuda
-
-    if kind == "torch":
-        import torch
-
-        if not x.is_cuda:
-            raise GemmError(f"gemm: torch tensor {name} is on {x.device}; move it to a CUDA device")
-        if x.dtype == torch.bfloat16:
-            x = x.view(torch.int16)
-        return cuda.as_cuda_array(x.detach())
-    if kind == "numpy":
-        if x.dtype.name == "bfloat16":
-            x = x.view(np.uint16)
-        return cuda.to_device(x)
-    return cuda.as_cuda_array(x)
-
-
-def _major(shape, strides, rows_dim, k_dim):
-    """'K' when the K coordinate is contiguous, 'MN' when the row coordinate is, else 'K' (strided)."""
-    sr, sk = strides[rows_dim], strides[k_dim]
-    if shape[k_dim] == 1:
+def _major(shape, strides):
+    """'K' when the K coordinate (mode 1) is contiguous, 'MN' when the row coordinate is, else 'K'."""
+    sr, sk = strides
+    if shape[1] == 1:
         sk = 1 if sr != 1 else sk
     if sk == 1:
         return "K"
-    if sr == 1 or shape[rows_dim] == 1:
+    if sr == 1 or shape[0] == 1:
         return "MN"
     return "K"
 
 
-def _vec(cfg, major, shape, strides, rows_dim, k_dim, ptr):
+def _vec(bits, major, shape, strides, ptr):
     """Elements per cp.async (16, 8 or 4 bytes) that alignment allows, or None (element-wise copies)."""
-    eb = cfg.bits // 8
-    cont = k_dim if major == "K" else rows_dim
-    other = rows_dim if major == "K" else k_dim
+    eb = bits // 8
+    cont, other = (1, 0) if major == "K" else (0, 1)
     if strides[cont] != 1 and shape[cont] != 1:
         return None
     for nbytes in (16, 8, 4):
@@ -118,224 +126,422 @@ def _vec(cfg, major, shape, strides, rows_dim, k_dim, ptr):
     return None
 
 
-def _ptr(x, kind):
-    if kind == "torch":
-        return x.data_ptr()
-    if kind == "numpy":
-        return 0   # copied to a fresh, aligned device buffer
-    return x.__cuda_array_interface__["data"][0]
+# ---- options ----------------------------------------------------------------
+
+def _precision(precision, a):
+    if precision is not None and not isinstance(precision, str):
+        raise GemmError(f"gemm: precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision not in PRECISIONS:
+        raise GemmError(f"gemm: precision {precision!r} is not one of {', '.join(repr(p) for p in PRECISIONS)}")
+    if precision is None or precision == a.etype.name:
+        return a.etype.name
+    if precision == "tf32" and a.etype.name == "f32":
+        return precision
+    need = "float32" if precision in ("tf32", "f32") else precision
+    raise GemmError(f"gemm: precision={precision!r} needs {need} inputs, got {a.etype.name}")
 
 
-def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=0):
-    """``alpha * A @ B + beta * C``, computed by a generated tensor-core kernel; returns C.
-
-    ``A``: (M,K), ``B``: (K,N), ``C``: (M,N) or None (a new array is made).  Arrays may be
-    numpy (copied), numba device arrays, CuPy arrays or torch tensors, with any strides.
-    fp16/bf16 use ``mma.sync`` m16n8k16 with f32 accumulation; fp32 runs on CUDA cores
-    unless ``precision="tf32"`` (or a tf32 ``config``); fp64 uses the m8n8k4 f64 MMA.
-    """
-    return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
-                   precision=precision, stream=stream)()
-
-
-class GemmLaunch:
-    """A prepared GEMM: arrays converted, kernel compiled; calling it only launches.
-
-    Build it with :func:`prepare` and call it repeatedly on the same arrays (e.g. in a
-    training loop or a benchmark) to skip the per-call argument handling of :func:`gemm`.
-    Calling returns C (for numpy C, copied back to the host array).
-    """
-
-    def __init__(self, kernel, grid, threads, stream, args, C, dC, copy_back):
-        self.kernel = kernel
-        self.grid = grid
-        self.threads = threads
-        self.stream = stream
-        self.args = args
-        self.C = C
-        self._dC = dC
-        self._copy_back = copy_back
-        self._launcher = _launcher(kernel, grid, threads, stream, args)
-
-    @property
-    def source(self):
-        """The generated numba source of the kernel this launch runs."""
-        return self.kernel.source
-
-    def __call__(self):
-        self._launcher()
-        if self._copy_back:
-            res = self._dC.copy_to_host()
-            self.C[...] = res.view(self.C.dtype) if res.dtype != self.C.dtype else res
-        return self.C
+def _out_name(out_dtype, op="gemm"):
+    if out_dtype is None:
+        return None
+    try:
+        name = element_type(out_dtype, op).name
+    except Exception:
+        name = None
+    if name not in OUT_DTYPES:
+        raise GemmError(f"{op}: out_dtype {out_dtype!r} is not one of {', '.join(OUT_DTYPES)} "
+                        f"(names, numpy or torch dtypes)")
+    return name
 
 
-def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=0):
-    """Validate, plan, compile and convert once; returns a :class:`GemmLaunch` (see :func:`gemm`)."""
-    ka, kb = _kind(A), _kind(B)
-    if ka != kb and not ({ka, kb} <= {"cupy", "cuda"}):
-        raise GemmError(f"gemm: A is a {ka} array but B is a {kb} array; pass arrays of one kind")
-    da, db = _dtype_name(A, ka), _dtype_name(B, kb)
-    if da != db:
-        raise GemmError(f"gemm: A is {da} but B is {db}; convert one (supported: f16, bf16, f32/tf32, f64)")
-    if len(A.shape) != 2 or len(B.shape) != 2:
-        raise GemmError(f"gemm: A and B must be 2-D, got shapes {tuple(A.shape)} and {tuple(B.shape)}")
-    if ka == "numpy":  # numba copies only single-region buffers: pack strided views first
-        A, B = _packed(A), _packed(B)
-    M, K = (int(s) for s in A.shape)
-    K2, N = (int(s) for s in B.shape)
-    if K != K2:
-        raise GemmError(f"gemm: inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
-    if min(M, N, K) < 1:
-        raise GemmError(f"gemm: M, N, K must be >= 1, got {M}, {N}, {K}")
-    if ka == "torch":
-        import torch
-
-        if A.device != B.device or (C is not None and C.device != A.device):
-            raise GemmError(f"gemm: arrays on different devices: A {A.device}, B {B.device}"
-                            + (f", C {C.device}" if C is not None else ""))
-    kind = precision or ("tf32" if config is not None and config.dtype == "tf32" else da)
-    if kind == "tf32" and da != "f32":
-        raise GemmError(f"gemm: tf32 precision needs float32 inputs, got {da}")
-    chosen = config is None
-    if chosen:
-        config = GemmConfig.default(kind, M, N, K, out_dtype)
-    elif config.dtype != kind and not (config.dtype == "tf32" and da == "f32"):
-        raise GemmError(f"gemm: config is for {config.dtype} but the inputs are {da}")
-    if out_dtype is not None and config.out_dtype != out_dtype:
-        config = config.with_(out_dtype=out_dtype)
-    _check_gpu(config)
-
-    from numba import cuda
-
-    sa, sta = _shape_strides(A, ka)
-    sb, stb = _shape_strides(B, kb)
-    # B as (N,K): B_nk[n,k] = B[k,n]
-    b_shape = (N, K)
-    b_strides = (stb[1], stb[0])
-    a_major = _major(sa, sta, 0, 1)
-    b_major = _major(b_shape, b_strides, 0, 1)
-    a_vec = _vec(config, a_major, sa, sta, 0, 1, _ptr(A, ka))
-    b_vec = _vec(config, b_major, b_shape, b_strides, 0, 1, _ptr(B, kb))
-    if chosen and (not a_vec or not b_vec or min(a_vec, b_vec) * config.bits < 128):
-        # operands copied element-wise or in pieces under 16 bytes: the smaller plan
-        config = GemmConfig.default(kind, M, N, K, config.out_dtype, aligned=False)
-    a_mode = "cp_async" if a_vec else "sync"
-    b_mode = "cp_async" if b_vec else "sync"
-    k = get_kernel(config, a_major, b_major, a_mode, b_mode, a_vec, b_vec)
-
-    out_name = config.out
-    if C is None:
-        C = _new_out(A, ka, (M, N), out_name)
-        beta = 0.0
-    else:
-        if tuple(C.shape) != (M, N):
-            raise GemmError(f"gemm: C has shape {tuple(C.shape)}, expected {(M, N)}")
-        cname = _dtype_name(C, _kind(C))
-        if cname != out_name:
-            raise GemmError(f"gemm: C is {cname} but the output type is {out_name}; pass out_dtype={cname!r}")
-    kc = _kind(C)
-    Cd = _packed(C) if kc == "numpy" else C   # what the device copy of C mirrors
-    dA, dB, dC = _device_view(A, ka, "A"), _device_view(B, kb, "B"), _device_view(Cd, kc, "C")
-    sc = _shape_strides(Cd, kc)[1]
-    grid = ((M + config.bm - 1) // config.bm) * ((N + config.bn - 1) // config.bn)
-    scalar = np.float64 if config.dtype == "f64" else np.float32
-    args = (dA, dB, dC, np.int32(M), np.int32(N), np.int32(K), np.int32(sta[0]), np.int32(sta[1]),
-            np.int32(b_strides[0]), np.int32(b_strides[1]), np.int32(sc[0]), np.int32(sc[1]),
-            scalar(alpha), scalar(beta))
-    return GemmLaunch(k, grid, config.threads, stream, args, C, dC, kc == "numpy")
+def _check_c(C, c, M, N, op="gemm"):
+    if c.shape != (M, N):
+        raise GemmError(f"{op}: C has shape {c.shape}, expected {(M, N)}")
+    if any(s == 0 for s, n in zip(c.strides, c.shape) if n > 1):
+        raise GemmError(f"{op}: C has strides {c.strides}: a stride 0 (a broadcast view) makes several "
+                        f"elements share memory; pass a writable array of its own")
+    if c.kind == "numpy" and not C.flags.writeable:
+        raise GemmError(f"{op}: C is a read-only numpy array; pass a writable one")
 
 
-def _new_out(A, kind, shape, name):
-    if kind == "torch":
-        import torch
-
-        dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64}[name]
-        return torch.empty(shape, dtype=dt, device=A.device)
-    if kind == "cupy":
-        import cupy
-
-        if name == "bf16":
-            raise GemmError("gemm: CuPy has no bfloat16; pass C or use out_dtype='f32'")
-        return cupy.empty(shape, dtype={"f16": np.float16, "f32": np.float32, "f64": np.float64}[name])
-    if kind == "numpy":
-        if name == "bf16":
-            raise GemmError("gemm: numpy has no bfloat16 output; use out_dtype='f32'")
-        return np.zeros(shape, dtype={"f16": np.float16, "f32": np.float32, "f64": np.float64}[name])
-    from numba import cuda
-
-    return cuda.device_array(shape, dtype={"f16": np.float16, "f32": np.float32, "f64": np.float64}[name])
-
+# ---- launching ----------------------------------------------------------------
 
 @functools.cache
 def _device_cc():
     """The GPU's compute capability, looked up once (it costs driver calls)."""
-    from numba import cuda
+    from . import driver
 
-    if not cuda.is_available():
-        raise GemmError("gemm: no CUDA GPU is available; set NUMBA_ENABLE_CUDASIM=1 to run in numba's simulator")
-    return cuda.get_current_device().compute_capability
+    try:
+        return driver.compute_capability()
+    except driver.DriverError as e:
+        raise GemmError(f"gemm: no usable CUDA GPU ({e}); set NUMBA_ENABLE_CUDASIM=1 to run in numba's "
+                        f"simulator") from None
 
 
-def _check_gpu(config):
-    from numba.cuda import config as ncfg
-
-    if getattr(ncfg, "ENABLE_CUDASIM", 0):
+def _check_gpu():
+    if simulating():
         return
     cc = _device_cc()
-    need = (6, 0) if config.dtype == "f32" else (8, 0)
-    if cc < need:
-        raise GemmError(f"gemm: {config.dtype} kernels need compute capability {need[0]}.{need[1]} "
-                        f"(mma.sync/cp.async), this GPU is {cc[0]}.{cc[1]}; use dtype f32 on CUDA cores")
+    if cc < (8, 0):
+        raise GemmError(f"gemm: the generated kernels use cp.async, ldmatrix and mma.sync, which need compute "
+                        f"capability 8.0 or newer; this GPU is {cc[0]}.{cc[1]}")
 
 
-_ATTR_DONE = set()
+class _Launcher:
+    """One kernel, grid and block with its arguments held in place.
+
+    ``__call__(a, b, c, alpha, beta, stream)`` writes the addresses and scalars into the
+    argument slots and launches: one driver call on a GPU, numba's simulated dispatcher
+    in the simulator.
+    """
+
+    def __init__(self, compiled, grid, M, N, K, strides):
+        cfg = compiled.config
+        self.compiled = compiled
+        self.grid = grid
+        self.threads = cfg.threads
+        self.smem = compiled.smem_bytes
+        scalar = ctypes.c_double if cfg.dtype == "f64" else ctypes.c_float
+        self.slots = ([ctypes.c_int64(0) for _ in range(3)] + [ctypes.c_int32(v) for v in (M, N, K)]
+                      + [ctypes.c_int64(s) for s in strides] + [scalar(1.0), scalar(0.0)])
+        self.params = (ctypes.c_void_p * len(self.slots))(*[ctypes.addressof(s) for s in self.slots])
+        self.fn = compiled.function
+
+    def __call__(self, a, b, c, alpha, beta, stream=0):
+        s = self.slots
+        s[0].value, s[1].value, s[2].value = a, b, c
+        s[12].value, s[13].value = alpha, beta
+        if self.fn is not None:
+            self.fn.launch(self.grid, self.threads, self.smem, stream, self.params)
+            return
+        self.compiled.kernel[self.grid, self.threads, stream, self.smem](*[x.value for x in s])
 
 
-def _launcher(k, grid, threads, stream, args):
-    """A no-argument function that launches ``k`` with ``args`` (compiled and configured once)."""
+def _stream_handle(stream, kind, device):
+    """A raw stream handle (int) from None, an int or a stream object."""
+    if stream is None:
+        if kind == "torch":
+            import torch
+
+            return int(torch.cuda.current_stream(device).cuda_stream)
+        if kind == "cupy":
+            import cupy
+
+            return int(cupy.cuda.get_current_stream().ptr)
+        return 0
+    if isinstance(stream, (int, np.integer)) and not isinstance(stream, bool):
+        return int(stream)
+    for attr in ("cuda_stream", "ptr"):
+        v = getattr(stream, attr, None)
+        if isinstance(v, int):
+            return v
+    if hasattr(stream, "__cuda_stream__"):
+        return int(stream.__cuda_stream__()[1])
+    h = getattr(stream, "handle", None)
+    if h is not None:
+        return int(getattr(h, "value", h) or 0)
+    raise GemmError(f"gemm: stream must be None, an int handle or a torch/CuPy/numba stream, got {stream!r}")
+
+
+# ---- the API ----------------------------------------------------------------
+
+class GemmLaunch:
+    """A prepared GEMM: arrays checked, kernel compiled, arguments in place; calling it launches.
+
+    Build it with :func:`prepare` and call it repeatedly on the same arrays (e.g. in a
+    training loop or a benchmark).  Calling returns C (for numpy C, copied back into the
+    caller's array).
+    """
+
+    def __init__(self, launcher, ptrs, alpha, beta, stream, C, keep=(), copy_back=None):
+        self._launcher = launcher
+        self._ptrs = ptrs
+        self._alpha = alpha
+        self._beta = beta
+        self._stream = stream
+        self.C = C
+        self._keep = keep
+        self._copy_back = copy_back
+
+    @property
+    def kernel(self):
+        """The :class:`~codegen.kernel.CompiledGemm` this launch runs."""
+        return self._launcher.compiled
+
+    @property
+    def source(self):
+        """The generated numba source of the kernel this launch runs."""
+        return self._launcher.compiled.source
+
+    def __call__(self):
+        a, b, c = self._ptrs
+        self._launcher(a, b, c, self._alpha, self._beta, self._stream)
+        if self._copy_back is not None:
+            self._copy_back()
+        return self.C
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """The launch decided for one call signature: kernel, grid and output type."""
+
+    launcher: _Launcher
+    out: ElementType
+    M: int
+    N: int
+
+
+def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm"):
+    """Validate everything that does not change between calls with the same signature,
+    choose the plan and compile it."""
+    ka, kb = a.kind, b.kind
+    if ka != kb and not ({ka, kb} <= {"cupy", "cuda"}):
+        raise GemmError(f"{op}: A is a {ka} array but B is a {kb} array; pass arrays of one kind")
+    if a.etype != b.etype:
+        raise GemmError(f"{op}: A is {a.etype} but B is {b.etype}; convert one (supported: {', '.join(_SUPPORTED_IN)})")
+    M, K = a.shape
+    K2, N = b.shape
+    if K != K2:
+        raise GemmError(f"{op}: inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
+    if min(M, N, K) < 1:
+        raise GemmError(f"{op}: M, N, K must be >= 1, got {M}, {N}, {K}")
+    if ka == "torch" and (a.device != b.device or (c is not None and c.device != a.device)):
+        raise GemmError(f"{op}: arrays on different devices: A {a.device}, B {b.device}"
+                        + (f", C {c.device}" if c is not None else ""))
+    kind = _precision(precision, a)
+    if config is not None and not isinstance(config, GemmConfig):
+        raise GemmError(f"{op}: config must be a codegen.GemmConfig, got {config!r}")
+    if config is not None and config.dtype != kind and not (config.dtype in ("tf32", "f32") and a.etype.name == "f32"
+                                                            and precision is None):
+        raise GemmError(f"{op}: config is for {config.dtype} but the inputs are {a.etype.name}"
+                        + (f" with precision={precision!r}" if precision else ""))
+    out = _out_name(out_dtype, op)
+    if c is not None:
+        _check_c(C, c, M, N, op)
+        if out is not None and out != c.etype.name:
+            raise GemmError(f"{op}: C is {c.etype.name} but out_dtype is {out}; pass one or make them agree")
+        out = c.etype.name
+    chosen = config is None
+    if chosen:
+        config = GemmConfig.default(kind, M, N, K, out)
+    elif out is not None and config.out != out:
+        config = config.with_(out_dtype=out)
+    if config.dtype not in DTYPES:
+        raise GemmError(f"{op}: no kernel for {config.dtype}")
+    _check_gpu()
+    # B as (N,K): B_nk[n,k] = B[k,n]
+    b_shape, b_strides = (N, K), (b.strides[1], b.strides[0])
+    a_major, b_major = _major(a.shape, a.strides), _major(b_shape, b_strides)
+    bits = config.bits
+    a_vec = _vec(bits, a_major, a.shape, a.strides, a.ptr)
+    b_vec = _vec(bits, b_major, b_shape, b_strides, b.ptr)
+    if chosen and (not a_vec or not b_vec or min(a_vec, b_vec) * bits < 128):
+        # operands copied element-wise or in pieces under 16 bytes: the smaller plan
+        config = GemmConfig.default(kind, M, N, K, config.out_dtype, aligned=False)
+    key = KernelKey(config, a_major, b_major, a_vec, b_vec, a_vec is None, b_vec is None)
+    compiled = get_kernel(key)
+    grid = -(-M // config.bm) * -(-N // config.bn)
+    c_strides = c.strides if c is not None else (N, 1)
+    strides = (a.strides[0], a.strides[1], b_strides[0], b_strides[1], c_strides[0], c_strides[1])
+    return _Setup(_Launcher(compiled, grid, M, N, K, strides), element_type(config.out), M, N)
+
+
+def _new_out(A, kind, shape, et):
+    if kind == "torch":
+        import torch
+
+        return torch.empty(shape, dtype=getattr(torch, et.torch), device=A.device)
+    if kind == "cupy":
+        import cupy
+
+        if et.cupy is None:
+            raise GemmError(f"gemm: CuPy has no {et.name}; pass C or choose out_dtype='f32'")
+        return cupy.empty(shape, dtype=et.cupy)
+    if et.numpy is None:
+        raise GemmError(f"gemm: numpy has no {et.name}; pass C or choose out_dtype='f32'")
+    if kind == "numpy":
+        return np.zeros(shape, dtype=et.numpy)
     from numba import cuda
 
-    nbytes = k.smem_bytes
-    sim = bool(getattr(cuda.config, "ENABLE_CUDASIM", 0)) if hasattr(cuda, "config") else False
+    return cuda.device_array(shape, dtype=et.numpy)
+
+
+def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None):
+    """Validate, plan, compile and place the arguments once; returns a :class:`GemmLaunch`
+    whose call computes ``alpha * A @ B + beta * C`` (see :func:`gemm`)."""
+    op = "prepare"
+    a, b = _describe(A, op, "A"), _describe(B, op, "B")
+    c = _describe(C, op, "C", OUT_DTYPES) if C is not None else None
+    alpha, beta = _scalar(alpha, "alpha", op), _scalar(beta, "beta", op)
+    if a.kind == "numpy" or simulating():
+        return _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op)
+    st = _setup(A, B, C, a, b, c, config, out_dtype, precision, op)
+    if C is None:
+        C = _new_out(A, a.kind, (st.M, st.N), st.out)
+        beta = 0.0
+        c = _describe(C, op, "C", OUT_DTYPES)
+    return GemmLaunch(st.launcher, (a.ptr, b.ptr, c.ptr), alpha, beta, _stream_handle(stream, a.kind, a.device),
+                      C, keep=(A, B, C))
+
+
+def _scalar(x, name, op):
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise GemmError(f"{op}: {name} must be a real number, got {x!r}")
+    return float(x)
+
+
+def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op):
+    """numpy arrays (copied to the device and back), or any arrays in the simulator (where
+    every array lives on the host and kernels reach it by address)."""
+    from dataclasses import replace
+
+    sim = simulating()
+    if C is not None:      # on the caller's C, before any copy hides a stride 0 or read-only memory
+        _check_c(C, c, a.shape[0], b.shape[1], op)
+    hA, hB = _packed(_host(A, a)), _packed(_host(B, b))
+    hC = _packed(_host(C, c)) if C is not None else None
+    a, b = _describe(hA, op, "A"), _describe(hB, op, "B")
+    c = _describe(hC, op, "C", OUT_DTYPES) if hC is not None else None
+    if sim:   # plan with the host addresses (their alignment is what the kernel sees)
+        a, b = replace(a, ptr=_addr(hA)), replace(b, ptr=_addr(hB))
+        c = replace(c, ptr=_addr(hC)) if c is not None else None
+    else:     # device copies are fresh allocations: aligned
+        a, b = replace(a, ptr=0), replace(b, ptr=0)
+    st = _setup(hA, hB, hC, a, b, c, config, out_dtype, precision, op)
+    if hC is None:
+        if st.out.numpy is None:
+            raise GemmError(f"{op}: numpy has no {st.out.name}; pass C or choose out_dtype='f32'")
+        hC = np.zeros((st.M, st.N), dtype=st.out.numpy)
+        beta = 0.0
+    target = C if C is not None else hC
     if sim:
-        return lambda: k.kernel[grid, threads, stream, nbytes](*args)
-    from numba import typeof
-    from numba.cuda.cudadrv import driver
+        from .intrinsics import sim as S
 
-    sig = tuple(typeof(a) for a in args)
-    kern = k.kernel.compile(sig)
-    key = (id(k), sig)
-    if nbytes > 48 * 1024 and key not in _ATTR_DONE:
-        cufunc = kern._codelibrary.get_cufunc()
-        attr = driver.binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        driver.driver.cuKernelSetAttribute(attr, nbytes, cufunc.handle, cufunc.device.id)
-        _ATTR_DONE.add(key)
-    configured = k.kernel[grid, threads, stream, nbytes]
-    return _direct_launch(kern, configured, args) or (lambda: configured(*args))
+        ptrs = tuple(S.register_global(x) for x in (hA, hB, hC))
+        keep = (hA, hB, hC)
+
+        def copy_back():
+            if target is not hC:
+                _write_back(target, hC)
+    else:
+        from numba import cuda
+
+        dA, dB, dC = (cuda.to_device(_bits_view(x)) for x in (hA, hB, hC))
+        ptrs = tuple(int(d.__cuda_array_interface__["data"][0]) for d in (dA, dB, dC))
+        keep = (dA, dB, dC)
+
+        def copy_back():
+            res = dC.copy_to_host()
+            _write_back(target, res.view(hC.dtype) if res.dtype != hC.dtype else res)
+    return GemmLaunch(st.launcher, ptrs, alpha, beta, 0, target, keep=keep, copy_back=copy_back)
 
 
-def _direct_launch(kern, configured, args):
-    """A function that only launches: the arguments are flattened once here, as numba's
-    dispatcher would flatten them on every call (the arrays are device arrays, so nothing
-    is copied back).  None where numba's internals are not what this expects; the caller
-    then launches through the dispatcher."""
-    try:
-        from cuda.core import LaunchConfig, launch
-        from numba.cuda._compat import CUDA_CORE_GE_1_0
+def _addr(x):
+    return int(x.__array_interface__["data"][0])
 
-        if kern.debug or kern.cooperative:
-            return None
-        retr, flat = [], []
-        for t, v in zip(kern.argument_types, args):
-            kern._prepare_args(t, v, configured.stream, retr, flat)
-        if retr:
-            return None
-        coop = {("is_cooperative" if CUDA_CORE_GE_1_0 else "cooperative_launch"): False}
-        cfg = LaunchConfig(grid=configured.griddim, block=configured.blockdim,
-                           shmem_size=configured.sharedmem, **coop)
-        fn = kern._codelibrary.get_cufunc().kernel
-        stream = configured.stream
-    except Exception:  # a numba-cuda whose launch internals differ
-        return None
-    return lambda keep=args: launch(stream, cfg, fn, *flat)  # keep: the arrays outlive the launch
+
+def _host(x, desc):
+    """A numpy view of ``x`` (simulator: every array lives on the host)."""
+    if desc.kind == "numpy":
+        return x
+    if desc.kind == "torch":
+        return x.detach().cpu().numpy()
+    if desc.kind == "cupy":
+        return x.get()
+    return x.copy_to_host()
+
+
+def _bits_view(x):
+    return x.view(np.uint16) if x.dtype.name == "bfloat16" else x
+
+
+def _packed(x):
+    """``x``, or a packed copy of it when it is not one C- or Fortran-ordered block."""
+    return x if x.flags.c_contiguous or x.flags.f_contiguous else np.ascontiguousarray(x)
+
+
+def _write_back(dst, src):
+    if isinstance(dst, np.ndarray):
+        dst[...] = src
+        return
+    mod = type(dst).__module__
+    if mod.startswith("torch"):
+        import torch
+
+        dst.copy_(torch.from_numpy(np.ascontiguousarray(src)))
+    elif mod.startswith("cupy"):
+        import cupy
+
+        dst[...] = cupy.asarray(src)
+    else:
+        dst.copy_to_device(np.ascontiguousarray(src))
+
+
+# ---- the fast path ------------------------------------------------------------
+
+_FAST = {}
+
+
+@dataclass(frozen=True)
+class _Fast:
+    """A cached launch for one torch call signature."""
+
+    launcher: _Launcher
+    out_dtype: object         # torch dtype of a new C
+    M: int
+    N: int
+    device: int
+
+
+def _torch_stream(stream, device):
+    if stream is None:
+        import torch
+
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        return raw(device) if raw is not None else int(torch.cuda.current_stream(device).cuda_stream)
+    return _stream_handle(stream, "torch", device)
+
+
+def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None):
+    """``alpha * A @ B + beta * C``, computed by a generated tensor-core kernel; returns C.
+
+    ``A``: (M,K), ``B``: (K,N), ``C``: (M,N) or None (a new array of the output type).
+    Arrays may be numpy (copied), numba device arrays, CuPy arrays or torch tensors, with
+    any strides.  fp16/bf16 use ``mma.sync`` m16n8k16 with f32 accumulation; fp32 runs on
+    CUDA cores unless ``precision="tf32"``; fp64 uses the m8n8k4 f64 MMA.  The output type
+    is ``out_dtype``, else C's type, else the input type (f32 for tf32).  ``stream``: None
+    (torch's or CuPy's current stream for their arrays, else the default stream), an int
+    handle, or a torch/CuPy/numba stream.
+
+    Repeated calls on torch tensors of the same dtypes, shapes, strides, alignment and
+    device, with the same options, reuse the prepared launch: only the addresses and
+    scalars are written before the launch.
+    """
+    if type(A).__module__.startswith("torch") and type(B).__module__.startswith("torch") and not simulating():
+        pa, pb = A.data_ptr(), B.data_ptr()
+        try:
+            key = (A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), A.device, B.device, pa & 15, pb & 15,
+                   None if C is None else (C.dtype, C.shape, C.stride(), C.device), config, out_dtype, precision)
+            hit = _FAST.get(key)
+        except TypeError:            # an unhashable option: the general path reports it
+            key = hit = None
+        if hit is None and key is not None:
+            launch = prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
+                             precision=precision, stream=stream)
+            import torch
+
+            out = element_type(launch.kernel.config.out)
+            hit = _FAST[key] = _Fast(launch._launcher, getattr(torch, out.torch), A.shape[0], B.shape[1],
+                                     A.get_device())
+            if C is None:
+                return launch()
+        if hit is not None:
+            if C is None:
+                import torch
+
+                C = torch.empty((hit.M, hit.N), dtype=hit.out_dtype, device=A.device)
+                beta = 0.0
+            hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), _torch_stream(stream, hit.device))
+            return C
+    return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
+                   precision=precision, stream=stream)()

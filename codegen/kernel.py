@@ -1,21 +1,33 @@
-"""From emitted source to a compiled kernel, with an in-memory and on-disk cache.
+"""From a plan to a loaded kernel, with caches in memory and on disk.
 
-The source of every kernel is written to a cache folder as a real module so
-that numba's own on-disk cache (``cache=True``) works across processes, and so
-that a user can open and read exactly what runs.
+* The source of every kernel is written to a cache folder as a real module (named by a
+  hash of its text), so that a user can open exactly what runs.
+* numba compiles the module's kernel to PTX for one explicit signature (raw addresses,
+  ints, floats), so a launch never types its arguments.  The PTX is cached in memory and
+  on disk, keyed by the source, the target and the numba version.
+* The driver assembles the PTX into a cubin, which is cached on disk under the same key
+  plus the device's compute capability: a later process loads the cubin directly
+  (:mod:`codegen.driver`), without numba's compiler.
+* In numba's simulator the kernel is numba's simulated dispatcher instead.
 """
 
+from __future__ import annotations
+
+import functools
 import hashlib
 import importlib.util
 import os
 import sys
+from dataclasses import dataclass
 
+from .config import GemmConfig
 from .emit import KERNEL_NAME, emit_source
-from .plan import make_plan
+from .plan import GemmPlan, make_plan
 
-__all__ = ["CompiledGemm", "get_kernel", "cache_dir", "kernel_signature"]
+__all__ = ["CompiledGemm", "KernelKey", "get_kernel", "cache_dir", "kernel_signature", "compile_ptx_text"]
 
 _MEM = {}
+_PTX = {}
 
 
 def cache_dir():
@@ -25,33 +37,64 @@ def cache_dir():
     return d
 
 
-class CompiledGemm:
-    """A generated kernel: its plan, source text, module and numba dispatcher."""
+@dataclass(frozen=True)
+class KernelKey:
+    """What selects a kernel variant: the configuration and the operands' copy plans."""
 
-    def __init__(self, plan, source, module, kernel, key):
-        self.plan = plan
-        self.source = source
-        self.module = module
-        self.kernel = kernel
-        self.key = key
-        self.smem_bytes = module.SMEM_BYTES
+    config: GemmConfig
+    a_major: str = "K"
+    b_major: str = "K"
+    a_vec: int | None = None
+    b_vec: int | None = None
+    a_elementwise: bool = False
+    b_elementwise: bool = False
+
+
+@dataclass
+class CompiledGemm:
+    """A generated kernel: its plan, source text, the path of its module and (when loaded)
+    the kernel itself."""
+
+    key: KernelKey
+    plan: GemmPlan
+    source: str
+    module: str                     # path of the kernel module in the cache folder
+    kernel: object = None           # simulator: numba's dispatcher
+    function: object = None         # GPU: the loaded :class:`codegen.driver.Function`
+
+    @property
+    def smem_bytes(self):
+        return self.plan.pipeline.smem_bytes
+
+    @property
+    def config(self):
+        return self.plan.config
 
     def __repr__(self):
         c = self.plan.config
         return f"CompiledGemm({c.dtype} {c.bm}x{c.bn}x{c.bk}, {c.stages} stages, {c.threads} threads)"
 
 
-def _load_module(source, key):
-    h = hashlib.sha256((source + repr(key)).encode()).hexdigest()[:20]
-    name = f"layoutalg_gemm_{h}"
+def _module_path(source):
+    """Write the kernel module into the cache folder (if not already there); its path."""
+    h = hashlib.sha256(source.encode()).hexdigest()[:20]
+    path = os.path.join(cache_dir(), f"layoutalg_gemm_{h}.py")
+    try:
+        with open(path) as f:
+            same = f.read() == source
+    except OSError:
+        same = False
+    if not same:
+        _write(path, source.encode())
+    return path
+
+
+def _load_module(source):
+    """Import the kernel module (it imports numba and the intrinsics)."""
+    path = _module_path(source)
+    name = os.path.basename(path)[:-3]
     if name in sys.modules:
         return sys.modules[name]
-    path = os.path.join(cache_dir(), name + ".py")
-    if not os.path.exists(path) or open(path).read() != source:
-        tmp = path + f".{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
@@ -59,45 +102,130 @@ def _load_module(source, key):
     return mod
 
 
-def get_kernel(config, a_major="K", b_major="K", a_mode="cp_async", b_mode="cp_async",
-               a_vec=None, b_vec=None, jit=True):
-    """The compiled kernel for a plan (memoised per configuration, layouts and alignment)."""
-    key = (config, a_major, b_major, a_mode, b_mode, a_vec, b_vec, jit)
-    hit = _MEM.get(key)
+def simulating():
+    """True when numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1``).
+
+    Read from numba once numba is imported (it fixes the mode then), else from the
+    environment, so that loading a cached kernel does not import numba."""
+    if "numba.cuda" in sys.modules:
+        from numba.cuda import config as ncfg
+
+        return bool(getattr(ncfg, "ENABLE_CUDASIM", 0))
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+def get_kernel(key: KernelKey, jit=True):
+    """The kernel of ``key``, loaded into the current context (memoised); ``jit`` False:
+    plan, source and module only."""
+    ctx = None
+    if jit and not simulating():
+        from . import driver
+
+        ctx = driver.ensure_context()
+    hit = _MEM.get((key, jit, ctx))
     if hit is not None:
         return hit
-    plan = make_plan(config, a_major, b_major, a_vec, b_vec)
-    source = emit_source(plan, a_mode, b_mode)
-    mod = _load_module(source, key[:-1])
-    fn = getattr(mod, KERNEL_NAME)
-    kernel = None
-    if jit:
+    base = _MEM.get((key, False, None))
+    if base is None:
+        plan = make_plan(key.config, key.a_major, key.b_major, key.a_vec, key.b_vec,
+                         key.a_elementwise, key.b_elementwise)
+        source = emit_source(plan)
+        base = CompiledGemm(key, plan, source, _module_path(source))
+        _MEM[(key, False, None)] = base
+    if not jit:
+        return base
+    if simulating():
         from numba import cuda
 
-        if _simulating():
-            kernel = cuda.jit(fn)
-        else:
-            opts = {"launch_bounds": (config.threads, config.min_blocks)} if config.min_blocks > 1 else {}
-            kernel = cuda.jit(fn, cache=True, **opts)
-    out = CompiledGemm(plan, source, mod, kernel, key)
-    _MEM[key] = out
+        out = CompiledGemm(key, base.plan, base.source, base.module,
+                           kernel=cuda.jit(getattr(_load_module(base.source), KERNEL_NAME)))
+    else:
+        from . import driver
+
+        cc = driver.compute_capability()
+        cubin, name = _cubin(key, cc)
+        out = CompiledGemm(key, base.plan, base.source, base.module,
+                           function=driver.Function(cubin, name, base.plan.pipeline.smem_bytes))
+    _MEM[(key, jit, ctx)] = out
     return out
 
 
-def _simulating():
-    from numba.cuda import config as ncfg
+def _cubin(key, cc):
+    """The cubin of ``key``'s kernel for ``cc`` and its entry name, from the disk cache or
+    compiled (numba to PTX, the driver to cubin) and cached."""
+    from . import driver
 
-    return bool(getattr(ncfg, "ENABLE_CUDASIM", 0))
+    k = get_kernel(key, jit=False)
+    tag = _tag(k.source, cc, key.config)
+    path = os.path.join(cache_dir(), f"cubin_{tag}.cubin")
+    try:
+        with open(path, "rb") as f:
+            name, _, cubin = f.read().partition(b"\n")
+        return cubin, name.decode()
+    except OSError:
+        pass
+    ptx = compile_ptx_text(key, cc)
+    name = driver.entry_name(ptx)
+    cubin = driver.link_ptx(ptx)
+    _write(path, name.encode() + b"\n" + cubin)
+    return cubin, name
+
+
+def _tag(source, cc, config):
+    return hashlib.sha256(repr((source, tuple(cc), _versions(), _launch_bounds(config))).encode()).hexdigest()[:24]
+
+
+def _write(path, data):
+    tmp = path + f".{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _launch_bounds(config):
+    return {"launch_bounds": (config.threads, config.min_blocks)} if config.min_blocks > 1 else {}
 
 
 def kernel_signature(config):
-    """The numba signature of a plan's kernel for C-contiguous-or-strided 2-D arrays."""
-    from numba import float32, float64, int32, uint16, types
-    from numba.core.types import float16
+    """The numba signature: three global byte addresses, M, N, K, six element strides, alpha, beta."""
+    from numba import float32, float64, int32, int64, void
 
-    el = {"f16": float16, "bf16": uint16, "tf32": float32, "f32": float32, "f64": float64}[config.dtype]
-    out = {"f16": float16, "bf16": uint16, "f32": float32, "f64": float64}[config.out]
-    arr = types.Array(el, 2, "A")
-    carr = types.Array(out, 2, "A")
     scalar = float64 if config.dtype == "f64" else float32
-    return (arr, arr, carr, int32, int32, int32, int32, int32, int32, int32, int32, int32, scalar, scalar)
+    return void(int64, int64, int64, int32, int32, int32, int64, int64, int64, int64, int64, int64, scalar, scalar)
+
+
+def compile_ptx_text(key: KernelKey, cc):
+    """PTX of ``key``'s kernel for compute capability ``cc`` (cached in memory and on disk)."""
+    k = get_kernel(key, jit=False)
+    tag = _tag(k.source, cc, key.config)
+    hit = _PTX.get(tag)
+    if hit is not None:
+        return hit
+    path = os.path.join(cache_dir(), f"ptx_{tag}.ptx")
+    try:
+        with open(path) as f:
+            ptx = f.read()
+    except OSError:
+        ptx = None
+    if not ptx:
+        from numba import cuda
+
+        ptx, _ = cuda.compile_ptx(getattr(_load_module(k.source), KERNEL_NAME), kernel_signature(key.config),
+                                  cc=tuple(cc), **_launch_bounds(key.config))
+        _write(path, ptx.encode())
+    _PTX[tag] = ptx
+    return ptx
+
+
+@functools.cache
+def _versions():
+    """The compiler versions a cached PTX or cubin depends on (without importing them)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for pkg in ("numba", "numba-cuda", "llvmlite", "cuda-toolkit", "nvidia-cuda-nvcc", "nvidia-nvvm"):
+        try:
+            out.append((pkg, version(pkg)))
+        except PackageNotFoundError:
+            pass
+    return tuple(out)

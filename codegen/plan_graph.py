@@ -46,14 +46,15 @@ def _fmt(x):
     return str(x)
 
 
-def _copy_label(copy_plan, dtype_bits):
-    cp = copy_plan.notes.get("tiled_copy")
-    lines = [f"{_kind(copy_plan.atom)}: {copy_plan.atom}"]
-    nbytes = copy_plan.vec * dtype_bits // 8
-    lines.append(f"{copy_plan.vec} elements ({nbytes} B) per thread per instruction")
-    if cp is not None:
-        lines.append(f"layout_tv {cp.layout_tv}")
-        lines.append(f"tiler_mn {_fmt(cp.tiler_mn)}, {cp.size} threads")
+def _copy_label(stage, dtype_bits):
+    cp = stage.tiled_copy
+    name = stage.atom.name
+    lines = [f"{_kind(name)}: {name}"]
+    vec = getattr(stage, "vec", None) or size(stage.src[1])
+    nbytes = vec * dtype_bits // 8
+    lines.append(f"{vec} elements ({nbytes} B) per thread per instruction")
+    lines.append(f"layout_tv {cp.layout_tv}")
+    lines.append(f"tiler_mn {_fmt(cp.tiler_mn)}, {cp.size} threads")
     return "\n".join(lines)
 
 
@@ -72,7 +73,7 @@ def plan_graph(plan, *, name="gemm_plan", rankdir="TB"):
         raise TypeError(f"plan_graph: expected a GemmPlan (codegen.make_plan(...)), got {type(plan).__name__}")
     cfg = plan.config
     bits = cfg.bits
-    mma = plan.mma
+    mma = plan.mma.tiled_mma
     tm, tn, tk = mma.tile_size_mnk
     acc_type = getattr(mma.atom, "c_type", None) or "f32"
     if acc_type == "any":
@@ -101,27 +102,27 @@ def plan_graph(plan, *, name="gemm_plan", rankdir="TB"):
         g.add_node(f"s{X}", "\n".join([
             f"{X} in shared memory",
             f"{op.smem}",
-            f"({op.rows},{cfg.bk}) -> offset, {op.smem_words} elements x {cfg.stages} stages",
+            f"({op.rows},{cfg.bk}) -> offset, {op.stage_elems} elements x {cfg.stages} stages",
         ]), fillcolor=_FILL["shared"])
-        frag = op.s2r.notes.get("frag")
-        nfrag = op.s2r.notes.get("nfrag", size(frag) if frag is not None else "?")
+        frag = op.s2r.frag
+        nfrag = size(frag)
         g.add_node(f"r{X}", "\n".join([
             f"{X} fragments (registers)",
             f"{frag}  (FrgV,(Rest{mn},RestK))",
             f"{nfrag} {cfg.dtype} values per thread",
         ]), fillcolor=_FILL["registers"])
-    calls = sum(len(c) for c in plan.mma_calls)
+    calls = plan.mma.kblocks * plan.mma.mma_m * plan.mma.mma_n
     g.add_node("mma", "\n".join([
         f"TiledMMA {mma.atom.name}",
         f"thr_layout_vmnk {mma.thr_layout_vmnk}",
-        f"tile {tm}x{tn}x{tk}; {plan.kblocks} k-blocks per k-step",
+        f"tile {tm}x{tn}x{tk}; {plan.mma.kblocks} k-blocks per k-step",
         f"{calls} mma per thread per k-step",
     ]), fillcolor=_FILL["compute"], style="filled", penwidth="2")
-    acc = plan.notes.get("acc_layout")
+    acc = plan.mma.acc_layout
     g.add_node("acc", "\n".join([
         "accumulators (registers)",
         f"{acc}  (FrgV,(RestM,RestN))" if acc is not None else "",
-        f"{plan.acc_size} {acc_type} values per thread",
+        f"{plan.epilogue.acc_size} {acc_type} values per thread",
     ]).rstrip("\n"), fillcolor=_FILL["registers"])
     g.add_node("gC", "\n".join([
         "C / D in global memory",
@@ -144,7 +145,7 @@ def plan_graph(plan, *, name="gemm_plan", rankdir="TB"):
     g.add_edge("acc", "gC", "\n".join([
         "epilogue: D = alpha*acc + beta*C",
         f"{acc_type} -> {cfg.out}, predicated stores",
-        f"row = {plan.epi_thr[0]} + const",
-        f"col = {plan.epi_thr[1]} + const",
+        f"row = {plan.epilogue.thr_row} + {plan.epilogue.row}",
+        f"col = {plan.epilogue.thr_col} + {plan.epilogue.col}",
     ]))
     return g

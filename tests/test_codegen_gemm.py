@@ -9,53 +9,87 @@ import textwrap
 import pytest
 
 pytest.importorskip("numba")
-pytest.importorskip("sympy")
 
 from codegen import GemmConfig, emit_gemm_source, make_plan  # noqa: E402
-from codegen.plan import TID  # noqa: E402
-from codegen.symbolic import layout_expr, to_code  # noqa: E402
-from layoutalg import Layout  # noqa: E402
+from codegen.index import coord_index, layout_index  # noqa: E402
+from layoutalg import Layout, make_identity_layout  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIM_CFG = "GemmConfig('f16', None, 32, 32, 32, 1, 1, 2, 1)"
+ALL_PLANS = [(d, am, bm) for d in ("f16", "bf16", "tf32", "f32", "f64") for am in ("K", "MN") for bm in ("K", "MN")]
 
 
 def test_thread_index_expressions_come_from_layouts():
     # (T4,T32) -> offset: the thread part printed with shifts and masks
-    assert to_code(layout_expr(Layout((4, 32), (8, 1)), TID, 128)) == "((tid & 3) << 3) + (tid >> 2)"
+    ix = layout_index(Layout((4, 32), (8, 1)), "tid", 128)
+    assert ix.code == "((tid & 3) << 3) + (tid >> 2)"
+    assert ix.check() == 128
 
 
-def test_plan_partitions_cover_the_tile_once():
-    plan = make_plan(GemmConfig.default("f16"), "K", "MN")
-    cfg = plan.config
+@pytest.mark.parametrize("shape,stride", [((4, 8), (8, 1)), (((2, 4), 8), ((1, 64), 8)), ((3, 5), (5, 1)),
+                                          ((2, 3, 4), (12, 4, 1)), ((16,), (0,))])
+def test_index_code_equals_the_layout_at_every_point(shape, stride):
+    L = Layout(shape, stride)
+    for bound in (None, 1, 7):
+        ix = layout_index(L, "x", bound)
+        fn = eval(f"lambda x: {ix.code}")
+        for x in range(ix.bound):
+            assert fn(x) == L(x)
+    rc = coord_index(make_identity_layout((6, 4)), "t", 2)
+    for t in range(24):
+        assert (eval(rc[0].code, {"t": t}), eval(rc[1].code, {"t": t})) == (t % 6, t // 6)
+
+
+@pytest.mark.parametrize("dtype,a_major,b_major", ALL_PLANS)
+def test_plan_partitions_cover_the_tile_once(dtype, a_major, b_major):
+    plan = make_plan(GemmConfig.default(dtype), a_major, b_major)
+    cfg, e = plan.config, plan.epilogue
     # every accumulator of every thread is one distinct C element
-    import sympy
-
     seen = set()
     for t in range(cfg.threads):
-        r0 = eval(plan.epi_thr[0], {}, {"tid": t})
-        c0 = eval(plan.epi_thr[1], {}, {"tid": t})
-        for r, c in plan.epilogue:
-            seen.add((r0 + r, c0 + c))
-    assert len(seen) == cfg.bm * cfg.bn
+        r0, c0 = e.thr_row.value(t), e.thr_col.value(t)
+        for i in range(e.acc_size):
+            seen.add((r0 + e.row.value(i), c0 + e.col.value(i)))
     assert seen == {(m, n) for m in range(cfg.bm) for n in range(cfg.bn)}
-    # the global->shared copies of A cover the A tile exactly once
-    g = plan.a.g2s
-    cells = set()
-    for t in range(cfg.threads):
-        r0 = eval(g.notes["thr_row"], {}, {"tid": t})
-        k0 = eval(g.notes["thr_k"], {}, {"tid": t})
-        for (r, k), _ in g.items:
-            for v in range(g.vec):
-                cells.add((r0 + r, k0 + k + v))
-    assert cells == {(m, k) for m in range(cfg.bm) for k in range(cfg.bk)}
+    # the global->shared copies of each operand cover its tile exactly once, and each
+    # element lands at the shared-memory offset the swizzled layout gives it
+    for op in plan.operands:
+        g = op.g2s
+        cells = {}
+        for t in range(cfg.threads):
+            r0, k0 = g.thr_row.value(t), g.thr_k.value(t)
+            for i in range(g.copies):
+                for v in range(g.vec):
+                    dr, dk = (0, v) if op.major == "K" else (v, 0)
+                    crd = (r0 + g.row.value(i) + dr, k0 + g.k.value(i) + dk)
+                    assert crd not in cells
+                    cells[crd] = (t, i, v)
+        assert set(cells) == {(m, k) for m in range(op.rows) for k in range(cfg.bk)}
 
 
-def test_source_is_readable_and_names_its_layouts():
+def test_source_is_compact_readable_and_names_its_layouts():
     src = emit_gemm_source(GemmConfig.default("f16"))
     for stage in ("rasterize", "global -> shared", "shared -> registers", "prologue", "main loop", "epilogue"):
         assert f"# ---- {stage}" in src, stage
     assert "Sw<" in src and "tidfrg_S" in src and "mma_m16n8k16_f32f16" in src
+    assert len(src.splitlines()) <= 350
+    assert "for kblock in range(KBLOCKS):" in src and "for n in range(MMA_N):" in src
+
+
+@pytest.mark.parametrize("dtype,a_major,b_major", ALL_PLANS[::3])
+def test_kernels_import_only_the_intrinsics_they_call(dtype, a_major, b_major):
+    import re
+
+    src = emit_gemm_source(GemmConfig.default(dtype), a_major, b_major)
+    block = src[src.index("from codegen.intrinsics import ("):]
+    names = re.findall(r"\w+", block[block.index("(") + 1:block.index(")")])
+    body = src[src.index("def gemm_kernel"):]
+    for n in names:
+        assert re.search(rf"\b{n}\(", body), f"{n} is imported but not called"
+    from codegen.intrinsics.names import ATOM_NAMES
+
+    called = {n for n in ATOM_NAMES if re.search(rf"\b{n}\(", body)}
+    assert called == set(names)
 
 
 @pytest.mark.parametrize("cc", [(8, 0), (9, 0)])
@@ -67,25 +101,41 @@ def test_ptx_has_tensor_core_and_async_copy_instructions(cc):
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
     assert "ldmatrix.sync.aligned.m8n8.x4" in ptx
     assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group" in ptx
-    assert ".local" not in ptx
+    assert ".local" not in ptx   # every loop over fragments was unrolled into registers
+    assert ptx.count("mma.sync") == 128    # 4 k-blocks x 4 x 8 atoms per k-tile
 
 
-def test_ptxas_reports_no_spills_and_no_stack():
+def _ptxas(ptx):
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         pytest.skip("ptxas not on PATH")
-    from codegen import compile_ptx
-
-    ptx = compile_ptx(GemmConfig.default("f16"), cc=(9, 0))
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
         p = os.path.join(d, "k.ptx")
         with open(p, "w") as f:
             f.write(ptx)
-        out = subprocess.run([ptxas, "-v", "-arch=sm_90", p, "-o", os.path.join(d, "k.cubin")],
-                             capture_output=True, text=True, check=True).stderr
+        return subprocess.run([ptxas, "-v", "-arch=sm_90", p, "-o", os.path.join(d, "k.cubin")],
+                              capture_output=True, text=True, check=True).stderr
+
+
+def test_ptxas_reports_no_spills_and_no_stack():
+    from codegen import compile_ptx
+
+    out = _ptxas(compile_ptx(GemmConfig.default("f16"), cc=(9, 0)))
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in out, out
+
+
+def test_compile_ptx_is_cached_in_memory():
+    import time
+
+    from codegen import compile_ptx
+
+    cfg = GemmConfig.default("f16", 100, 100, 100)
+    first = compile_ptx(cfg, cc=(8, 0))
+    t = time.perf_counter()
+    again = compile_ptx(cfg, cc=(8, 0))
+    assert again == first and time.perf_counter() - t < 0.05
 
 
 SIM_SCRIPT = textwrap.dedent("""
@@ -171,12 +221,15 @@ def test_bad_arguments_are_named():
 
 CACHE_SCRIPT = textwrap.dedent("""
     import os, sys, time
-    from codegen import GemmConfig
-    from codegen.kernel import get_kernel, cache_dir
+    from codegen import GemmConfig, compile_ptx
+    from codegen.kernel import KernelKey, get_kernel, cache_dir
+    cfg = GemmConfig("f16", None, 32, 32, 32, 1, 1, 2, 1)
+    k = get_kernel(KernelKey(cfg), jit=False)
     t = time.time()
-    k = get_kernel(GemmConfig("f16", None, 32, 32, 32, 1, 1, 2, 1), jit=False)
-    path = k.module.__file__
-    print(path, os.path.getmtime(path), time.time() - t)
+    compile_ptx(cfg, cc=(8, 0))
+    ptx = [f for f in os.listdir(cache_dir()) if f.endswith(".ptx")]
+    print(k.module, os.path.getmtime(k.module), len(ptx), os.path.getmtime(os.path.join(cache_dir(), ptx[0])),
+          time.time() - t)
 """)
 
 
@@ -189,6 +242,8 @@ def test_generated_modules_are_cached_on_disk_across_processes(tmp_path):
                             timeout=600, check=True).stdout.split()
     assert first[0] == second[0] and first[0].startswith(str(tmp_path))
     assert first[1] == second[1], "the second process rewrote the kernel module"
+    assert first[2] == second[2] == "1" and first[3] == second[3], "the second process compiled the PTX again"
+    assert float(second[4]) < 0.5
     src = open(first[0]).read()
     assert "def gemm_kernel(" in src and "mma_m16n8k16_f32f16" in src
 

@@ -45,7 +45,17 @@ ATOM_NAMES = (
     "st_global_b16",
     "st_global_b32",
     "st_global_b64",
+    "st_global_v2_b32",
+    "ld_global_b16",
+    "ld_global_b32",
+    "ld_global_b64",
+    "u64_as_f64",
+    "st_shared_b16",
+    "st_shared_b32",
+    "st_shared_b64",
     "ld_shared_b32",
+    "ld_shared_b64",
     "ld_shared_v4_b32",
     "st_shared_v4_b32",
 )
+

@@ -742,7 +742,7 @@ def _st_v4(op, space, addr, r0, r1, r2, r3):
     return sig, codegen
 
 
-def _st_scalar(op, bits, addr, val):
+def _st_scalar(op, bits, addr, val, space="global"):
     _want_int(op, "addr", addr)
     if bits == 64:
         if val != types.float64 and not isinstance(val, types.Integer):
@@ -755,8 +755,10 @@ def _st_scalar(op, bits, addr, val):
     ity = ir.IntType(bits)
     reg = {16: "h", 32: "r", 64: "l"}[bits]
 
+    wide = space == "global"
+
     def codegen(context, builder, sig, args):
-        a = _as_i64(context, builder, args[0], sig.args[0])
+        a = (_as_i64 if wide else _as_i32)(context, builder, args[0], sig.args[0])
         v, vty = args[1], sig.args[1]
         if bits == 32:
             v = _as_i32(context, builder, v, vty)
@@ -765,7 +767,8 @@ def _st_scalar(op, bits, addr, val):
         else:
             v = context.cast(builder, v, vty, types.int64)
             v = builder.trunc(v, ity) if bits < 64 else v
-        _asm(builder, _VOID, [_I64, ity], f"st.global.b{bits} [$0], $1;", f"l,{reg}," + _MEM, [a, v], True)
+        _asm(builder, _VOID, [_I64 if wide else _I32, ity], f"st.{space}.b{bits} [$0], $1;",
+             f"{'l' if wide else 'r'},{reg}," + _MEM, [a, v], True)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -790,6 +793,91 @@ def st_global_b64(typingctx, addr, val):
     """``st.global.b64``: store a float64 (by bits) or 64-bit integer at an 8-byte aligned
     global address."""
     return _st_scalar("st_global_b64", 64, addr, val)
+
+
+@intrinsic
+def st_shared_b16(typingctx, addr, val):
+    """``st.shared.b16``: store the low 16 bits of integer ``val`` at a 2-byte aligned
+    shared address (smem_addr)."""
+    return _st_scalar("st_shared_b16", 16, addr, val, "shared")
+
+
+@intrinsic
+def st_shared_b32(typingctx, addr, val):
+    """``st.shared.b32``: store a 32-bit integer or float32 (by bits) at a 4-byte aligned
+    shared address."""
+    return _st_scalar("st_shared_b32", 32, addr, val, "shared")
+
+
+@intrinsic
+def st_shared_b64(typingctx, addr, val):
+    """``st.shared.b64``: store a float64 (by bits) or 64-bit integer at an 8-byte aligned
+    shared address."""
+    return _st_scalar("st_shared_b64", 64, addr, val, "shared")
+
+
+def _ld_global_scalar(op, bits, addr):
+    _want_int(op, "addr", addr)
+    rty = {16: types.uint16, 32: types.uint32, 64: types.uint64}[bits]
+    sig = rty(addr)
+    ity = ir.IntType(bits)
+    reg = {16: "h", 32: "r", 64: "l"}[bits]
+
+    def codegen(context, builder, sig, args):
+        a = _as_i64(context, builder, args[0], sig.args[0])
+        return _asm(builder, ity, [_I64], f"ld.global.b{bits} $0, [$1];", f"={reg},l," + _MEM, [a], True)
+
+    return sig, codegen
+
+
+@intrinsic
+def ld_global_b16(typingctx, addr):
+    """``ld.global.b16``: the 16 bits at a 2-byte aligned global address, as uint16."""
+    return _ld_global_scalar("ld_global_b16", 16, addr)
+
+
+@intrinsic
+def ld_global_b32(typingctx, addr):
+    """``ld.global.b32``: the 32 bits at a 4-byte aligned global address, as uint32."""
+    return _ld_global_scalar("ld_global_b32", 32, addr)
+
+
+@intrinsic
+def ld_global_b64(typingctx, addr):
+    """``ld.global.b64``: the 64 bits at an 8-byte aligned global address, as uint64."""
+    return _ld_global_scalar("ld_global_b64", 64, addr)
+
+
+@intrinsic
+def u64_as_f64(typingctx, x):
+    """Reinterpret a 64-bit integer as float64 (no conversion)."""
+    _want_int("u64_as_f64", "x", x)
+    sig = types.float64(x)
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(_as_i64(context, builder, args[0], sig.args[0]), _F64)
+
+    return sig, codegen
+
+
+@intrinsic
+def st_global_v2_b32(typingctx, addr, r0, r1):
+    """``st.global.v2.b32``: store two b32 (r0 at the lower address) to 8-byte aligned global
+    memory.  Registers may be integers or float32 (by bits)."""
+    op = "st_global_v2_b32"
+    _want_int(op, "addr", addr)
+    _want_b32(op, "r0", r0)
+    _want_b32(op, "r1", r1)
+    sig = types.void(addr, r0, r1)
+
+    def codegen(context, builder, sig, args):
+        a = _as_i64(context, builder, args[0], sig.args[0])
+        v = [_as_i32(context, builder, x, t) for x, t in zip(args[1:], sig.args[1:])]
+        _asm(builder, _VOID, [_I64, _I32, _I32], "st.global.v2.b32 [$0], {$1, $2};", "l,r,r," + _MEM,
+             [a, *v], True)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @intrinsic
@@ -822,6 +910,20 @@ def ld_shared_b32(typingctx, addr):
     def codegen(context, builder, sig, args):
         a = _as_i32(context, builder, args[0], sig.args[0])
         return _asm(builder, _I32, [_I32], "ld.shared.b32 $0, [$1];", "=r,r," + _MEM, [a], True)
+
+    return sig, codegen
+
+
+@intrinsic
+def ld_shared_b64(typingctx, addr):
+    """``ld.shared.b64``: the 64-bit word at an 8-byte aligned shared address, as uint64."""
+    op = "ld_shared_b64"
+    _want_int(op, "addr", addr)
+    sig = types.uint64(addr)
+
+    def codegen(context, builder, sig, args):
+        a = _as_i32(context, builder, args[0], sig.args[0])
+        return _asm(builder, _I64, [_I32], "ld.shared.b64 $0, [$1];", "=l,r," + _MEM, [a], True)
 
     return sig, codegen
 

@@ -226,7 +226,7 @@ class _Memory:
 
     def _check_global(self, op: str, addr: int, n: int) -> None:
         with self.lock:
-            for lo, hi in self.globals:
+            for lo, hi in (*self.globals, *_GLOBALS):
                 if lo <= addr and addr + n <= hi:
                     return
         raise ValueError(
@@ -241,6 +241,32 @@ class _Memory:
     def write_global(self, op: str, addr: int, data: bytes) -> None:
         self._check_global(op, addr, len(data))
         ctypes.memmove(addr, data, len(data))
+
+
+#: Host arrays that kernels reach by raw address (see :func:`register_global`).
+_GLOBALS: dict = {}
+
+
+def register_global(a) -> int:
+    """Let simulated kernels read and write ``a`` through raw addresses; returns its address.
+
+    A kernel that takes global addresses as integers (instead of arrays passed to
+    :func:`gmem_addr`) reaches memory the simulator cannot see; the host registers each
+    array before the launch, and every access is still checked against the registered
+    bounds.  Not an atom: a host-side helper of the simulator only.
+    """
+    a = _unwrap_array("register_global", a)
+    lo, hi = _byte_bounds(a)
+    with _STATE_LOCK:
+        _GLOBALS[(lo, hi)] = a
+    return int(a.__array_interface__["data"][0])
+
+
+def unregister_global(a) -> None:
+    """Forget an array registered with :func:`register_global`."""
+    a = _unwrap_array("unregister_global", a)
+    with _STATE_LOCK:
+        _GLOBALS.pop(_byte_bounds(a), None)
 
 
 def _memory(op: str) -> _Memory:
@@ -760,6 +786,15 @@ def _pack_words(op, r0, r1, r2, r3) -> bytes:
     return np.array(regs, dtype="<u4").tobytes()
 
 
+def st_global_v2_b32(addr, r0, r1):
+    """Simulated ``st.global.v2.b32`` (r0 at the lower address)."""
+    op = "st_global_v2_b32"
+    addr = _as_int(op, "addr", addr)
+    _check_align(op, "global", addr, 8)
+    data = _b32(op, "r0", r0).to_bytes(4, "little") + _b32(op, "r1", r1).to_bytes(4, "little")
+    _memory(op).write_global(op, addr, data)
+
+
 def ld_global_v4_b32(addr):
     """Simulated ``ld.global.v4.b32``; returns four ints, lowest address first."""
     op = "ld_global_v4_b32"
@@ -774,6 +809,14 @@ def st_global_v4_b32(addr, r0, r1, r2, r3):
     addr = _as_int(op, "addr", addr)
     _check_align(op, "global", addr, 16)
     _memory(op).write_global(op, addr, _pack_words(op, r0, r1, r2, r3))
+
+
+def _scalar_bytes(op, nbytes, val) -> bytes:
+    if nbytes == 4:
+        return _b32(op, "val", val).to_bytes(4, "little")
+    if nbytes == 8 and isinstance(val, (float, np.floating)):
+        return np.float64(val).tobytes()
+    return (_as_int(op, "val", val) & ((1 << (8 * nbytes)) - 1)).to_bytes(nbytes, "little")
 
 
 def _st_scalar(op, nbytes, addr, val):
@@ -803,12 +846,68 @@ def st_global_b64(addr, val):
     _st_scalar("st_global_b64", 8, addr, val)
 
 
+def _st_shared_scalar(op, nbytes, addr, val):
+    addr = _as_int(op, "addr", addr)
+    _check_align(op, "shared", addr, nbytes)
+    data = _scalar_bytes(op, nbytes, val)
+    _memory(op).shared_view(op, addr, nbytes)[:] = np.frombuffer(data, dtype=np.uint8)
+
+
+def st_shared_b16(addr, val):
+    """Simulated ``st.shared.b16``: the low 16 bits of integer ``val``."""
+    _st_shared_scalar("st_shared_b16", 2, addr, val)
+
+
+def st_shared_b32(addr, val):
+    """Simulated ``st.shared.b32``: an integer or float32 (by bits)."""
+    _st_shared_scalar("st_shared_b32", 4, addr, val)
+
+
+def st_shared_b64(addr, val):
+    """Simulated ``st.shared.b64``: a float64 (by bits) or 64-bit integer."""
+    _st_shared_scalar("st_shared_b64", 8, addr, val)
+
+
+def _ld_global_scalar(op, nbytes, addr):
+    addr = _as_int(op, "addr", addr)
+    _check_align(op, "global", addr, nbytes)
+    return int.from_bytes(_memory(op).read_global(op, addr, nbytes), "little")
+
+
+def ld_global_b16(addr):
+    """Simulated ``ld.global.b16``; returns the bits as an int."""
+    return _ld_global_scalar("ld_global_b16", 2, addr)
+
+
+def ld_global_b32(addr):
+    """Simulated ``ld.global.b32``; returns the bits as an int."""
+    return _ld_global_scalar("ld_global_b32", 4, addr)
+
+
+def ld_global_b64(addr):
+    """Simulated ``ld.global.b64``; returns the bits as an int."""
+    return _ld_global_scalar("ld_global_b64", 8, addr)
+
+
+def u64_as_f64(x):
+    """Reinterpret a 64-bit integer as numpy float64."""
+    return np.array([_as_int("u64_as_f64", "x", x) & ((1 << 64) - 1)], dtype=np.uint64).view(np.float64)[0]
+
+
 def ld_shared_b32(addr):
     """Simulated ``ld.shared.b32``; returns the word as an int."""
     op = "ld_shared_b32"
     addr = _as_int(op, "addr", addr)
     _check_align(op, "shared", addr, 4)
     return _words(_memory(op).shared_view(op, addr, 4).tobytes())[0]
+
+
+def ld_shared_b64(addr):
+    """Simulated ``ld.shared.b64``; returns the bits as an int."""
+    op = "ld_shared_b64"
+    addr = _as_int(op, "addr", addr)
+    _check_align(op, "shared", addr, 8)
+    return int.from_bytes(_memory(op).shared_view(op, addr, 8).tobytes(), "little")
 
 
 def ld_shared_v4_b32(addr):

@@ -1,0 +1,201 @@
+"""How long a user waits: compile times of generated kernels and the host cost of a call.
+
+    python benchmarks/compile_time.py            # on a GPU machine (torch, triton)
+    python benchmarks/compile_time.py --cpu      # no GPU: codegen.compile_ptx only
+    [--dtypes f16,bf16,tf32,f32,f64] [--json out.json]
+
+Every cold figure runs in a new process with empty caches (a fresh ``LAYOUTALG_CACHE``,
+which holds the generated modules and numba's cache of their binaries); "cached" runs a
+second new process on the same caches.  Reported per case: the import time of codegen
+and the first call (emission, compilation, loading and one run).  Beside them, the same
+for a Triton matmul (a fresh ``TRITON_CACHE_DIR``), and the host time per call of
+``codegen.gemm``, of a prepared launch and of ``torch.matmul`` at 512^3 (calls queued
+back to back: the host, not the GPU, is the limit there).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+_GPU_CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import torch
+torch.ones(1, device="cuda")
+t1 = time.perf_counter()
+import codegen
+t2 = time.perf_counter()
+name = sys.argv[1]
+tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32,
+       "f64": torch.float64}[name]
+A = torch.randn(1024, 1024, device="cuda", dtype=tdt)
+B = torch.randn(1024, 1024, device="cuda", dtype=tdt)
+C = codegen.gemm(A, B, precision="tf32" if name == "tf32" else None)
+torch.cuda.synchronize()
+t3 = time.perf_counter()
+ref = A.double() @ B.double()
+err = ((C.double() - ref).abs().max() / ref.abs().max()).item()
+print(json.dumps({"import_torch_s": t1 - t0, "import_codegen_s": t2 - t1, "first_call_s": t3 - t2, "rel_err": err}))
+"""
+
+_TRITON_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import torch
+torch.ones(1, device="cuda")
+t0 = time.perf_counter()
+import triton
+import triton.language as tl
+
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pm = tl.program_id(0) // tl.cdiv(N, BN)
+    pn = tl.program_id(0) % tl.cdiv(N, BN)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+t1 = time.perf_counter()
+A = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
+B = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
+C = torch.empty(1024, 1024, device="cuda", dtype=torch.float16)
+mm[(64,)](A, B, C, 1024, 1024, 1024, BM=128, BN=128, BK=64, num_warps=8, num_stages=3)
+torch.cuda.synchronize()
+t2 = time.perf_counter()
+print(json.dumps({"import_triton_s": t1 - t0, "first_call_s": t2 - t1}))
+"""
+
+_CPU_CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import codegen
+from codegen import GemmConfig
+t1 = time.perf_counter()
+cfg = GemmConfig.default(sys.argv[1])
+ptx = codegen.compile_ptx(cfg, cc=(9, 0))
+t2 = time.perf_counter()
+codegen.compile_ptx(cfg, cc=(9, 0))
+t3 = time.perf_counter()
+print(json.dumps({"import_codegen_s": t1 - t0, "compile_ptx_s": t2 - t1, "again_same_process_s": t3 - t2,
+                  "ptx_chars": len(ptx), "source_lines": len(codegen.emit_gemm_source(cfg).splitlines())}))
+"""
+
+
+def _child(code, args, env):
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:   # Triton reads the source file
+        f.write(code)
+    try:
+        p = subprocess.run([sys.executable, f.name, *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    finally:
+        os.unlink(f.name)
+    if p.returncode:
+        raise RuntimeError(p.stderr[-3000:])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _env(cache):
+    env = dict(os.environ)
+    env["LAYOUTALG_CACHE"] = cache
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    env.setdefault("NUMBA_DISABLE_PERFORMANCE_WARNINGS", "1")
+    return env
+
+
+def cold_and_cached(code, name):
+    with tempfile.TemporaryDirectory() as cache:
+        env = _env(cache)
+        cold = _child(code, [name], env)
+        cached = _child(code, [name], env)
+    return cold, cached
+
+
+def host_costs():
+    """Host microseconds per call at 512^3 (queued back to back), torch tensors."""
+    import torch
+
+    import codegen
+
+    n = 512
+    A = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    B = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    C = torch.empty(n, n, device="cuda", dtype=torch.float16)
+    launch = codegen.prepare(A, B, C)
+
+    def per_call(fn, iters=2000):
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        best = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            best = min(best, (t1 - t0) / iters)
+        return best * 1e6
+
+    return {
+        "gemm_with_C_us": per_call(lambda: codegen.gemm(A, B, C)),
+        "gemm_new_C_us": per_call(lambda: codegen.gemm(A, B)),
+        "prepared_launch_us": per_call(launch),
+        "torch_matmul_us": per_call(lambda: torch.matmul(A, B)),
+        "torch_matmul_out_us": per_call(lambda: torch.matmul(A, B, out=C)),
+    }
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--cpu", action="store_true", help="no GPU: time codegen.compile_ptx only")
+    p.add_argument("--dtypes", default="f16,bf16,tf32,f32,f64")
+    p.add_argument("--json", default=None)
+    a = p.parse_args(argv)
+    out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cases": []}
+    if a.cpu:
+        for name in a.dtypes.split(","):
+            cold, cached = cold_and_cached(_CPU_CHILD, name)
+            out["cases"].append({"dtype": name, "cold": cold, "cached": cached})
+            print(f"{name:5s} compile_ptx cold {cold['compile_ptx_s']:.2f}s (import {cold['import_codegen_s']:.2f}s, "
+                  f"again in-process {cold['again_same_process_s'] * 1e3:.1f} ms, {cold['source_lines']} source lines); "
+                  f"cached in a new process {cached['compile_ptx_s']:.2f}s", flush=True)
+    else:
+        import torch
+
+        out["device"] = torch.cuda.get_device_name()
+        for name in a.dtypes.split(","):
+            cold, cached = cold_and_cached(_GPU_CHILD, name)
+            out["cases"].append({"dtype": name, "cold": cold, "cached": cached})
+            print(f"{name:5s} first call cold {cold['first_call_s']:.2f}s (import codegen {cold['import_codegen_s']:.2f}s), "
+                  f"cached {cached['first_call_s']:.2f}s; rel_err {cold['rel_err']:.1e}", flush=True)
+        with tempfile.TemporaryDirectory() as tc:
+            env = _env(tc)
+            env["TRITON_CACHE_DIR"] = tc
+            cold = _child(_TRITON_CHILD, [HERE], env)
+            cached = _child(_TRITON_CHILD, [HERE], env)
+        out["triton"] = {"cold": cold, "cached": cached}
+        print(f"triton first call cold {cold['first_call_s']:.2f}s, cached {cached['first_call_s']:.2f}s "
+              f"(import triton {cold['import_triton_s']:.2f}s)", flush=True)
+        out["host_us"] = host_costs()
+        print("host time per call, 512^3 f16: " + ", ".join(f"{k} {v:.1f}" for k, v in out["host_us"].items()),
+              flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return out
+
+
+if __name__ == "__main__":
+    main()

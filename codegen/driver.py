@@ -1,0 +1,146 @@
+"""The few CUDA driver calls that load and launch a generated kernel, through ctypes.
+
+numba compiles a kernel's source to PTX; everything after that (PTX to cubin, loading
+the cubin into the current context, the dynamic shared-memory limit, the launch) is a
+handful of driver calls.  Making them here, directly, means that a kernel compiled by an
+earlier process loads from its cubin without importing numba's compiler at all, and that
+a launch is one ctypes call with arguments already in place.
+
+Every call checks its status and raises :class:`DriverError` naming the call and the
+driver's message.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import re
+
+__all__ = ["DriverError", "available", "ensure_context", "compute_capability", "link_ptx", "Function",
+           "entry_name"]
+
+_c = ctypes
+CU_JIT_INPUT_PTX = 1
+CU_JIT_ERROR_LOG_BUFFER = 5
+CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+CU_FUNC_ATTRIBUTE_NUM_REGS = 4
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+
+
+class DriverError(RuntimeError):
+    """A CUDA driver call failed."""
+
+
+@functools.cache
+def _lib():
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            return _c.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+def available():
+    """True when the CUDA driver library can be loaded."""
+    return _lib() is not None
+
+
+def _call(name, *args):
+    lib = _lib()
+    if lib is None:
+        raise DriverError(f"{name}: the CUDA driver library (libcuda) is not available")
+    err = getattr(lib, name)(*args)
+    if err:
+        msg = _c.c_char_p()
+        lib.cuGetErrorString(err, _c.byref(msg))
+        raise DriverError(f"{name} failed: CUDA error {err} ({(msg.value or b'?').decode()})")
+
+
+def ensure_context(ordinal=0):
+    """Make sure a context is current on this thread (the device's primary context if none
+    is); returns its handle."""
+    ctx = _c.c_void_p()
+    _call("cuInit", 0)
+    _call("cuCtxGetCurrent", _c.byref(ctx))
+    if not ctx.value:
+        dev = _c.c_int()
+        _call("cuDeviceGet", _c.byref(dev), ordinal)
+        _call("cuDevicePrimaryCtxRetain", _c.byref(ctx), dev)
+        _call("cuCtxSetCurrent", ctx)
+    return ctx.value
+
+
+def compute_capability():
+    """(major, minor) of the current context's device."""
+    ensure_context()
+    dev, major, minor = _c.c_int(), _c.c_int(), _c.c_int()
+    _call("cuCtxGetDevice", _c.byref(dev))
+    _call("cuDeviceGetAttribute", _c.byref(major), CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+    _call("cuDeviceGetAttribute", _c.byref(minor), CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+    return major.value, minor.value
+
+
+def link_ptx(ptx):
+    """Assemble PTX into a cubin for the current context's device (the driver's ptxas)."""
+    ensure_context()
+    log = _c.create_string_buffer(1 << 14)
+    opts = (_c.c_int * 2)(CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+    vals = (_c.c_void_p * 2)(_c.cast(log, _c.c_void_p), _c.c_void_p(len(log)))
+    state = _c.c_void_p()
+    _call("cuLinkCreate_v2", 2, opts, vals, _c.byref(state))
+    try:
+        data = ptx.encode()
+        try:
+            _call("cuLinkAddData_v2", state, CU_JIT_INPUT_PTX, _c.c_char_p(data), _c.c_size_t(len(data)),
+                  b"kernel.ptx", 0, None, None)
+            out, size = _c.c_void_p(), _c.c_size_t()
+            _call("cuLinkComplete", state, _c.byref(out), _c.byref(size))
+        except DriverError as e:
+            raise DriverError(f"{e}\n{log.value.decode(errors='replace')}") from None
+        return _c.string_at(out, size.value)
+    finally:
+        _lib().cuLinkDestroy(state)
+
+
+def entry_name(ptx):
+    """The name of the (single) kernel entry of a PTX module."""
+    m = re.search(r"\.entry\s+([A-Za-z0-9_$.]+)\s*\(", ptx)
+    if m is None:
+        raise DriverError("entry_name: the PTX has no .entry")
+    return m.group(1)
+
+
+class Function:
+    """A kernel loaded from a cubin into the current context, launched through
+    ``cuLaunchKernel`` with a prebuilt parameter array."""
+
+    def __init__(self, cubin, name, smem_bytes=0):
+        ensure_context()
+        self._image = _c.create_string_buffer(cubin, len(cubin))
+        self.module = _c.c_void_p()
+        _call("cuModuleLoadData", _c.byref(self.module), self._image)
+        self.handle = _c.c_void_p()
+        _call("cuModuleGetFunction", _c.byref(self.handle), self.module, name.encode())
+        if smem_bytes > 48 * 1024:
+            _call("cuFuncSetAttribute", self.handle, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes)
+        self._launch = _lib().cuLaunchKernel
+        self._launch.argtypes = [_c.c_void_p] + [_c.c_uint] * 7 + [_c.c_void_p] * 3
+        self._launch.restype = _c.c_int
+
+    @property
+    def num_regs(self):
+        v = _c.c_int()
+        _call("cuFuncGetAttribute", _c.byref(v), CU_FUNC_ATTRIBUTE_NUM_REGS, self.handle)
+        return v.value
+
+    def launch(self, grid, block, smem, stream, params):
+        """Launch on ``grid`` x ``block`` threads (ints) with ``params`` (a ctypes array of
+        pointers to the argument values)."""
+        err = self._launch(self.handle, grid, 1, 1, block, 1, 1, smem, stream, params, None)
+        if err:
+            msg = _c.c_char_p()
+            _lib().cuGetErrorString(err, _c.byref(msg))
+            raise DriverError(f"cuLaunchKernel failed: CUDA error {err} ({(msg.value or b'?').decode()})")

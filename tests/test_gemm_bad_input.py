@@ -1,0 +1,140 @@
+"""Bad arguments to the GEMM API: each a GemmError naming the argument, the value and the
+choices, raised before any compilation or launch; and the arguments that must be accepted."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+import codegen  # noqa: E402
+from codegen import GemmConfig, GemmError  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _ab(dt=np.float16, M=8, N=8, K=8):
+    return np.ones((M, K), dt), np.ones((K, N), dt)
+
+
+@pytest.mark.parametrize("fn", [codegen.compile_ptx, codegen.emit_gemm_source])
+@pytest.mark.parametrize("arg", ["a_major", "b_major"])
+@pytest.mark.parametrize("value", ["k", "mn", "N", 0, None])
+def test_majorness_must_be_K_or_MN(fn, arg, value):
+    with pytest.raises(GemmError, match=rf"{arg} must be 'K' or 'MN', got {value!r}"):
+        fn(GemmConfig.default("f16"), **{arg: value})
+
+
+def test_make_plan_rejects_unknown_majorness():
+    with pytest.raises(ValueError, match="a_major must be 'K' or 'MN', got 'k'"):
+        codegen.make_plan(GemmConfig.default("f16"), "k", "K")
+
+
+@pytest.mark.parametrize("precision", ["tf-32", "TF32", "fp32", 32])
+def test_precision_is_named_with_its_choices(precision):
+    A, B = _ab(np.float32)
+    with pytest.raises(GemmError, match=r"precision .* is not one of None, 'f16', 'bf16', 'tf32', 'f32', 'f64'|"
+                                        r"precision must be one of"):
+        codegen.gemm(A, B, precision=precision)
+
+
+def test_tf32_needs_float32_inputs():
+    with pytest.raises(GemmError, match="precision='tf32' needs float32 inputs, got f16"):
+        codegen.gemm(*_ab(), precision="tf32")
+
+
+@pytest.mark.parametrize("out", ["float33", np.int8, "s32", 7])
+def test_out_dtype_is_named_with_its_choices(out):
+    with pytest.raises(GemmError, match=r"out_dtype .* is not one of f16, bf16, f32, f64"):
+        codegen.gemm(*_ab(), out_dtype=out)
+
+
+def test_out_dtype_and_C_must_agree():
+    C = np.zeros((8, 8), np.float32)
+    with pytest.raises(GemmError, match="C is f32 but out_dtype is f16"):
+        codegen.gemm(*_ab(), C, out_dtype="f16")
+
+
+def test_read_only_C_is_refused_before_the_launch():
+    C = np.zeros((8, 8), np.float16)
+    C.flags.writeable = False
+    with pytest.raises(GemmError, match="C is a read-only numpy array"):
+        codegen.gemm(*_ab(), C)
+
+
+def test_broadcast_C_is_refused_before_the_launch():
+    row = np.zeros((1, 8), np.float16)
+    C = np.lib.stride_tricks.as_strided(row, shape=(8, 8), strides=(0, 2), writeable=True)
+    with pytest.raises(GemmError, match=r"C has strides \(0, 1\): a stride 0"):
+        codegen.gemm(*_ab(), C)
+
+
+@pytest.mark.parametrize("bad", [{"config": "f16"}, {"alpha": "1"}, {"beta": None}, {"alpha": True}])
+def test_other_options_are_checked(bad):
+    with pytest.raises(GemmError):
+        codegen.gemm(*_ab(), **bad)
+
+
+def test_unsupported_arrays_and_dtypes_are_named():
+    with pytest.raises(GemmError, match="A is a list"):
+        codegen.gemm([[1.0]], np.ones((1, 1), np.float16))
+    with pytest.raises(GemmError, match="A has dtype int32; supported: f16, bf16, f32, f64"):
+        codegen.gemm(np.ones((2, 2), np.int32), np.ones((2, 2), np.int32))
+    with pytest.raises(GemmError, match="A must be 2-D"):
+        codegen.gemm(np.ones(4, np.float16), np.ones((4, 2), np.float16))
+
+
+@pytest.mark.parametrize("cc", [(7, 0), (7, 5), (6, 1)])
+def test_compile_ptx_names_the_architectures_it_needs(cc):
+    with pytest.raises(GemmError, match=r"need compute capability 8\.0 or newer; got cc="):
+        codegen.compile_ptx(cc=cc)
+
+
+@pytest.mark.parametrize("cc", ["sm_90", 90, (9,), None])
+def test_compile_ptx_names_a_malformed_cc(cc):
+    with pytest.raises(GemmError, match="cc must be a tuple"):
+        codegen.compile_ptx(cc=cc)
+
+
+ACCEPT = textwrap.dedent("""
+    import os, sys
+    sys.setswitchinterval(1e-4)
+    import numpy as np
+    import codegen
+    from codegen import GemmConfig
+    cfg = GemmConfig("f16", None, 32, 32, 32, 1, 1, 2, 1)
+    A = np.arange(16 * 8, dtype=np.float16).reshape(16, 8) % 5 - 2
+    B = np.arange(8 * 12, dtype=np.float16).reshape(8, 12) % 3 - 1
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    # out_dtype as the names and dtypes that inputs accept
+    for out in ("f32", "float32", np.float32, np.dtype("float32")):
+        C = codegen.gemm(A, B, config=cfg, out_dtype=out)
+        assert C.dtype == np.float32 and np.abs(C - ref).max() == 0, out
+    # a given C decides the output type (f16 inputs, f32 C: mixed precision as in cuBLAS)
+    C = np.ones((16, 12), np.float32)
+    codegen.gemm(A, B, C, beta=1.0, config=GemmConfig("f16", None, 32, 32, 32, 1, 1, 2, 1))
+    assert np.abs(C - (ref + 1)).max() == 0
+    # and without a config: the default plan for f16 in, f32 out
+    C = np.zeros((16, 12), np.float32)
+    codegen.gemm(A, B, C)
+    assert np.abs(C - ref).max() == 0
+    print("ACCEPT OK")
+""")
+
+
+def test_output_types_are_accepted_as_inputs_are_and_C_decides_the_output():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", ACCEPT], capture_output=True, text=True, env=env, timeout=900)
+    assert "ACCEPT OK" in r.stdout, r.stdout + r.stderr
+
+
+def test_compile_ptx_works_with_the_simulator_switched_on(tmp_path):
+    prog = "import codegen; p = codegen.compile_ptx(); print('mma.sync' in p, '.target sm_90' in p)"
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", LAYOUTALG_CACHE=str(tmp_path),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env, timeout=900)
+    assert r.stdout.split() == ["True", "True"], r.stdout + r.stderr
