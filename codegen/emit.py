@@ -123,7 +123,7 @@ class _Emitter:
             f"tiled MMA {mma.atom.name} with thr_layout_vmnk {mma.thr_layout_vmnk}.",
             f"A: {p.a.major}-major, smem stage {p.a.smem}; B: {p.b.major}-major, smem stage {p.b.smem}.",
             '"""',
-            "from numba import cuda, float32, float64, int64, uint32  # noqa: F401",
+            "from numba import cuda, float32, float64, int64, uint16, uint32, uint64  # noqa: F401",
             f"from numba.core.types import {p.etype.storage}  # noqa: F401" if p.etype.storage == "float16"
             else f"from numba import {p.etype.storage}  # noqa: F401",
             "from codegen.intrinsics import (",
@@ -227,7 +227,9 @@ class _Emitter:
                 r, k = ("gr", "gk + v") if op.major == "K" else ("gr + v", "gk")
                 w(f"ok = {r} < {rows} and 0 <= {k} < K")
                 load = w.call(f"ld_global_b{bits}", f"{op.name} + (int64({r}) * {srow} + int64({k}) * {sk}) * {self.eb}")
-                w(w.call(f"st_shared_b{bits}", f"sa + v * {self.eb}, {load} if ok else 0"))
+                # the zero has the load's type: numba unifies uint64 with int64 as float64
+                zero = {16: "uint16(0)", 32: "uint32(0)", 64: "uint64(0)"}[bits]
+                w(w.call(f"st_shared_b{bits}", f"sa + v * {self.eb}, {load} if ok else {zero}"))
 
     # ---- shared -> registers ---------------------------------------------
     def s2r_setup(self, op):

@@ -105,6 +105,20 @@ def test_ptx_has_tensor_core_and_async_copy_instructions(cc):
     assert ptx.count("mma.sync") == 128    # 4 k-blocks x 4 x 8 atoms per k-tile
 
 
+@pytest.mark.parametrize("dtype", ["f16", "f64"])
+def test_element_wise_copies_move_bits_without_conversions(dtype):
+    """An element-wise (strided) operand is copied as raw bits: no integer-float conversion
+    may appear on the way (numba unifies uint64 with int64 as float64)."""
+    import re
+
+    from codegen.kernel import KernelKey, compile_ptx_text
+
+    key = KernelKey(GemmConfig.default(dtype, 100, 100, 100), "K", "K", None, None, True, True)
+    ptx = compile_ptx_text(key, (8, 0))
+    assert "ld.global.b" in ptx and "st.shared.b" in ptx
+    assert not re.findall(r"cvt\.rn\.f(32|64)\.[us](16|32|64)", ptx)
+
+
 def _ptxas(ptx):
     ptxas = shutil.which("ptxas")
     if ptxas is None:
