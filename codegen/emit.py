@@ -241,7 +241,7 @@ class _Emitter:
         w(f"{x}_rthr = {s.smem.thr}  # smem offset of mode Thr")
         w(f"{x}_rsw = {_sw_code(f'{x}_rthr', sw)}  # {sw or 'no swizzle'}")
 
-    def frag_load(self, op, stage_var, buf):
+    def frag_load(self, op, buf):
         """Load k-block ``kb`` (a variable) of one operand's fragments into buffer ``buf``."""
         w, s, cfg = self.w, op.s2r, self.cfg
         x = op.name.lower()
@@ -253,15 +253,12 @@ class _Emitter:
                 off = s.smem.code(f"{x}_rsw", 0, f"{x}_rthr")
                 lhs = ", ".join(f"{frag}[{buf}, f + {j}]" if j else f"{frag}[{buf}, f]" for j in s.value_words)
                 w(f"{lhs} = {w.call(s.intrinsic, f'{x}_rs + ({off}) * {self.eb}')}")
-            elif s.kind is CopyKind.LDS_B32:
+            else:   # one shared load per register; f32 and f64 registers hold the values
+                conv = {"f32": "u32_as_f32", "f64": "u64_as_f64"}.get(self.plan.etype.name)
                 for j, c in zip(s.value_words, s.value_offsets):
                     off = s.smem.code(f"{x}_rsw", c, f"{x}_rthr")
-                    w(f"{frag}[{buf}, f + {j}] = {w.call(s.intrinsic, f'{x}_rs + ({off}) * 4')}  # value +{c}")
-            else:
-                for j, c in zip(s.value_words, s.value_offsets):
-                    off = s.smem.code(f"{x}_rsw", c, f"{x}_rthr")
-                    base = f"{stage_var} * {op.name}_STAGE" + (" + B_OFFSET" if op.name == "B" else "")
-                    w(f"{frag}[{buf}, f + {j}] = smem[{base} + {paren(off)}]  # value +{c}")
+                    load = w.call(s.intrinsic, f"{x}_rs + ({off}) * {self.eb}")
+                    w(f"{frag}[{buf}, f + {j}] = {w.call(conv, load) if conv else load}  # value +{c}")
 
     # ---- registers ---------------------------------------------------------
     def registers(self):
@@ -300,7 +297,7 @@ class _Emitter:
         self.read_bases()
         w("kb = 0")
         for op in self.plan.operands:
-            self.frag_load(op, "read_stage", "0")
+            self.frag_load(op, "0")
 
     def read_bases(self):
         w = self.w
@@ -309,11 +306,14 @@ class _Emitter:
 
     def main_loop(self):
         w, S = self.w, self.cfg.stages
-        # NVVM unrolls the k-block loop when its body is mostly ldmatrix and mma (one call each);
-        # with per-element shared loads the body is larger than it will unroll, and a k-block
-        # loop left rolled would index the fragments at run time (local memory). Then the
-        # k-blocks are written out here, each a constant.
-        rolled = all(op.s2r.kind is CopyKind.LDMATRIX for op in self.plan.operands)
+        # NVVM unrolls a loop only when the unrolled code is small enough; a k-block loop left
+        # rolled would index the fragments at run time (local memory). Up to 32 shared->register
+        # loads per k-tile (ldmatrix, or a few scalar loads) it unrolls the loop; past that
+        # the k-blocks are written out here, each a constant.
+        loads = self.plan.pipeline.kblocks * sum(
+            op.s2r.copies * (1 if op.s2r.kind is CopyKind.LDMATRIX else len(op.s2r.value_words))
+            for op in self.plan.operands)
+        rolled = loads <= 32
         w("# ---- main loop: k-tiles, and k-blocks with register double buffering ------------")
         w("for kt in range(ktiles):")
         with w.block():
@@ -337,7 +337,7 @@ class _Emitter:
             self.read_bases()
         w(f"kb = {_mod('kblock + 1', self.plan.pipeline.kblocks)}  # the k-block loaded next")
         for op in self.plan.operands:
-            self.frag_load(op, "read_stage", "(kblock + 1) & 1")
+            self.frag_load(op, "(kblock + 1) & 1")
         w("if kblock == 0:")
         with w.block():
             w("if next_k < ktiles:  # prefetch k-tile next_k into write_stage")

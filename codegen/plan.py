@@ -48,8 +48,7 @@ class CopyKind(Enum):
     CP_ASYNC = "cp.async"          # global -> shared, 4/8/16 bytes per thread, asynchronous
     ELEMENTWISE = "elementwise"    # global -> shared, one predicated element at a time
     LDMATRIX = "ldmatrix"          # shared -> registers, ldmatrix.x4 (maybe .trans)
-    LDS_B32 = "ld.shared.b32"      # shared -> registers, one 32-bit word per fragment register
-    LDS = "lds"                    # shared -> registers, one element through the shared array
+    LDS = "ld.shared"              # shared -> registers, one ld.shared.b32/b64 per fragment register
 
 
 # ---- shared-memory layouts ----------------------------------------------
@@ -401,7 +400,7 @@ def _s2r(cfg, et, mma, name, major, rows, smem, kblocks):
         kind = CopyKind.LDMATRIX
         atom_name = "SM75_U32x4_LDSM_N" if major == "K" else "SM75_U16x8_LDSM_T"
     else:
-        kind = CopyKind.LDS_B32 if et.name == "tf32" else CopyKind.LDS
+        kind = CopyKind.LDS
         atom_name = f"UniversalCopy_{bits}"
     maker = make_tiled_copy_A if name == "A" else make_tiled_copy_B
     cp = maker(CopyAtom(atom_name, _copy_type(et)), mma)
@@ -447,7 +446,7 @@ def _s2r(cfg, et, mma, name, major, rows, smem, kblocks):
     consts = (0,) if kind is CopyKind.LDMATRIX else value_offsets
     sm = _swizzled_offset(_swizzle(smem), thr_s, (_mode_index(cpy_r, "r"), _mode_index(cpy_k, "kb")), consts)
     intrinsic = COPY_INTRINSICS.get(atom_name) if kind is CopyKind.LDMATRIX else (
-        "ld_shared_b32" if kind is CopyKind.LDS_B32 else None)
+        f"ld_shared_b{max(bits, 32)}")
     return SharedToRegisters(name, kind, cp.atom, intrinsic, cp, src, frag, size(cpy_r), sm, word,
                              value_words, value_offsets, nkb // per)
 

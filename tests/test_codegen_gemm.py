@@ -119,6 +119,15 @@ def test_element_wise_copies_move_bits_without_conversions(dtype):
     assert not re.findall(r"cvt\.rn\.f(32|64)\.[us](16|32|64)", ptx)
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "tf32", "f32", "f64"])
+def test_default_plans_keep_fragments_in_registers(dtype):
+    """The torch row-major case (A K-major, B MN-major): no local memory in the PTX."""
+    from codegen.kernel import KernelKey, compile_ptx_text
+
+    ptx = compile_ptx_text(KernelKey(GemmConfig.default(dtype), "K", "MN"), (9, 0))
+    assert ".local" not in ptx
+
+
 def _ptxas(ptx):
     ptxas = shutil.which("ptxas")
     if ptxas is None:
