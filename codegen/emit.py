@@ -305,29 +305,37 @@ class _Emitter:
         w(f"b_rs = smem_base + (read_stage * B_STAGE + B_OFFSET) * {self.eb}  # B's read stage")
 
     def main_loop(self):
-        w, S = self.w, self.cfg.stages
-        # NVVM unrolls a loop only when the unrolled code is small enough; a k-block loop left
-        # rolled would index the fragments at run time (local memory). Up to 32 shared->register
-        # loads per k-tile (ldmatrix, or a few scalar loads) it unrolls the loop; past that
-        # the k-blocks are written out here, each a constant.
-        loads = self.plan.pipeline.kblocks * sum(
-            op.s2r.copies * (1 if op.s2r.kind is CopyKind.LDMATRIX else len(op.s2r.value_words))
-            for op in self.plan.operands)
-        rolled = loads <= 32
+        w = self.w
+        # A loop over k-blocks must not index the fragments at run time (that puts them in
+        # local memory). NVVM unrolls a loop only when the unrolled code is small enough:
+        #   - up to 32 shared->register loads per k-tile (ldmatrix, or a few scalar loads),
+        #     the k-block loop stays a loop and NVVM unrolls it;
+        #   - otherwise, up to 4 k-blocks are written out here, each a constant;
+        #   - otherwise the k-blocks go two at a time, each half with fixed register buffers,
+        #     and the loop stays rolled (compact, but slower).
+        kblocks = self.plan.pipeline.kblocks
+        loads = kblocks * sum(op.s2r.copies * (1 if op.s2r.kind is CopyKind.LDMATRIX else len(op.s2r.value_words))
+                              for op in self.plan.operands)
         w("# ---- main loop: k-tiles, and k-blocks with register double buffering ------------")
         w("for kt in range(ktiles):")
         with w.block():
-            if rolled:
+            if loads <= 32:
                 w("for kblock in range(KBLOCKS):")
                 with w.block():
-                    self.kblock_body()
-            else:
-                for kb in range(self.plan.pipeline.kblocks):
+                    self.kblock_body("kblock & 1", "(kblock + 1) & 1")
+            elif kblocks <= 4:
+                for kb in range(kblocks):
                     w(f"kblock = {kb}  # k-blocks written out: see the emitter's main_loop")
-                    self.kblock_body()
+                    self.kblock_body(str(kb & 1), str((kb + 1) & 1))
+            else:
+                w("for kb2 in range(KBLOCKS // 2):  # two k-blocks: MMAs on one register buffer, loads into the other")
+                with w.block():
+                    for half in (0, 1):
+                        w(f"kblock = 2 * kb2 + {half}" if half else "kblock = 2 * kb2")
+                        self.kblock_body(str(half), str(1 - half))
         w(self.w.call("cp_async_wait_all", ""))
 
-    def kblock_body(self):
+    def kblock_body(self, mma_buf, load_buf):
         w, S = self.w, self.cfg.stages
         w("if kblock == KBLOCKS - 1:  # the next stage has landed: move the read stage")
         with w.block():
@@ -337,7 +345,7 @@ class _Emitter:
             self.read_bases()
         w(f"kb = {_mod('kblock + 1', self.plan.pipeline.kblocks)}  # the k-block loaded next")
         for op in self.plan.operands:
-            self.frag_load(op, "(kblock + 1) & 1")
+            self.frag_load(op, load_buf)
         w("if kblock == 0:")
         with w.block():
             w("if next_k < ktiles:  # prefetch k-tile next_k into write_stage")
@@ -347,7 +355,7 @@ class _Emitter:
             w(self.w.call("cp_async_commit", ""))
             w("write_stage = write_stage + 1 if write_stage + 1 < STAGES else 0")
             w("next_k += 1")
-        self.mma("kblock & 1")
+        self.mma(mma_buf)
 
     def mma(self, buf):
         w, m = self.w, self.plan.mma
