@@ -326,7 +326,7 @@ class _Emitter:
             elif kblocks <= 4:
                 for kb in range(kblocks):
                     w(f"kblock = {kb}  # k-blocks written out: see the emitter's main_loop")
-                    self.kblock_body(str(kb & 1), str((kb + 1) & 1))
+                    self.kblock_body(str(kb & 1), str((kb + 1) & 1), kb)
             else:
                 w("for kb2 in range(KBLOCKS // 2):  # two k-blocks: MMAs on one register buffer, loads into the other")
                 with w.block():
@@ -335,26 +335,34 @@ class _Emitter:
                         self.kblock_body(str(half), str(1 - half))
         w(self.w.call("cp_async_wait_all", ""))
 
-    def kblock_body(self, mma_buf, load_buf):
+    def kblock_body(self, mma_buf, load_buf, known=None):
+        """One k-block; ``known``: its index when it is a constant (only the branches that
+        apply to it are written)."""
         w, S = self.w, self.cfg.stages
-        w("if kblock == KBLOCKS - 1:  # the next stage has landed: move the read stage")
-        with w.block():
-            w(self.w.call("cp_async_wait_group", f"{S - 2}"))
-            w("cuda.syncthreads()")
-            w("read_stage = read_stage + 1 if read_stage + 1 < STAGES else 0")
-            self.read_bases()
+        last = self.plan.pipeline.kblocks - 1
+        if known is None or known == last:
+            if known is None:
+                w("if kblock == KBLOCKS - 1:  # the next stage has landed: move the read stage")
+            else:
+                w("if True:  # the last k-block: the next stage has landed, move the read stage")
+            with w.block():
+                w(self.w.call("cp_async_wait_group", f"{S - 2}"))
+                w("cuda.syncthreads()")
+                w("read_stage = read_stage + 1 if read_stage + 1 < STAGES else 0")
+                self.read_bases()
         w(f"kb = {_mod('kblock + 1', self.plan.pipeline.kblocks)}  # the k-block loaded next")
         for op in self.plan.operands:
             self.frag_load(op, load_buf)
-        w("if kblock == 0:")
-        with w.block():
-            w("if next_k < ktiles:  # prefetch k-tile next_k into write_stage")
+        if known is None or known == 0:
+            w("if kblock == 0:" if known is None else "if True:  # k-block 0: prefetch")
             with w.block():
-                for op in self.plan.operands:
-                    self.tile_load(op, "next_k", "write_stage", first=False)
-            w(self.w.call("cp_async_commit", ""))
-            w("write_stage = write_stage + 1 if write_stage + 1 < STAGES else 0")
-            w("next_k += 1")
+                w("if next_k < ktiles:  # prefetch k-tile next_k into write_stage")
+                with w.block():
+                    for op in self.plan.operands:
+                        self.tile_load(op, "next_k", "write_stage", first=False)
+                w(self.w.call("cp_async_commit", ""))
+                w("write_stage = write_stage + 1 if write_stage + 1 < STAGES else 0")
+                w("next_k += 1")
         self.mma(mma_buf)
 
     def mma(self, buf):
