@@ -78,6 +78,10 @@ def precompile(dtypes, spec, n, workers):
     from codegen import GemmConfig
 
     jobs = [(d, c) for d in dtypes for c in [GemmConfig.default(d, n, n, n)] + extra_configs(spec, d)]
+    import torch
+
+    cc = torch.cuda.get_device_capability()
+    jobs += [(d, c) for d in dtypes for c in [GemmConfig.default(d, n, n, n, arch=cc)] if c.path != "mma_sync"]
     with mp.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
         pool.map(_compile_one, jobs)
 
@@ -115,7 +119,11 @@ def main(argv=None):
             A = torch.randn(n, n, device="cuda", dtype=tdt[name])
             B = torch.randn(n, n, device="cuda", dtype=tdt[name])
             torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
-            cfgs = [GemmConfig.default(name, n, n, n)] + extra_configs(a.configs, name)
+            cc = torch.cuda.get_device_capability()
+            cfgs = [GemmConfig.default(name, n, n, n, arch=cc)]
+            if cfgs[0].path != "mma_sync":     # the mma.sync default beside the Hopper one
+                cfgs.append(GemmConfig.default(name, n, n, n))
+            cfgs += extra_configs(a.configs, name)
             ref = torch.matmul(A, B)
             t_ref = bench(lambda: torch.matmul(A, B))
             t_tri = None
@@ -139,7 +147,7 @@ def main(argv=None):
                        "triton_tflops": fl / t_tri / 1e12 if t_tri else None,
                        "ratio_triton": t_tri / t if t_tri else None, "first_call_s": first}
                 rows.append(row)
-                print(f"{name:5s} n={n:5d} {cfg.bm}x{cfg.bn}x{cfg.bk} w{cfg.warps_m}x{cfg.warps_n} s{cfg.stages} b{cfg.min_blocks}: "
+                print(f"{name:5s} n={n:5d} {cfg.path} {cfg.bm}x{cfg.bn}x{cfg.bk} w{cfg.warps_m}x{cfg.warps_n} s{cfg.stages}: "
                       f"{row['tflops']:7.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:7.1f}  ratio {row['ratio']:.2f}  "
                       + (f"Triton {row['triton_tflops']:7.1f}  vs Triton {row['ratio_triton']:.2f}  " if t_tri else "") +
                       f"rel_err {err:.1e}  (gemm() per call: {row['tflops_per_gemm_call']:.1f})  "

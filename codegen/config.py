@@ -61,9 +61,17 @@ class GemmConfig:
             v = getattr(self, name)
             if v & (v - 1):
                 raise ValueError(f"GemmConfig: {name} must be a power of two, got {v}")
+        if self.path == "wgmma":
+            if self.dtype not in ("f16", "bf16"):
+                raise ValueError(f"GemmConfig: the wgmma path takes f16 or bf16, got {self.dtype!r}")
+            if self.bm not in (64, 128) or self.bn not in (64, 128, 256):
+                raise ValueError(f"GemmConfig: wgmma tiles are BM 64 or 128 (one consumer warpgroup per 64 "
+                                 f"rows) and BN 64, 128 or 256; got {self.bm}x{self.bn}")
 
     @property
     def threads(self):
+        if self.path == "wgmma":      # a producer warpgroup and BM / 64 consumer warpgroups
+            return 128 * (self.bm // 64 + 1)
         return 32 * self.warps_m * self.warps_n
 
     @property
@@ -90,14 +98,20 @@ class GemmConfig:
         return replace(self, **kw)
 
     @classmethod
-    def default(cls, dtype="f16", M=None, N=None, K=None, out_dtype=None, aligned=True):
+    def default(cls, dtype="f16", M=None, N=None, K=None, out_dtype=None, aligned=True, arch=None):
         """A sensible plan for ``dtype`` and (optionally) the problem size.
+
+        ``arch``: the compute capability to plan for; (9, 0) and newer with f16 or bf16 give
+        the Hopper plan (``path="wgmma"``: 128x256x64 tiles, 4 stages), which needs operands
+        that TMA can read (16-byte aligned addresses and strides).
 
         Large problems with 16-byte aligned operands (``aligned``) get 128x256 CTA tiles,
         the fastest measured on an H100 (benchmarks/RESULTS.md); problems with fewer than
         about one such tile per multiprocessor, and operands copied element by element,
         get 128x128 tiles (more CTAs; smaller kernels to compile).
         """
+        if arch is not None and tuple(arch[:2]) >= (9, 0) and dtype in ("f16", "bf16") and aligned:
+            return cls(dtype, out_dtype, 128, 256, 64, 2, 4, 4, 8, 1, "wgmma")
         tiles = None if M is None or N is None else -(-M // 128) * -(-N // 256)
         big = aligned and (tiles is None or tiles >= 128)
         if dtype in ("f16", "bf16"):

@@ -17,7 +17,7 @@ import functools
 import re
 
 __all__ = ["DriverError", "available", "ensure_context", "compute_capability", "link_ptx", "Function",
-           "entry_name"]
+           "entry_name", "multiprocessors", "mem_alloc", "copy_to_device", "read_int32", "encode_tensor_map_2d"]
 
 _c = ctypes
 CU_JIT_INPUT_PTX = 1
@@ -27,6 +27,9 @@ CU_FUNC_ATTRIBUTE_NUM_REGS = 4
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+#: CUtensorMapDataType by element type
+TENSOR_MAP_TYPES = {"u8": 0, "e4m3": 0, "e5m2": 0, "u16": 1, "f16": 6, "f32": 7, "f64": 8, "bf16": 9, "tf32": 11}
 
 
 class DriverError(RuntimeError):
@@ -81,6 +84,66 @@ def compute_capability():
     _call("cuDeviceGetAttribute", _c.byref(major), CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
     _call("cuDeviceGetAttribute", _c.byref(minor), CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
     return major.value, minor.value
+
+
+def _device():
+    ensure_context()
+    dev = _c.c_int()
+    _call("cuCtxGetDevice", _c.byref(dev))
+    return dev
+
+
+@functools.cache
+def _multiprocessors(ctx):
+    n = _c.c_int()
+    _call("cuDeviceGetAttribute", _c.byref(n), CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, _device())
+    return n.value
+
+
+def multiprocessors():
+    """The number of multiprocessors of the current context's device."""
+    return _multiprocessors(ensure_context())
+
+
+def mem_alloc(nbytes):
+    """Device memory of ``nbytes`` (never freed: for small, long-lived buffers); its address."""
+    ptr = _c.c_uint64()
+    _call("cuMemAlloc_v2", _c.byref(ptr), _c.c_size_t(nbytes))
+    _call("cuMemsetD8_v2", ptr, 0, _c.c_size_t(nbytes))
+    return ptr.value
+
+
+def copy_to_device(ptr, data):
+    """Copy the bytes ``data`` to device address ``ptr`` (synchronous)."""
+    buf = _c.create_string_buffer(bytes(data), len(data))
+    _call("cuMemcpyHtoD_v2", _c.c_uint64(ptr), buf, _c.c_size_t(len(data)))
+
+
+def read_int32(ptr):
+    """The int32 at device address ``ptr`` (synchronous)."""
+    v = _c.c_int32()
+    _call("cuMemcpyDtoH_v2", _c.byref(v), _c.c_uint64(ptr), _c.c_size_t(4))
+    return v.value
+
+
+def encode_tensor_map_2d(dtype, ptr, dims, row_stride_bytes, box, swizzle_bytes=128):
+    """A 2-D TMA tensor map (``cuTensorMapEncodeTiled``): ``dims`` and ``box`` innermost
+    first, in elements; ``row_stride_bytes``: the stride of dimension 1. Returns its 128 bytes.
+
+    Raises :class:`DriverError` naming the values the driver refused."""
+    tmap = (_c.c_uint64 * 16)()
+    gdim = (_c.c_uint64 * 2)(*dims)
+    gstride = (_c.c_uint64 * 1)(row_stride_bytes)
+    bdim = (_c.c_uint32 * 2)(*box)
+    estride = (_c.c_uint32 * 2)(1, 1)
+    sw = {0: 0, 32: 1, 64: 2, 128: 3}[swizzle_bytes]
+    try:
+        _call("cuTensorMapEncodeTiled", tmap, TENSOR_MAP_TYPES[dtype], 2, _c.c_void_p(ptr), gdim, gstride, bdim,
+              estride, 0, sw, 3, 0)
+    except DriverError as e:
+        raise DriverError(f"{e}: {dtype} tensor at {ptr:#x}, dims {tuple(dims)}, row stride {row_stride_bytes} B, "
+                          f"box {tuple(box)}") from None
+    return bytes(tmap)
 
 
 def link_ptx(ptx):

@@ -332,6 +332,10 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm"):
     # B as (N,K): B_nk[n,k] = B[k,n]
     b_shape, b_strides = (N, K), (b.strides[1], b.strides[0])
     a_major, b_major = _major(a.shape, a.strides), _major(b_shape, b_strides)
+    hopper = _wgmma_setup(None if chosen else config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major,
+                          b_shape, b_strides, op)
+    if hopper is not None:
+        return hopper
     bits = config.bits
     a_vec = _vec(bits, a_major, a.shape, a.strides, a.ptr)
     b_vec = _vec(bits, b_major, b_shape, b_strides, b.ptr)
@@ -344,6 +348,39 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm"):
     c_strides = c.strides if c is not None else (N, 1)
     strides = (a.strides[0], a.strides[1], b_strides[0], b_strides[1], c_strides[0], c_strides[1])
     return _Setup(_Launcher(compiled, grid, M, N, K, strides), element_type(config.out), M, N)
+
+
+def _wgmma_setup(config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major, b_shape, b_strides, op):
+    """The Hopper launch (wgmma fed by TMA) where the GPU, the types and the layouts allow it,
+    else None (the mma.sync kernels run). A config with ``path="wgmma"`` that the operands
+    cannot take is an error."""
+    if simulating() or (config is not None and config.path != "wgmma"):
+        return None
+    cc = _device_cc()
+    if config is None and (cc < (9, 0) or kind not in ("f16", "bf16")):
+        return None
+    from .sm90.kernel import WgmmaKey, get_wgmma_kernel
+    from .sm90.launch import WgmmaLauncher, tma_ok
+
+    eb = a.etype.bits // 8
+    out_et = element_type(out or (config.out if config is not None else kind))
+    c_strides = c.strides if c is not None else (N, 1)
+    c_ptr = c.ptr if c is not None else 0
+    why = None
+    if cc < (9, 0):
+        why = f"a GPU of compute capability 9.0 (this one is {cc[0]}.{cc[1]})"
+    elif not tma_ok(a_major, a.shape, a.strides, a.ptr, eb) or not tma_ok(b_major, b_shape, b_strides, b.ptr, eb):
+        why = "16-byte aligned operands with a unit stride and 16-byte multiple row strides (TMA)"
+    elif c_strides[1] != 1 or c_strides[0] % 2 or c_ptr % (2 * out_et.bits // 8):
+        why = "a row-major C with an even row stride"
+    if why is not None:
+        if config is not None:
+            raise GemmError(f"{op}: config.path='wgmma' needs {why}")
+        return None
+    cfg = config if config is not None else GemmConfig.default(kind, M, N, K, out_et.name, arch=cc)
+    compiled = get_wgmma_kernel(WgmmaKey(cfg, a_major, b_major))
+    launcher = WgmmaLauncher(compiled, M, N, K, (a.shape, a.strides), (b_shape, b_strides), c_strides)
+    return _Setup(launcher, element_type(cfg.out), M, N)
 
 
 def _new_out(A, kind, shape, et):

@@ -156,7 +156,7 @@ def _cubin(key, cc):
     from . import driver
 
     k = get_kernel(key, jit=False)
-    tag = _tag(k.source, cc, key.config)
+    tag = _tag(k.source, cc, _launch_bounds(key.config))
     path = os.path.join(cache_dir(), f"cubin_{tag}.cubin")
     try:
         with open(path, "rb") as f:
@@ -171,8 +171,9 @@ def _cubin(key, cc):
     return cubin, name
 
 
-def _tag(source, cc, config):
-    return hashlib.sha256(repr((source, tuple(cc), _versions(), _launch_bounds(config))).encode()).hexdigest()[:24]
+def _tag(source, cc, options):
+    """The cache key of a compiled ``source`` for ``cc`` with compile ``options``."""
+    return hashlib.sha256(repr((source, tuple(cc), _versions(), options)).encode()).hexdigest()[:24]
 
 
 def _write(path, data):
@@ -197,7 +198,7 @@ def kernel_signature(config):
 def compile_ptx_text(key: KernelKey, cc):
     """PTX of ``key``'s kernel for compute capability ``cc`` (cached in memory and on disk)."""
     k = get_kernel(key, jit=False)
-    tag = _tag(k.source, cc, key.config)
+    tag = _tag(k.source, cc, _launch_bounds(key.config))
     hit = _PTX.get(tag)
     if hit is not None:
         return hit

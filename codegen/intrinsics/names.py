@@ -59,3 +59,24 @@ ATOM_NAMES = (
     "st_shared_v4_b32",
 )
 
+
+#: (N, input type, PTX input type, K) of the Hopper wgmma intrinsics (f32 accumulators).
+WGMMA_SHAPES = tuple((n, t, p, k) for n in (64, 128, 256)
+                     for t, p, k in (("f16", "f16", 16), ("bf16", "bf16", 16), ("tf32", "tf32", 8),
+                                     ("e4m3", "e4m3", 32), ("e5m2", "e5m2", 32)))
+
+
+def wgmma_name(n, t, k):
+    """The intrinsic of ``wgmma.mma_async`` m64n{n}k{k} with f32 accumulation of type-``t`` inputs."""
+    return f"wgmma_m64n{n}k{k}_f32_{t}"
+
+
+#: The Hopper (sm_90a) names (:mod:`codegen.intrinsics.ptx_sm90` and its simulator twins).
+SM90_NAMES = (
+    "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero",
+    "tma_load_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive", "mbarrier_try_wait",
+    "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
+    "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
+) + tuple(wgmma_name(n, t, k) for n, t, _, k in WGMMA_SHAPES)
+
+ATOM_NAMES = ATOM_NAMES + SM90_NAMES

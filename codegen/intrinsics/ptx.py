@@ -942,3 +942,7 @@ def st_shared_v4_b32(typingctx, addr, r0, r1, r2, r3):
     """``st.shared.v4.b32``: store four b32 (r0 at the lowest address) to 16-byte
     aligned shared memory.  Registers may be integers or float32 (by bits)."""
     return _st_v4("st_shared_v4_b32", "shared", addr, r0, r1, r2, r3)
+
+
+# Hopper (sm_90a): warpgroup MMA, TMA and mbarriers
+from .ptx_sm90 import *  # noqa: E402,F401,F403

@@ -925,3 +925,7 @@ def st_shared_v4_b32(addr, r0, r1, r2, r3):
     _check_align(op, "shared", addr, 16)
     data = _pack_words(op, r0, r1, r2, r3)
     _memory(op).shared_view(op, addr, 16)[:] = np.frombuffer(data, dtype=np.uint8)
+
+
+# Hopper (sm_90a): warpgroup MMA, TMA and mbarriers
+from .sim_sm90 import *  # noqa: E402,F401,F403

@@ -36,7 +36,7 @@ key = kernel.KernelKey(GemmConfig.default(name), "K", "MN", 8 if name in ("f16",
 base = kernel.get_kernel(key, jit=False)
 mark("plan + emit + module file")
 cc = driver.compute_capability()
-tag = kernel._tag(base.source, cc, key.config)
+tag = kernel._tag(base.source, cc, kernel._launch_bounds(key.config))
 import os  # noqa: E402
 
 cached = os.path.exists(os.path.join(kernel.cache_dir(), f"cubin_{tag}.cubin"))

@@ -1,0 +1,286 @@
+"""Hopper (sm_90a) intrinsics: warpgroup MMA, the tensor memory accelerator, mbarriers.
+
+Each name is a numba ``@intrinsic`` lowering to inline PTX, as in
+:mod:`codegen.intrinsics.ptx`; kernels that call them must be compiled for ``sm_90a``.
+
+* ``wgmma_m64n{N}k{K}_f32_{T}(acc, desc_a, desc_b, scale_d[, tnsp_a, tnsp_b])``:
+  ``wgmma.mma_async`` with both operands in shared memory (64-bit descriptors) and f32
+  accumulators: ``acc`` is a tuple of ``N / 2`` float32 (CuTe's ``CLayout_64xN``); it is
+  returned updated. ``scale_d`` 0 ignores the accumulators' old values (D = A * B).
+  ``tnsp_a``/``tnsp_b`` (compile-time 0 or 1, 16-bit types only) say an operand is
+  MN-major.
+* ``wgmma_fence``, ``wgmma_commit``, ``wgmma_wait(n)``; ``acc_fence(acc)`` keeps the
+  compiler from moving accumulator uses across them; ``f32x_zero(n)`` is a tuple of zeros.
+* ``tma_load_2d(dst, tmap, c0, c1, mbar)``: ``cp.async.bulk.tensor.2d`` of one box at
+  coordinates ``(c0, c1)`` (innermost first) into shared memory, signalling ``mbar``.
+* ``mbarrier_init``, ``mbarrier_arrive_expect_tx``, ``mbarrier_arrive``,
+  ``mbarrier_try_wait`` (1 when the phase with parity ``phase`` has completed),
+  ``fence_mbarrier_init``, ``fence_proxy_async``.
+* ``tensormap_acquire(tmap)`` / ``prefetch_tensormap(tmap)``: a tensor map written by the
+  host, made visible to (and prefetched for) the TMA unit.
+* ``setmaxnreg_inc(n)`` / ``setmaxnreg_dec(n)``: warpgroup register reallocation.
+
+Shared addresses are 32-bit (``smem_addr``), global and tensor-map addresses 64-bit.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.cuda import types
+from numba.cuda.core.errors import TypingError
+from numba.cuda.extending import intrinsic
+
+from .ptx import _F32, _I32, _I64, _MEM, _VOID, _as_i32, _as_i64, _asm, _want_int
+
+__all__ = [
+    "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero",
+    "tma_load_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive", "mbarrier_try_wait",
+    "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
+    "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
+]
+
+#: (N, input type name, PTX input type, K) of the wgmma intrinsics defined here
+from .names import WGMMA_SHAPES, wgmma_name
+
+
+def _literal(op, name, ty, allowed=None):
+    if not isinstance(ty, types.IntegerLiteral):
+        raise TypingError(f"{op}: {name} must be a compile-time integer constant, got {ty}")
+    v = ty.literal_value
+    if allowed is not None and v not in allowed:
+        raise ValueError(f"{op}: {name} must be one of {sorted(allowed)}, got {v}")
+    return v
+
+
+def _acc_type(op, acc, n):
+    if not (isinstance(acc, types.UniTuple) and acc.count == n and acc.dtype == types.float32):
+        raise TypeError(f"{op}: acc must be a tuple of {n} float32, got {acc}")
+
+
+def _make_wgmma(n, t, ptxt, k):
+    name = wgmma_name(n, t, k)
+    nreg = n // 2
+    sixteen = t in ("f16", "bf16")
+
+    def impl(typingctx, acc, desc_a, desc_b, scale_d, tnsp_a, tnsp_b):
+        op = name
+        _acc_type(op, acc, nreg)
+        for nm, ty in (("desc_a", desc_a), ("desc_b", desc_b), ("scale_d", scale_d)):
+            _want_int(op, nm, ty)
+        ta = _literal(op, "tnsp_a", tnsp_a, {0, 1})
+        tb = _literal(op, "tnsp_b", tnsp_b, {0, 1})
+        if not sixteen and (ta or tb):
+            raise ValueError(f"{op}: {t} operands must be K-major (tnsp_a = tnsp_b = 0)")
+        sig = acc(acc, desc_a, desc_b, scale_d, tnsp_a, tnsp_b)
+        outs = "{" + ", ".join(f"${i}" for i in range(nreg)) + "}"
+        tail = f"p, 1, 1, {ta}, {tb}" if sixteen else "p, 1, 1"
+        text = ("{\n.reg .pred p;\n"
+                f"setp.ne.b32 p, ${nreg + 2}, 0;\n"
+                f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptxt}.{ptxt} {outs}, ${nreg}, ${nreg + 1}, {tail};\n"
+                "}")
+        cons = ",".join(["=f"] * nreg + ["l", "l", "r"] + [str(i) for i in range(nreg)] + [_MEM])
+
+        def codegen(context, builder, sig, args):
+            regs = [builder.extract_value(args[0], i) for i in range(nreg)]
+            da = _as_i64(context, builder, args[1], sig.args[1])
+            db = _as_i64(context, builder, args[2], sig.args[2])
+            sd = _as_i32(context, builder, args[3], sig.args[3])
+            res = _asm(builder, ir.LiteralStructType([_F32] * nreg), [_I64, _I64, _I32] + [_F32] * nreg,
+                       text, cons, [da, db, sd] + regs, True)
+            vals = [builder.extract_value(res, i) for i in range(nreg)]
+            return context.make_tuple(builder, sig.return_type, vals)
+
+        return sig, codegen
+
+    impl.__name__ = name
+    impl.__doc__ = (f"``wgmma.mma_async`` m64n{n}k{k}, f32 += {t} x {t}, both operands in shared memory "
+                    f"(descriptors); ``acc``: {nreg} float32 (CLayout_64x{n}).")
+    return intrinsic(impl)
+
+
+WGMMA = {}
+for _n, _t, _p, _k in WGMMA_SHAPES:
+    _f = _make_wgmma(_n, _t, _p, _k)
+    globals()[wgmma_name(_n, _t, _k)] = _f
+    WGMMA[(_n, _t)] = _f
+    __all__.append(wgmma_name(_n, _t, _k))
+
+
+def _void_asm(op, text):
+    def impl(typingctx):
+        sig = types.void()
+
+        def codegen(context, builder, sig, args):
+            _asm(builder, _VOID, [], text, _MEM, [], True)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    impl.__name__ = op
+    impl.__doc__ = f"``{text}``"
+    return intrinsic(impl)
+
+
+wgmma_fence = _void_asm("wgmma_fence", "wgmma.fence.sync.aligned;")
+wgmma_commit = _void_asm("wgmma_commit", "wgmma.commit_group.sync.aligned;")
+fence_mbarrier_init = _void_asm("fence_mbarrier_init", "fence.mbarrier_init.release.cluster;")
+fence_proxy_async = _void_asm("fence_proxy_async", "fence.proxy.async.shared::cta;")
+
+
+@intrinsic
+def wgmma_wait(typingctx, n):
+    """``wgmma.wait_group.sync.aligned n`` (``n`` a compile-time constant)."""
+    v = _literal("wgmma_wait", "n", n)
+    sig = types.void(n)
+
+    def codegen(context, builder, sig, args):
+        _asm(builder, _VOID, [], f"wgmma.wait_group.sync.aligned {v};", _MEM, [], True)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def acc_fence(typingctx, acc):
+    """The accumulators through an empty asm: the compiler may not move their uses across it
+    (CuTe's ``warpgroup_fence_operand``)."""
+    if not (isinstance(acc, types.UniTuple) and acc.dtype == types.float32):
+        raise TypeError(f"acc_fence: acc must be a tuple of float32, got {acc}")
+    n = acc.count
+    sig = acc(acc)
+
+    def codegen(context, builder, sig, args):
+        regs = [builder.extract_value(args[0], i) for i in range(n)]
+        cons = ",".join(["=f"] * n + [str(i) for i in range(n)] + [_MEM])
+        res = _asm(builder, ir.LiteralStructType([_F32] * n), [_F32] * n, "", cons, regs, True)
+        return context.make_tuple(builder, sig.return_type, [builder.extract_value(res, i) for i in range(n)])
+
+    return sig, codegen
+
+
+@intrinsic
+def f32x_zero(typingctx, n):
+    """A tuple of ``n`` (a compile-time constant) float32 zeros."""
+    count = _literal("f32x_zero", "n", n)
+    rty = types.UniTuple(types.float32, count)
+    sig = rty(n)
+
+    def codegen(context, builder, sig, args):
+        zero = ir.Constant(_F32, 0.0)
+        return context.make_tuple(builder, rty, [zero] * count)
+
+    return sig, codegen
+
+
+@intrinsic
+def tma_load_2d(typingctx, dst, tmap, c0, c1, mbar):
+    """``cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes``: the
+    box of tensor map ``tmap`` (a global address) at coordinates ``(c0, c1)`` into shared
+    address ``dst``; completion is signalled on the mbarrier at shared address ``mbar``."""
+    op = "tma_load_2d"
+    for nm, ty in (("dst", dst), ("tmap", tmap), ("c0", c0), ("c1", c1), ("mbar", mbar)):
+        _want_int(op, nm, ty)
+    sig = types.void(dst, tmap, c0, c1, mbar)
+    text = ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+            "[$0], [$1, {$2, $3}], [$4];")
+
+    def codegen(context, builder, sig, args):
+        a = [_as_i32(context, builder, args[0], sig.args[0]), _as_i64(context, builder, args[1], sig.args[1]),
+             _as_i32(context, builder, args[2], sig.args[2]), _as_i32(context, builder, args[3], sig.args[3]),
+             _as_i32(context, builder, args[4], sig.args[4])]
+        _asm(builder, _VOID, [_I32, _I64, _I32, _I32, _I32], text, "r,l,r,r,r," + _MEM, a, True)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _addr_op(op, text, wide=False, extra=None):
+    """An intrinsic ``op(addr[, value])`` with no result."""
+    if extra is None:
+        def impl(typingctx, addr):
+            _want_int(op, "addr", addr)
+            sig = types.void(addr)
+
+            def codegen(context, builder, sig, args):
+                a = (_as_i64 if wide else _as_i32)(context, builder, args[0], sig.args[0])
+                _asm(builder, _VOID, [_I64 if wide else _I32], text, ("l," if wide else "r,") + _MEM, [a], True)
+                return context.get_dummy_value()
+
+            return sig, codegen
+    else:
+        def impl(typingctx, addr, value):
+            _want_int(op, "addr", addr)
+            _want_int(op, extra, value)
+            sig = types.void(addr, value)
+
+            def codegen(context, builder, sig, args):
+                a = _as_i32(context, builder, args[0], sig.args[0])
+                v = _as_i32(context, builder, args[1], sig.args[1])
+                _asm(builder, _VOID, [_I32, _I32], text, "r,r," + _MEM, [a, v], True)
+                return context.get_dummy_value()
+
+            return sig, codegen
+    impl.__name__ = op
+    impl.__doc__ = f"``{text}``"
+    return intrinsic(impl)
+
+
+mbarrier_init = _addr_op("mbarrier_init", "mbarrier.init.shared::cta.b64 [$0], $1;", extra="count")
+mbarrier_arrive_expect_tx = _addr_op("mbarrier_arrive_expect_tx",
+                                     "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", extra="nbytes")
+mbarrier_arrive = _addr_op("mbarrier_arrive", "mbarrier.arrive.shared::cta.b64 _, [$0];")
+tensormap_acquire = _addr_op("tensormap_acquire", "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;", wide=True)
+prefetch_tensormap = _addr_op("prefetch_tensormap", "prefetch.tensormap [$0];", wide=True)
+
+
+@intrinsic
+def mbarrier_try_wait(typingctx, addr, phase):
+    """``mbarrier.try_wait.parity``: 1 when the phase of parity ``phase`` of the mbarrier at
+    ``addr`` has completed, else 0 (after a bounded wait in hardware); call it in a loop."""
+    op = "mbarrier_try_wait"
+    _want_int(op, "addr", addr)
+    _want_int(op, "phase", phase)
+    sig = types.int32(addr, phase)
+    text = ("{\n.reg .pred wp;\nmbarrier.try_wait.parity.shared::cta.b64 wp, [$1], $2;\n"
+            "selp.b32 $0, 1, 0, wp;\n}")
+
+    def codegen(context, builder, sig, args):
+        a = _as_i32(context, builder, args[0], sig.args[0])
+        p = _as_i32(context, builder, args[1], sig.args[1])
+        return _asm(builder, _I32, [_I32, _I32], text, "=r,r,r," + _MEM, [a, p], True)
+
+    return sig, codegen
+
+
+def _setmaxnreg(op, which):
+    def impl(typingctx, n):
+        v = _literal(op, "n", n)
+        if v % 8 or not 24 <= v <= 256:
+            raise ValueError(f"{op}: n must be a multiple of 8 in [24, 256], got {v}")
+        sig = types.void(n)
+
+        def codegen(context, builder, sig, args):
+            _asm(builder, _VOID, [], f"setmaxnreg.{which}.sync.aligned.u32 {v};", _MEM, [], True)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    impl.__name__ = op
+    impl.__doc__ = f"``setmaxnreg.{which}.sync.aligned.u32 n`` (``n`` a compile-time constant)."
+    return intrinsic(impl)
+
+
+setmaxnreg_inc = _setmaxnreg("setmaxnreg_inc", "inc")
+setmaxnreg_dec = _setmaxnreg("setmaxnreg_dec", "dec")
+
+
+@intrinsic
+def globaltimer(typingctx):
+    """``%globaltimer``: nanoseconds, for time-outs of spin waits."""
+    sig = types.int64()
+
+    def codegen(context, builder, sig, args):
+        return _asm(builder, _I64, [], "mov.u64 $0, %globaltimer;", "=l," + _MEM, [], True)
+
+    return sig, codegen
+

@@ -1,0 +1,278 @@
+"""numba source of the Hopper GEMM kernel of a :class:`~codegen.sm90.plan.WgmmaPlan`.
+
+The kernel is persistent and warp-specialized: warpgroup 0 is the producer (one thread
+issues the TMA loads of each k-tile into a ring of shared-memory stages), the other
+warpgroups are consumers (each runs ``wgmma`` on a 64-row slice of the CTA tile, then
+stores it). Each stage has a "full" mbarrier (the producer's TMA bytes arrived) and an
+"empty" one (every consumer is done reading it). CTAs walk the output tiles in groups of
+``GROUP_M`` tile rows, ``gridDim.x`` apart.
+
+Kernel arguments: the device addresses of the two tensor maps (A, B), the address of C,
+M, N, K, C's element strides, alpha, beta, and the address of an int32 error word (a wait
+that times out writes 1 there instead of hanging the GPU).
+"""
+
+from __future__ import annotations
+
+from .plan import WgmmaPlan
+
+__all__ = ["emit_wgmma_source", "KERNEL_NAME"]
+
+KERNEL_NAME = "gemm_sm90_kernel"
+WAIT_TIMEOUT_NS = 2_000_000_000
+
+
+class _W:
+    def __init__(self):
+        self.lines, self.ind, self.used = [], 0, set()
+
+    def __call__(self, s=""):
+        self.lines.append(("    " * self.ind + s) if s else "")
+
+    def call(self, name, args=""):
+        self.used.add(name)
+        return f"{name}({args})"
+
+    def block(self):
+        w = self
+
+        class _B:
+            def __enter__(self_):
+                w.ind += 1
+
+            def __exit__(self_, *a):
+                w.ind -= 1
+
+        return _B()
+
+
+def _wait(w, addr, phase):
+    """A bounded spin on an mbarrier phase."""
+    w(f"if {w.call('mbarrier_try_wait', f'{addr}, {phase}')} == 0:")
+    with w.block():
+        w(f"t0 = {w.call('globaltimer')}")
+        w(f"while {w.call('mbarrier_try_wait', f'{addr}, {phase}')} == 0:")
+        with w.block():
+            w(f"if {w.call('globaltimer')} - t0 > WAIT_TIMEOUT_NS:  # a lost arrival: report, do not hang")
+            with w.block():
+                w(w.call("st_global_b32", "err, 1"))
+                w("break")
+
+
+def emit_wgmma_source(plan: WgmmaPlan):
+    cfg, w = plan.config, _W()
+    a, b = plan.a, plan.b
+    S = cfg.stages
+    if S & (S - 1):
+        raise ValueError(f"emit_wgmma_source: stages must be a power of two, got {S}")
+    log_s = S.bit_length() - 1
+    w(f"BM, BN, BK = {cfg.bm}, {cfg.bn}, {cfg.bk}  # CTA tile")
+    w(f"STAGES, CONSUMERS, GROUP_M = {S}, {plan.consumers}, {cfg.group_m}")
+    w(f"KBLOCKS = {plan.kblocks}  # wgmma m64n{cfg.bn}k{plan.instr_k} per k-tile")
+    w(f"A_STAGE, B_STAGE = {a.stage_bytes}, {b.stage_bytes}  # bytes of one stage: cosize of the smem layouts")
+    w(f"STAGE_BYTES = A_STAGE + B_STAGE  # what the TMA of one k-tile delivers")
+    w(f"SMEM_BYTES = {plan.smem_bytes}  # 1024 (alignment) + stages + 2 mbarriers per stage")
+    w(f"WAIT_TIMEOUT_NS = {WAIT_TIMEOUT_NS}")
+    w("")
+    w("")
+    w(f"def {KERNEL_NAME}(tmap_a, tmap_b, C, M, N, K, scm, scn, alpha, beta, err):")
+    with w.block():
+        w('"""tmap_a, tmap_b: device addresses of the TMA tensor maps of A (M,K) and B (N,K);')
+        w("C: the address of C (M,N) with element strides (scm, scn); err: an int32 error word.")
+        w('"""')
+        w("smem = cuda.shared.array(0, uint8)")
+        w(f"sa = ({w.call('smem_addr', 'smem, 0')} + 1023) & -1024  # 1024-byte aligned: the swizzle repeats every 1024 B")
+        w("sb = sa + STAGES * A_STAGE")
+        w("full = sb + STAGES * B_STAGE  # STAGES mbarriers: the stage's TMA bytes arrived")
+        w("empty = full + STAGES * 8  # STAGES mbarriers: every consumer is done with the stage")
+        w("tid = cuda.threadIdx.x")
+        w("wg = tid >> 7  # warpgroup: 0 produces, 1.. consume")
+        w("if tid == 0:")
+        with w.block():
+            w("for s in range(STAGES):")
+            with w.block():
+                w(w.call("mbarrier_init", "full + 8 * s, 1"))
+                w(w.call("mbarrier_init", "empty + 8 * s, CONSUMERS"))
+            w(w.call("fence_mbarrier_init"))
+        w("cuda.syncthreads()")
+        w("")
+        w("# ---- tiles: persistent CTAs, GROUP_M tile rows at a time ----------------------")
+        w("num_m = (M + BM - 1) // BM")
+        w("num_n = (N + BN - 1) // BN")
+        w("tiles = num_m * num_n")
+        w("ktiles = (K + BK - 1) // BK  # TMA zero-fills k >= K, rows >= M and columns >= N")
+        w("group = GROUP_M * num_n")
+        w("")
+        w("if wg == 0:")
+        with w.block():
+            w("# ---- producer: one thread issues the TMA loads of every k-tile ---------------")
+            w(w.call("setmaxnreg_dec", "40"))
+            w("if tid == 0:")
+            with w.block():
+                w(w.call("tensormap_acquire", "tmap_a"))
+                w(w.call("tensormap_acquire", "tmap_b"))
+                w(w.call("prefetch_tensormap", "tmap_a"))
+                w(w.call("prefetch_tensormap", "tmap_b"))
+                w("it = 0  # k-tiles issued, over all tiles: stage it % STAGES, phase (it // STAGES) & 1")
+                w("for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):")
+                with w.block():
+                    _raster(w)
+                    w("for kt in range(ktiles):")
+                    with w.block():
+                        w(f"s = it & {S - 1}")
+                        w("if it >= STAGES:  # wait until every consumer released the stage")
+                        with w.block():
+                            _wait(w, "empty + 8 * s", f"((it >> {log_s}) - 1) & 1")
+                        w(w.call("mbarrier_arrive_expect_tx", "full + 8 * s, STAGE_BYTES"))
+                        w("k0 = kt * BK")
+                        for op, base, r0 in ((a, "sa + s * A_STAGE", "m0"), (b, "sb + s * B_STAGE", "n0")):
+                            w(f"# {op.name}: {len(op.boxes)} box(es) of {op.box[0]}x{op.box[1]} into {op.smem}")
+                            for off, r, k in op.boxes:
+                                row = f"{r0} + {r}" if r else r0
+                                kk = f"k0 + {k}" if k else "k0"
+                                c0, c1 = (kk, row) if op.major == "K" else (row, kk)
+                                dst = f"{base} + {off}" if off else base
+                                w(w.call("tma_load_2d", f"{dst}, tmap_{op.name.lower()}, {c0}, {c1}, full + 8 * s"))
+                        w("it += 1")
+        w("else:")
+        with w.block():
+            w("# ---- consumers: wgmma on a 64-row slice, then the epilogue --------------------")
+            w(w.call("setmaxnreg_inc", "232"))
+            w("c = wg - 1  # this consumer's 64 rows of the CTA tile")
+            w("leader = (tid & 127) == 0  # arrives on the empty barriers for the warpgroup")
+            da = plan.a.desc
+            db = plan.b.desc
+            w(f"desc_a = int64({da.lbo << 16 | da.sbo << 32}) | (int64({da.layout_type}) << 62)  "
+              f"# A descriptor: LBO {da.lbo}, SBO {da.sbo} (16-byte units), layout type {da.layout_type}, from gmma_desc")
+            w(f"desc_b = int64({db.lbo << 16 | db.sbo << 32}) | (int64({db.layout_type}) << 62)  "
+              f"# B descriptor: LBO {db.lbo}, SBO {db.sbo}, layout type {db.layout_type}")
+            w(f"a_c = sa + c * {a.consumer_bytes}  # A rows of this consumer: smem(64 c, 0)")
+            w("it = 0")
+            w("for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):")
+            with w.block():
+                _raster(w)
+                w(f"acc = {w.call('f32x_zero', str(plan.acc_regs))}  # CLayout_64x{cfg.bn}: (T128,V{plan.acc_regs}) -> (m,n)")
+                w("prev = 0")
+                w("for kt in range(ktiles):")
+                with w.block():
+                    w(f"s = it & {S - 1}")
+                    _wait(w, "full + 8 * s", f"(it >> {log_s}) & 1")
+                    w(f"acc = {w.call('acc_fence', 'acc')}")
+                    w(w.call("wgmma_fence"))
+                    w("for kb in range(KBLOCKS):")
+                    with w.block():
+                        w(f"da = desc_a + ((a_c + s * A_STAGE + kb * {a.kblock_bytes}) >> 4)  "
+                          f"# start: smem_A(64 c, {plan.instr_k} kb)")
+                        w(f"db = desc_b + ((sb + s * B_STAGE + kb * {b.kblock_bytes}) >> 4)  "
+                          f"# start: smem_B(0, {plan.instr_k} kb)")
+                        w(f"acc = {w.call(plan.intrinsic, f'acc, da, db, 1, {a.tnsp}, {b.tnsp}')}")
+                    w(w.call("wgmma_commit"))
+                    w(w.call("wgmma_wait", "1") + "  # the previous k-tile's MMAs are done: release its stage")
+                    w(f"acc = {w.call('acc_fence', 'acc')}")
+                    w("if kt > 0 and leader:")
+                    with w.block():
+                        w(w.call("mbarrier_arrive", "empty + 8 * prev"))
+                    w("prev = s")
+                    w("it += 1")
+                w(w.call("wgmma_wait", "0"))
+                w(f"acc = {w.call('acc_fence', 'acc')}")
+                w("if leader:")
+                with w.block():
+                    w(w.call("mbarrier_arrive", "empty + 8 * prev"))
+                _epilogue(w, plan)
+    return _module(plan, w)
+
+
+def _raster(w):
+    w("first_m = (tile // group) * GROUP_M")
+    w("rows = min(num_m - first_m, GROUP_M)")
+    w("m0 = (first_m + (tile % group) % rows) * BM")
+    w("n0 = ((tile % group) // rows) * BN")
+
+
+def _epilogue(w, plan):
+    out = plan.out.name
+    ob = plan.out.bits // 8
+    w(f"# ---- epilogue: C = alpha * acc + beta * C; accumulators 2p, 2p + 1 are adjacent columns")
+    w(f"c_row = m0 + 64 * c + {plan.thr_row}  # m of the thread mode of CLayout_64x{plan.config.bn}")
+    w(f"c_col = n0 + {plan.thr_col}  # n of the thread mode")
+    w(f"c_base = C + (int64(c_row) * scm + c_col) * {ob}")
+    pairs = plan.acc_regs // 2
+    w("if m0 + BM <= M and n0 + BN <= N and beta == 0:  # an interior tile: stores only")
+    with w.block():
+        w(f"for p in range({pairs}):")
+        with w.block():
+            w(f"addr = c_base + (int64({plan.pair_row}) * scm + {plan.pair_col}) * {ob}")
+            _store_pair(w, out, "alpha * acc[2 * p]", "alpha * acc[2 * p + 1]", "addr")
+    w("else:")
+    with w.block():
+        w(f"for p in range({pairs}):")
+        with w.block():
+            w(f"row = c_row + {plan.pair_row}")
+            w(f"col = c_col + {plan.pair_col}")
+            w("if row < M:")
+            with w.block():
+                w(f"addr = C + (int64(row) * scm + col) * {ob}")
+                w("v0 = alpha * acc[2 * p]")
+                w("v1 = alpha * acc[2 * p + 1]")
+                w("if col + 1 < N:")
+                with w.block():
+                    w("if beta != 0:")
+                    with w.block():
+                        w(f"v0 += beta * {_load(w, out, 'addr')}")
+                        w(f"v1 += beta * {_load(w, out, f'addr + {ob}')}")
+                    _store_pair(w, out, "v0", "v1", "addr")
+                w("elif col < N:")
+                with w.block():
+                    w("if beta != 0:")
+                    with w.block():
+                        w(f"v0 += beta * {_load(w, out, 'addr')}")
+                    _store_one(w, out, "v0", "addr")
+
+
+def _store_pair(w, out, v0, v1, addr):
+    if out in ("f16", "bf16"):
+        w(w.call("st_global_b32", f"{addr}, {w.call(f'cvt_{out}x2_f32', f'{v0}, {v1}')}"))
+    else:
+        w(w.call("st_global_v2_b32", f"{addr}, float32({v0}), float32({v1})"))
+
+
+def _store_one(w, out, v, addr):
+    if out in ("f16", "bf16"):
+        w(w.call("st_global_b16", f"{addr}, {w.call(f'cvt_{out}x2_f32', f'{v}, {v}')}"))
+    else:
+        w(w.call("st_global_b32", f"{addr}, float32({v})"))
+
+
+def _load(w, out, addr):
+    if out == "f16":
+        return f"{w.call('unpack_f16x2_f32', w.call('ld_global_b16', addr))}[0]"
+    if out == "bf16":
+        return w.call("u32_as_f32", "uint32(" + w.call("ld_global_b16", addr) + ") << 16")
+    return w.call("u32_as_f32", w.call("ld_global_b32", addr))
+
+
+def _module(plan, w):
+    cfg = plan.config
+    used = sorted(w.used)
+    head = [
+        f'"""Generated Hopper GEMM kernel: C = alpha * A @ B + beta * C ({cfg.dtype} in, f32 accumulate, '
+        f'{cfg.out} out).',
+        "",
+        f"Plan: CTA tile {cfg.bm}x{cfg.bn}x{cfg.bk}, 1 producer + {plan.consumers} consumer warpgroups, "
+        f"{cfg.stages} stages, persistent;",
+        f"wgmma m64n{cfg.bn}k{plan.instr_k} from shared memory; A {plan.a.major}-major, stage {plan.a.smem}; "
+        f"B {plan.b.major}-major, stage {plan.b.smem}.",
+        '"""',
+        "from numba import cuda, float32, int64, uint8, uint32  # noqa: F401",
+        "from codegen.intrinsics import (",
+    ]
+    line = "   "
+    for name in used:
+        if len(line) + len(name) + 2 > 96:
+            head.append(line.rstrip())
+            line = "   "
+        line += f" {name},"
+    head += [line.rstrip(), ")", ""]
+    return "\n".join(head + w.lines) + "\n"
+

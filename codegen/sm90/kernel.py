@@ -1,0 +1,110 @@
+"""The Hopper kernel from its plan: source module, PTX for sm_90a, cubin, loaded function.
+
+Shares the caches of :mod:`codegen.kernel` (source modules, PTX and cubins on disk, keyed
+by the source, the target and the compiler versions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import kernel as K
+from .emit import KERNEL_NAME, emit_wgmma_source
+from .plan import WgmmaPlan, make_wgmma_plan
+
+__all__ = ["WgmmaKey", "CompiledWgmma", "get_wgmma_kernel", "wgmma_signature", "compile_wgmma_ptx"]
+
+CC = (9, 0, "a")
+
+
+@dataclass(frozen=True)
+class WgmmaKey:
+    config: object
+    a_major: str = "K"
+    b_major: str = "K"
+
+
+@dataclass
+class CompiledWgmma:
+    key: WgmmaKey
+    plan: WgmmaPlan
+    source: str
+    module: str
+    function: object = None
+
+    @property
+    def config(self):
+        return self.plan.config
+
+    @property
+    def smem_bytes(self):
+        return self.plan.smem_bytes
+
+
+_MEM = {}
+
+
+def wgmma_signature():
+    from numba import float32, int32, int64, void
+
+    return void(int64, int64, int64, int32, int32, int32, int64, int64, float32, float32, int64)
+
+
+def _base(key):
+    hit = _MEM.get((key, None))
+    if hit is None:
+        plan = make_wgmma_plan(key.config, key.a_major, key.b_major)
+        source = emit_wgmma_source(plan)
+        hit = _MEM[(key, None)] = CompiledWgmma(key, plan, source, K._module_path(source))
+    return hit
+
+
+def compile_wgmma_ptx(key, cc=CC):
+    """PTX of the Hopper kernel of ``key`` (cached in memory and on disk)."""
+    import os
+
+    base = _base(key)
+    bounds = (base.plan.threads, 1)
+    tag = K._tag(base.source, cc, bounds)
+    path = os.path.join(K.cache_dir(), f"ptx_{tag}.ptx")
+    hit = K._PTX.get(tag)
+    if hit is not None:
+        return hit
+    try:
+        with open(path) as f:
+            ptx = f.read()
+    except OSError:
+        from numba import cuda
+
+        ptx, _ = cuda.compile_ptx(getattr(K._load_module(base.source), KERNEL_NAME), wgmma_signature(), cc=cc,
+                                  launch_bounds=bounds)
+        K._write(path, ptx.encode())
+    K._PTX[tag] = ptx
+    return ptx
+
+
+def get_wgmma_kernel(key):
+    """The Hopper kernel of ``key`` loaded into the current context (memoised)."""
+    import os
+
+    from .. import driver
+
+    ctx = driver.ensure_context()
+    hit = _MEM.get((key, ctx))
+    if hit is not None:
+        return hit
+    base = _base(key)
+    tag = K._tag(base.source, CC, (base.plan.threads, 1))
+    path = os.path.join(K.cache_dir(), f"cubin_{tag}.cubin")
+    try:
+        with open(path, "rb") as f:
+            name, _, cubin = f.read().partition(b"\n")
+        name = name.decode()
+    except OSError:
+        ptx = compile_wgmma_ptx(key)
+        name = driver.entry_name(ptx)
+        cubin = driver.link_ptx(ptx)
+        K._write(path, name.encode() + b"\n" + cubin)
+    out = CompiledWgmma(key, base.plan, base.source, base.module, driver.Function(cubin, name, base.plan.smem_bytes))
+    _MEM[(key, ctx)] = out
+    return out

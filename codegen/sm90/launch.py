@@ -1,0 +1,84 @@
+"""Launching the Hopper kernel: TMA tensor maps, the persistent grid, the argument slots.
+
+The tensor maps hold the operands' global addresses, so they depend on the arrays: each
+launcher keeps the maps it encoded in device memory, keyed by the two addresses, and a
+repeated call on the same arrays only launches.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from .. import driver
+
+__all__ = ["tma_ok", "WgmmaLauncher"]
+
+_MAX_MAPS = 4096
+
+
+def tma_ok(major, shape, strides, ptr, ebytes):
+    """Whether TMA can read an operand ``(rows, K)`` with element ``strides``: a 16-byte
+    aligned address, stride 1 along the contiguous dimension, the other a multiple of 16 bytes."""
+    cont, other = (1, 0) if major == "K" else (0, 1)
+    if strides[cont] != 1 and shape[cont] != 1:
+        return False
+    if ptr % 16 or (strides[other] * ebytes) % 16 and shape[other] > 1:
+        return False
+    return strides[other] > 0 or shape[other] == 1
+
+
+class WgmmaLauncher:
+    """The Hopper kernel with its arguments in place; called as ``(a, b, c, alpha, beta, stream)``."""
+
+    def __init__(self, compiled, M, N, K, a_desc, b_desc, c_strides):
+        plan = compiled.plan
+        self.compiled = compiled
+        self.fn = compiled.function
+        self.threads = plan.threads
+        self.smem = plan.smem_bytes
+        tiles = -(-M // plan.config.bm) * -(-N // plan.config.bn)
+        self.grid = max(1, min(tiles, driver.multiprocessors()))
+        self.dtype = plan.etype.name
+        self._a = (a_desc, plan.a)
+        self._b = (b_desc, plan.b)
+        self.err = driver.mem_alloc(4)
+        self.slots = ([ctypes.c_int64(0) for _ in range(3)] + [ctypes.c_int32(v) for v in (M, N, K)]
+                      + [ctypes.c_int64(s) for s in c_strides] + [ctypes.c_float(1.0), ctypes.c_float(0.0)]
+                      + [ctypes.c_int64(self.err)])
+        self.params = (ctypes.c_void_p * len(self.slots))(*[ctypes.addressof(s) for s in self.slots])
+        self._maps = {}
+
+    def _map(self, which, ptr):
+        (shape, strides), op = which
+        rows, k = shape
+        ebytes = self.compiled.plan.etype.bits // 8
+        if op.major == "K":
+            dims, stride = (k, rows), strides[0] * ebytes
+        else:
+            dims, stride = (rows, k), strides[1] * ebytes
+        if rows == 1 or k == 1:
+            stride = max(stride, 16)
+        data = driver.encode_tensor_map_2d(self.dtype, ptr, dims, stride, op.box)
+        dev = driver.mem_alloc(128)
+        driver.copy_to_device(dev, data)
+        return dev
+
+    def maps(self, a, b):
+        hit = self._maps.get((a, b))
+        if hit is None:
+            if len(self._maps) >= _MAX_MAPS:
+                self._maps.clear()
+            hit = self._maps[(a, b)] = (self._map(self._a, a), self._map(self._b, b))
+        return hit
+
+    def __call__(self, a, b, c, alpha, beta, stream=0):
+        ma, mb = self.maps(a, b)
+        s = self.slots
+        s[0].value, s[1].value, s[2].value = ma, mb, c
+        s[8].value, s[9].value = alpha, beta
+        self.fn.launch(self.grid, self.threads, self.smem, stream, self.params)
+
+    def check(self):
+        """Raise if a wait in the kernel timed out (a lost mbarrier arrival); synchronises."""
+        if driver.read_int32(self.err):
+            raise RuntimeError("gemm (wgmma): a wait on an mbarrier timed out in the kernel")

@@ -1,0 +1,152 @@
+"""The Hopper GEMM plan: warpgroup MMA fed by TMA, derived from layouts.
+
+A CTA has one producer warpgroup (one thread issues the TMA loads) and ``BM / 64``
+consumer warpgroups, each computing a 64 x BN slice of the CTA tile with
+``wgmma.mma_async`` m64nBNk(32 bytes of K).  Everything below comes from layouts:
+
+* the shared-memory stage of each operand is CuTe's GMMA layout atom (128-byte swizzle)
+  tiled to ``(rows, BK)``, K first for MN-major operands so that each TMA box is one
+  contiguous block (:mod:`mma_atoms.gmma_smem`);
+* the TMA box of each operand is one swizzle row wide (128 bytes along the contiguous
+  dimension) and spans the stage along the other; the box offsets in the stage are the
+  stage layout at the boxes' corners;
+* the descriptor of each wgmma is read off the stage layout (:func:`gmma_desc`); its
+  start address moves by the stage layout's offset of the next k-block and, for A, of the
+  next consumer's 64 rows;
+* the accumulators' (row, column) come from the atom's C layout (``CLayout_64xN``).
+
+>>> from codegen import GemmConfig
+>>> plan = make_wgmma_plan(GemmConfig.default("f16", arch=(9, 0)), "K", "MN")
+>>> plan.a.desc, plan.b.desc
+(GmmaDesc(layout_type=1, lbo=1, sbo=64), GmmaDesc(layout_type=1, lbo=512, sbo=64))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from layoutalg import ComposedLayout, Layout, composition, make_identity_layout, size, tile_to_shape
+from layoutalg.element_types import ElementType, element_type
+
+from ..config import GemmConfig
+from ..index import Index, coord_index
+
+__all__ = ["WgmmaOperand", "WgmmaPlan", "make_wgmma_plan", "ACC_TYPES"]
+
+ACC_TYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2")
+
+
+@dataclass(frozen=True)
+class WgmmaOperand:
+    """One operand's stage, TMA boxes and descriptor.
+
+    ``smem``: ``(rows, BK) -> element offset`` of one stage; ``box``: the TMA box (inner,
+    outer) in elements; ``boxes``: per box, (stage byte offset, row offset, k offset) of its
+    corner; ``desc``: the descriptor fields; ``kblock_bytes``: the start-address step per
+    instruction along K; ``consumer_bytes``: per consumer (A only: its 64 rows).
+    """
+
+    name: str
+    major: str
+    rows: int
+    smem: object
+    stage_bytes: int
+    box: tuple
+    boxes: tuple
+    desc: object
+    kblock_bytes: int
+    consumer_bytes: int
+    tnsp: int
+
+
+@dataclass(frozen=True)
+class WgmmaPlan:
+    config: GemmConfig
+    etype: ElementType
+    out: ElementType
+    a: WgmmaOperand
+    b: WgmmaOperand
+    atom: object              # the mma_atoms wgmma entry (SS)
+    intrinsic: str
+    instr_k: int              # K of one instruction
+    kblocks: int              # instructions per k-tile
+    consumers: int
+    threads: int
+    acc_regs: int             # accumulator registers per thread (N / 2)
+    pair_row: Index           # row / column of accumulator pair p (registers 2p, 2p + 1)
+    pair_col: Index
+    thr_row: Index            # the thread's part (tid within the warpgroup)
+    thr_col: Index
+    smem_bytes: int           # stages + barriers + 1024 for alignment
+
+    @property
+    def operands(self):
+        return (self.a, self.b)
+
+
+def _operand(name, major, rows, bk, et, instr_k, consumers):
+    from mma_atoms.gmma_smem import gmma_desc, gmma_smem_atom
+
+    ebytes = et.bits // 8
+    atom = gmma_smem_atom(et.name, major, 128)
+    w = 128 // ebytes                                        # elements per 128-byte row
+    if major == "K":
+        if bk != w:
+            raise ValueError(f"wgmma plan: BK must be {w} for {et.name} (one 128-byte row), got {bk}")
+        smem = tile_to_shape(atom, (rows, bk))              # (rows,BK) -> offset
+        box = (w, rows)                                      # (k, rows)
+        corners = [(0, 0)]
+    else:
+        if rows % w:
+            raise ValueError(f"wgmma plan: {name} rows {rows} are not a multiple of {w}")
+        smem = tile_to_shape(atom, (rows, bk), (1, 0))      # K first: each 128-byte column block is one box
+        box = (w, bk)                                        # (rows, k)
+        corners = [(r, 0) for r in range(0, rows, w)]
+    inner = smem.inner if isinstance(smem, ComposedLayout) else smem
+    boxes = tuple((inner(r, k) * ebytes, r, k) for r, k in corners)
+    mn = 64 if name == "A" else rows
+    desc = gmma_desc(smem, (mn, instr_k), major, et.name)
+    kblock_bytes = inner(0, instr_k) * ebytes
+    consumer_bytes = inner(64, 0) * ebytes if name == "A" and rows > 64 else 0
+    return WgmmaOperand(name, major, rows, smem, size(inner) * ebytes, box, boxes, desc, kblock_bytes,
+                        consumer_bytes, 1 if major == "MN" else 0)
+
+
+def make_wgmma_plan(cfg, a_major="K", b_major="K"):
+    """Derive the Hopper plan of ``cfg`` (``cfg.path == "wgmma"``)."""
+    from mma_atoms import get
+    from mma_atoms.mma_sm90 import clayout_64xn
+
+    from ..intrinsics.names import wgmma_name
+
+    if not isinstance(cfg, GemmConfig) or cfg.path != "wgmma":
+        raise ValueError(f"make_wgmma_plan: expected a GemmConfig with path='wgmma', got {cfg!r}")
+    et = element_type(cfg.dtype)
+    if et.name not in ACC_TYPES:
+        raise ValueError(f"make_wgmma_plan: no wgmma kernel for {et.name}")
+    if et.bits != 16 and "MN" in (a_major, b_major):
+        raise ValueError(f"make_wgmma_plan: wgmma reads {et.name} operands K-major only; got A {a_major}-major, "
+                         f"B {b_major}-major")
+    instr_k = 32 // (et.bits // 8)
+    consumers = cfg.bm // 64
+    a = _operand("A", a_major, cfg.bm, cfg.bk, et, instr_k, consumers)
+    b = _operand("B", b_major, cfg.bn, cfg.bk, et, instr_k, consumers)
+    atom_name = {"f16": "F32F16F16", "bf16": "F32BF16BF16"}.get(et.name)
+    atom = get(f"SM90_64x{cfg.bn}x16_{atom_name}_SS") if atom_name else None
+    clay = clayout_64xn(cfg.bn)                              # (T128,V(N/2)) -> m + 64 n
+    nreg = cfg.bn // 2
+    crd = make_identity_layout((64, cfg.bn))                 # m + 64 n -> (m, n)
+    vals = composition(crd, clay[1])                         # V -> (m, n)
+    if vals(1) != vals(0) + crd(64) or size(vals) % 2:      # registers 2p, 2p + 1: adjacent columns
+        raise ValueError(f"wgmma plan: accumulator pairs of {clay} are not adjacent columns")
+    pair_row, pair_col = coord_index(composition(vals, Layout(nreg // 2, 2)), "p", 2)   # p -> (m, n) of 2p
+    thr_row, thr_col = coord_index(composition(crd, clay[0]), "tid", 2, 128)           # T128 -> (m, n)
+    for ix in (pair_row, pair_col, thr_row, thr_col):
+        ix.check()
+    bars = 2 * cfg.stages * 8
+    smem = 1024 + cfg.stages * (a.stage_bytes + b.stage_bytes) + bars
+    if smem > 227 * 1024:
+        raise ValueError(f"wgmma plan: {cfg.stages} stages need {smem} bytes of shared memory, more than 227 KiB")
+    return WgmmaPlan(cfg, et, element_type(cfg.out), a, b, atom, wgmma_name(cfg.bn, et.name, instr_k), instr_k,
+                     cfg.bk // instr_k, consumers, 128 * (consumers + 1), nreg, pair_row, pair_col, thr_row,
+                     thr_col, smem)
