@@ -194,6 +194,7 @@ def _epilogue(w, plan):
     out = plan.out.name
     ob = plan.out.bits // 8
     w(f"# ---- epilogue: C = alpha * acc + beta * C; accumulators 2p, 2p + 1 are adjacent columns")
+    w("wtid = tid & 127  # the thread within its warpgroup")
     w(f"c_row = m0 + 64 * c + {plan.thr_row}  # m of the thread mode of CLayout_64x{plan.config.bn}")
     w(f"c_col = n0 + {plan.thr_col}  # n of the thread mode")
     w(f"c_base = C + (int64(c_row) * scm + c_col) * {ob}")

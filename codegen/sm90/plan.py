@@ -140,7 +140,7 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
     if vals(1) != vals(0) + crd(64) or size(vals) % 2:      # registers 2p, 2p + 1: adjacent columns
         raise ValueError(f"wgmma plan: accumulator pairs of {clay} are not adjacent columns")
     pair_row, pair_col = coord_index(composition(vals, Layout(nreg // 2, 2)), "p", 2)   # p -> (m, n) of 2p
-    thr_row, thr_col = coord_index(composition(crd, clay[0]), "tid", 2, 128)           # T128 -> (m, n)
+    thr_row, thr_col = coord_index(composition(crd, clay[0]), "wtid", 2, 128)          # T128 -> (m, n)
     for ix in (pair_row, pair_col, thr_row, thr_col):
         ix.check()
     bars = 2 * cfg.stages * 8
