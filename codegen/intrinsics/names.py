@@ -73,7 +73,7 @@ def wgmma_name(n, t, k):
 
 #: The Hopper (sm_90a) names (:mod:`codegen.intrinsics.ptx_sm90` and its simulator twins).
 SM90_NAMES = (
-    "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero",
+    "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero", "acc_to_array",
     "tma_load_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive", "mbarrier_try_wait",
     "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",

@@ -33,7 +33,7 @@ from numba.cuda.extending import intrinsic
 from .ptx import _F32, _I32, _I64, _MEM, _VOID, _as_i32, _as_i64, _asm, _want_int
 
 __all__ = [
-    "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero",
+    "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero", "acc_to_array",
     "tma_load_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive", "mbarrier_try_wait",
     "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
@@ -168,6 +168,29 @@ def f32x_zero(typingctx, n):
     def codegen(context, builder, sig, args):
         zero = ir.Constant(_F32, 0.0)
         return context.make_tuple(builder, rty, [zero] * count)
+
+    return sig, codegen
+
+
+@intrinsic
+def acc_to_array(typingctx, acc, arr):
+    """Store the accumulator tuple into a 1-D local array, element i at index i, with constant
+    indices (a loop over a tuple with a run-time index would not unroll)."""
+    if not (isinstance(acc, types.UniTuple) and acc.dtype == types.float32):
+        raise TypeError(f"acc_to_array: acc must be a tuple of float32, got {acc}")
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype == types.float32):
+        raise TypeError(f"acc_to_array: arr must be a 1-D float32 array, got {arr}")
+    n = acc.count
+    sig = types.void(acc, arr)
+
+    def codegen(context, builder, sig, args):
+        from numba.cuda import cgutils
+
+        ary = cgutils.create_struct_proxy(sig.args[1])(context, builder, value=args[1])
+        for i in range(n):
+            ptr = builder.gep(ary.data, [ir.Constant(_I32, i)])
+            builder.store(builder.extract_value(args[0], i), ptr)
+        return context.get_dummy_value()
 
     return sig, codegen
 

@@ -46,8 +46,13 @@ class _W:
         return _B()
 
 
-def _wait(w, addr, phase):
+def _wait(w, addr, phase, bounded=True):
     """A bounded spin on an mbarrier phase."""
+    if not bounded:
+        w(f"while {w.call('mbarrier_try_wait', f'{addr}, {phase}')} == 0:")
+        with w.block():
+            w("pass")
+        return
     w(f"if {w.call('mbarrier_try_wait', f'{addr}, {phase}')} == 0:")
     with w.block():
         w(f"t0 = {w.call('globaltimer')}")
@@ -59,7 +64,9 @@ def _wait(w, addr, phase):
                 w("break")
 
 
-def emit_wgmma_source(plan: WgmmaPlan):
+def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded=True):
+    """Source of the kernel module. (The underscored options exist for experiments: no
+    epilogue, the number of wgmma groups left in flight, unbounded waits.)"""
     cfg, w = plan.config, _W()
     a, b = plan.a, plan.b
     S = cfg.stages
@@ -122,7 +129,7 @@ def emit_wgmma_source(plan: WgmmaPlan):
                         w(f"s = it & {S - 1}")
                         w("if it >= STAGES:  # wait until every consumer released the stage")
                         with w.block():
-                            _wait(w, "empty + 8 * s", f"((it >> {log_s}) - 1) & 1")
+                            _wait(w, "empty + 8 * s", f"((it >> {log_s}) - 1) & 1", _bounded)
                         w(w.call("mbarrier_arrive_expect_tx", "full + 8 * s, STAGE_BYTES"))
                         w("k0 = kt * BK")
                         for op, base, r0 in ((a, "sa + s * A_STAGE", "m0"), (b, "sb + s * B_STAGE", "n0")):
@@ -156,7 +163,7 @@ def emit_wgmma_source(plan: WgmmaPlan):
                 w("for kt in range(ktiles):")
                 with w.block():
                     w(f"s = it & {S - 1}")
-                    _wait(w, "full + 8 * s", f"(it >> {log_s}) & 1")
+                    _wait(w, "full + 8 * s", f"(it >> {log_s}) & 1", _bounded)
                     w(f"acc = {w.call('acc_fence', 'acc')}")
                     w(w.call("wgmma_fence"))
                     w("for kb in range(KBLOCKS):")
@@ -167,7 +174,7 @@ def emit_wgmma_source(plan: WgmmaPlan):
                           f"# start: smem_B(0, {plan.instr_k} kb)")
                         w(f"acc = {w.call(plan.intrinsic, f'acc, da, db, 1, {a.tnsp}, {b.tnsp}')}")
                     w(w.call("wgmma_commit"))
-                    w(w.call("wgmma_wait", "1") + "  # the previous k-tile's MMAs are done: release its stage")
+                    w(w.call("wgmma_wait", str(_in_flight)) + "  # the previous k-tile's MMAs are done: release its stage")
                     w(f"acc = {w.call('acc_fence', 'acc')}")
                     w("if kt > 0 and leader:")
                     with w.block():
@@ -179,7 +186,12 @@ def emit_wgmma_source(plan: WgmmaPlan):
                 w("if leader:")
                 with w.block():
                     w(w.call("mbarrier_arrive", "empty + 8 * prev"))
-                _epilogue(w, plan)
+                if _epilogue == "cold":      # experiment: the stores kept, never run
+                    w("if alpha == 12345.0:")
+                    with w.block():
+                        _epilogue_code(w, plan)
+                elif _epilogue:
+                    _epilogue_code(w, plan)
     return _module(plan, w)
 
 
@@ -190,7 +202,7 @@ def _raster(w):
     w("n0 = ((tile % group) // rows) * BN")
 
 
-def _epilogue(w, plan):
+def _epilogue_code(w, plan):
     out = plan.out.name
     ob = plan.out.bits // 8
     w(f"# ---- epilogue: C = alpha * acc + beta * C; accumulators 2p, 2p + 1 are adjacent columns")
@@ -201,11 +213,13 @@ def _epilogue(w, plan):
     pairs = plan.acc_regs // 2
     w("if m0 + BM <= M and n0 + BN <= N and beta == 0:  # an interior tile: stores only")
     with w.block():
+        w(f"accs = cuda.local.array({plan.acc_regs}, float32)  # indexed by constants once NVVM unrolls the loop")
+        w(w.call("acc_to_array", "acc, accs"))
         w(f"for p in range({pairs}):")
         with w.block():
             w(f"addr = c_base + (int64({plan.pair_row}) * scm + {plan.pair_col}) * {ob}")
-            _store_pair(w, out, "alpha * acc[2 * p]", "alpha * acc[2 * p + 1]", "addr")
-    w("else:")
+            _store_pair(w, out, "alpha * accs[2 * p]", "alpha * accs[2 * p + 1]", "addr")
+    w("else:  # an edge tile or beta != 0: predicated (the tuple is indexed at run time: slower)")
     with w.block():
         w(f"for p in range({pairs}):")
         with w.block():
