@@ -60,16 +60,7 @@ ATOM_NAMES = (
 )
 
 
-#: (N, input type, PTX input type, K) of the Hopper wgmma intrinsics (f32 accumulators).
-WGMMA_SHAPES = tuple((n, t, p, k) for n in (64, 128, 256)
-                     for t, p, k in (("f16", "f16", 16), ("bf16", "bf16", 16), ("tf32", "tf32", 8),
-                                     ("e4m3", "e4m3", 32), ("e5m2", "e5m2", 32)))
-
-
-def wgmma_name(n, t, k):
-    """The intrinsic of ``wgmma.mma_async`` m64n{n}k{k} with f32 accumulation of type-``t`` inputs."""
-    return f"wgmma_m64n{n}k{k}_f32_{t}"
-
+from ..atom_intrinsics import WGMMA_SHAPES, wgmma_name  # noqa: E402
 
 #: The Hopper (sm_90a) names (:mod:`codegen.intrinsics.ptx_sm90` and its simulator twins).
 SM90_NAMES = (

@@ -117,7 +117,7 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
     from mma_atoms import get
     from mma_atoms.mma_sm90 import clayout_64xn
 
-    from ..intrinsics.names import wgmma_name
+    from ..atom_intrinsics import wgmma_name
 
     if not isinstance(cfg, GemmConfig) or cfg.path != "wgmma":
         raise ValueError(f"make_wgmma_plan: expected a GemmConfig with path='wgmma', got {cfg!r}")

@@ -1,0 +1,106 @@
+"""The Hopper path without a GPU: GMMA layouts and descriptors, the plan, the PTX for sm_90a."""
+
+import os
+import shutil
+import subprocess
+import pytest
+
+from layoutalg import tile_to_shape
+from mma_atoms.gmma_smem import gmma_desc, gmma_smem_atom
+
+
+def _descriptor_address(desc, major, ebytes, mn, k):
+    """The byte offset (before the swizzle) that the PTX ISA's canonical layout of ``desc``
+    gives element (mn, k) of an instruction's block: core matrices of 8 rows x 16 bytes."""
+    t = 16 // ebytes                                          # elements per 16 bytes
+    w = {1: 8, 2: 4, 3: 2, 0: 1}[desc.layout_type]            # 16-byte units per swizzle row
+    if major == "K":
+        return ((mn // 8) * desc.sbo * 16 + (mn % 8) * w * 16 + (k // t) * 16 * (desc.lbo if not w - 1 else 1)
+                + (k % t) * ebytes)
+    return ((mn // (w * t)) * desc.lbo * 16 + ((mn % (w * t)) // t) * 16 + (mn % t) * ebytes
+            + (k // 8) * desc.sbo * 16 + (k % 8) * w * 16)
+
+
+def _swizzle_bytes(addr, layout_type):
+    b = {1: 3, 2: 2, 3: 1, 0: 0}[layout_type]
+    return addr ^ ((addr >> 7) & ((1 << b) - 1)) << 4
+
+
+@pytest.mark.parametrize("dtype,major,shape,order", [
+    ("f16", "K", (128, 64), None), ("f16", "K", (256, 64), None), ("bf16", "MN", (256, 64), (1, 0)),
+    ("f16", "MN", (128, 64), (1, 0)), ("f16", "MN", (256, 64), None), ("tf32", "K", (128, 32), None),
+    ("e4m3", "K", (128, 128), None), ("f16", "K", (64, 128), None)])
+def test_descriptors_address_every_element_where_the_layout_puts_it(dtype, major, shape, order):
+    """For each instruction's block of the stage, the descriptor (read off the layout) and the
+    ISA's canonical layout put every element at the stage layout's (swizzled) offset."""
+    from layoutalg.element_types import element_type
+
+    eb = element_type(dtype).bits // 8
+    stage = tile_to_shape(gmma_smem_atom(dtype, major, 128), shape, order)
+    kblk = 32 // eb
+    mn_blk = 64 if major == "K" else shape[0]
+    desc = gmma_desc(stage, (mn_blk, kblk), major, dtype)
+    for r0 in range(0, shape[0], mn_blk):
+        for k0 in range(0, shape[1], kblk):
+            start = stage.inner(r0, k0) * eb
+            assert start % 16 == 0
+            for mn in range(mn_blk):
+                for k in range(kblk):
+                    got = _swizzle_bytes(start + _descriptor_address(desc, major, eb, mn, k), desc.layout_type)
+                    assert got == stage(r0 + mn, k0 + k) * eb, (r0, k0, mn, k)
+
+
+def test_descriptor_bits_follow_the_isa_fields():
+    desc = gmma_desc(tile_to_shape(gmma_smem_atom("f16", "K", 128), (64, 64)), (64, 16), "K", "f16")
+    d = desc.bits(0x1230)
+    assert d & 0x3FFF == 0x123 and (d >> 16) & 0x3FFF == 1 and (d >> 32) & 0x3FFF == 64 and d >> 62 == 1
+
+
+def test_plan_and_source():
+    from codegen import GemmConfig
+    from codegen.sm90.emit import emit_wgmma_source
+    from codegen.sm90.plan import make_wgmma_plan
+
+    cfg = GemmConfig.default("f16", arch=(9, 0))
+    assert cfg.path == "wgmma" and cfg.threads == 384
+    plan = make_wgmma_plan(cfg, "K", "MN")
+    assert plan.b.boxes == ((0, 0, 0), (8192, 64, 0), (16384, 128, 0), (24576, 192, 0))
+    # every accumulator register of every thread is one distinct element of the 64 x 256 slice
+    seen = {(plan.thr_row.value(t) + plan.pair_row.value(p), plan.thr_col.value(t) + plan.pair_col.value(p) + d)
+            for t in range(128) for p in range(plan.acc_regs // 2) for d in (0, 1)}
+    assert seen == {(m, n) for m in range(64) for n in range(256)}
+    src = emit_wgmma_source(plan)
+    for stage in ("producer", "consumers", "epilogue"):
+        assert f"# ---- {stage}" in src
+
+
+def test_ptx_for_sm90a_has_wgmma_tma_and_mbarriers_and_no_spills(tmp_path):
+    pytest.importorskip("numba")
+    from codegen import GemmConfig
+    from codegen.sm90.kernel import WgmmaKey, compile_wgmma_ptx
+
+    ptx = compile_wgmma_ptx(WgmmaKey(GemmConfig.default("f16", arch=(9, 0)), "K", "MN"))
+    assert ".target sm_90a" in ptx
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") == 4
+    assert "cp.async.bulk.tensor.2d" in ptx and "mbarrier.try_wait.parity" in ptx and "setmaxnreg" in ptx
+    assert ".local" not in ptx
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        pytest.skip("ptxas not on PATH")
+    p = os.path.join(tmp_path, "k.ptx")
+    with open(p, "w") as f:
+        f.write(ptx)
+    out = subprocess.run([ptxas, "-v", "-arch=sm_90a", p, "-o", os.path.join(tmp_path, "k.cubin")],
+                         capture_output=True, text=True, check=True).stderr
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in out, out
+
+
+def test_gemm_config_for_hopper_and_its_errors():
+    from codegen import GemmConfig
+
+    assert GemmConfig.default("f16", arch=(8, 0)).path == "mma_sync"
+    assert GemmConfig.default("tf32", arch=(9, 0)).path == "mma_sync"
+    with pytest.raises(ValueError, match="wgmma path takes f16 or bf16"):
+        GemmConfig("tf32", None, 128, 256, 32, 2, 4, 4, 8, 1, "wgmma")
+    with pytest.raises(ValueError, match="path 'tma' is not one of"):
+        GemmConfig(path="tma")
