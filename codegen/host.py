@@ -354,9 +354,11 @@ def _wgmma_setup(config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major, 
     """The Hopper launch (wgmma fed by TMA) where the GPU, the types and the layouts allow it,
     else None (the mma.sync kernels run). A config with ``path="wgmma"`` that the operands
     cannot take is an error."""
-    if simulating() or (config is not None and config.path != "wgmma"):
+    if config is not None and config.path != "wgmma":
         return None
-    cc = _device_cc()
+    if simulating() and config is None:     # the simulator runs the Hopper kernel when asked to
+        return None
+    cc = (9, 0) if simulating() else _device_cc()
     if config is None and (cc < (9, 0) or kind not in ("f16", "bf16")):
         return None
     from .sm90.kernel import WgmmaKey, get_wgmma_kernel

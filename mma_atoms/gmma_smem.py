@@ -57,7 +57,7 @@ def gmma_smem_atom(dtype, major, swizzle_bytes=128):
     w = row // ebytes                                       # elements per swizzle row
     bits = (row // 16).bit_length() - 1                     # log2(row / 16)
     base = (16 // ebytes).bit_length() - 1                  # log2(elements per 16 bytes)
-    lay = Layout((8, w), (w, 1)) if major == "K" else Layout((w, 8), (1, w))
+    lay = Layout((8, w), (w, 1)) if major == "K" else Layout((w, 8), (1, w))   # (8,W) or (W,8) -> offset
     return composition(Swizzle(bits, base, 3), lay)
 
 

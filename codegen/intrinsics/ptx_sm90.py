@@ -217,40 +217,53 @@ def tma_load_2d(typingctx, dst, tmap, c0, c1, mbar):
     return sig, codegen
 
 
-def _addr_op(op, text, wide=False, extra=None):
-    """An intrinsic ``op(addr[, value])`` with no result."""
-    if extra is None:
-        def impl(typingctx, addr):
-            _want_int(op, "addr", addr)
-            sig = types.void(addr)
+def _addr_op(op, text, wide=False):
+    """An intrinsic ``op(addr)`` with no result."""
+    def impl(typingctx, addr):
+        _want_int(op, "addr", addr)
+        sig = types.void(addr)
 
-            def codegen(context, builder, sig, args):
-                a = (_as_i64 if wide else _as_i32)(context, builder, args[0], sig.args[0])
-                _asm(builder, _VOID, [_I64 if wide else _I32], text, ("l," if wide else "r,") + _MEM, [a], True)
-                return context.get_dummy_value()
+        def codegen(context, builder, sig, args):
+            a = (_as_i64 if wide else _as_i32)(context, builder, args[0], sig.args[0])
+            _asm(builder, _VOID, [_I64 if wide else _I32], text, ("l," if wide else "r,") + _MEM, [a], True)
+            return context.get_dummy_value()
 
-            return sig, codegen
-    else:
-        def impl(typingctx, addr, value):
-            _want_int(op, "addr", addr)
-            _want_int(op, extra, value)
-            sig = types.void(addr, value)
+        return sig, codegen
 
-            def codegen(context, builder, sig, args):
-                a = _as_i32(context, builder, args[0], sig.args[0])
-                v = _as_i32(context, builder, args[1], sig.args[1])
-                _asm(builder, _VOID, [_I32, _I32], text, "r,r," + _MEM, [a, v], True)
-                return context.get_dummy_value()
-
-            return sig, codegen
     impl.__name__ = op
     impl.__doc__ = f"``{text}``"
     return intrinsic(impl)
 
 
-mbarrier_init = _addr_op("mbarrier_init", "mbarrier.init.shared::cta.b64 [$0], $1;", extra="count")
-mbarrier_arrive_expect_tx = _addr_op("mbarrier_arrive_expect_tx",
-                                     "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", extra="nbytes")
+def _addr_value(op, name, text, addr, value):
+    _want_int(op, "addr", addr)
+    _want_int(op, name, value)
+    sig = types.void(addr, value)
+
+    def codegen(context, builder, sig, args):
+        a = _as_i32(context, builder, args[0], sig.args[0])
+        v = _as_i32(context, builder, args[1], sig.args[1])
+        _asm(builder, _VOID, [_I32, _I32], text, "r,r," + _MEM, [a, v], True)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def mbarrier_init(typingctx, addr, count):
+    """``mbarrier.init``: the mbarrier at shared address ``addr`` completes a phase after
+    ``count`` arrivals."""
+    return _addr_value("mbarrier_init", "count", "mbarrier.init.shared::cta.b64 [$0], $1;", addr, count)
+
+
+@intrinsic
+def mbarrier_arrive_expect_tx(typingctx, addr, nbytes):
+    """``mbarrier.arrive.expect_tx``: arrive, and make the phase also wait for ``nbytes``
+    bytes of asynchronous (TMA) copies."""
+    return _addr_value("mbarrier_arrive_expect_tx", "nbytes",
+                       "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", addr, nbytes)
+
+
 mbarrier_arrive = _addr_op("mbarrier_arrive", "mbarrier.arrive.shared::cta.b64 _, [$0];")
 tensormap_acquire = _addr_op("tensormap_acquire", "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;", wide=True)
 prefetch_tensormap = _addr_op("prefetch_tensormap", "prefetch.tensormap [$0];", wide=True)

@@ -1,19 +1,274 @@
-"""Simulator twins of the Hopper intrinsics (:mod:`codegen.intrinsics.ptx_sm90`)."""
+"""Simulator twins of the Hopper intrinsics (:mod:`codegen.intrinsics.ptx_sm90`).
+
+Same names and signatures as the PTX intrinsics; each computes what the instruction does:
+
+* mbarriers are modelled with their phase: ``mbarrier_init`` sets the expected arrival
+  count, an arrival counts down, ``expect_tx`` adds bytes that TMA copies count down, and
+  the phase completes (its parity flips) when both reach zero; ``mbarrier_try_wait``
+  answers whether the phase of the given parity has completed, so a wrong parity or a
+  missing arrival shows as a wait that never ends (the kernel's bounded waits then report
+  it) or as a wrong result;
+* a TMA load copies its box at once (zero-filling what lies outside the tensor, swizzling
+  128-byte rows as the hardware does) and counts its bytes on the mbarrier;
+* ``wgmma`` reads both operands through their descriptors (the PTX ISA's canonical
+  layouts, swizzled), computes the whole 64 x N product and returns this thread's
+  accumulators (``CLayout_64xN``); the warpgroup's threads each compute it, so no
+  rendezvous is needed, since the operands stay in shared memory until released;
+* fences, ``setmaxnreg`` and tensor-map prefetches do nothing here.
+
+Tensor maps in the simulator are made by :func:`encode_tensor_map_2d` (the same fields as
+the driver's, kept in a registered host array) instead of the driver.
+"""
 
 from __future__ import annotations
 
-from .names import SM90_NAMES
+import threading
+import time
 
-__all__ = list(SM90_NAMES)
+import numpy as np
+
+from .names import SM90_NAMES, WGMMA_SHAPES, wgmma_name
+from .sim import _as_int, _memory, _thread, register_global
+
+__all__ = list(SM90_NAMES) + ["encode_tensor_map_2d"]
+
+_LOCK = threading.RLock()
+_MAPS = {}          # host address of a registered map -> its fields
 
 
-def _not_simulated(name):
-    def twin(*args):
-        raise NotImplementedError(f"{name}: the Hopper intrinsics are not simulated yet")
+def encode_tensor_map_2d(elem_bytes, ptr, dims, row_stride_bytes, box, swizzle_bytes=128):
+    """A simulated tensor map: a registered 16-word host array whose address the kernel
+    receives; the simulated TMA looks its fields up by that address."""
+    arr = np.zeros(16, dtype=np.uint64)
+    addr = register_global(arr)
+    with _LOCK:
+        _MAPS[addr] = (elem_bytes, ptr, tuple(dims), row_stride_bytes, tuple(box), swizzle_bytes)
+    return arr
+
+
+# ---- mbarriers ----------------------------------------------------------------
+
+def _barriers():
+    mem = _memory("mbarrier")
+    bars = getattr(mem, "mbarriers", None)
+    if bars is None:
+        with _LOCK:
+            bars = getattr(mem, "mbarriers", None)
+            if bars is None:
+                bars = mem.mbarriers = {}
+    return bars
+
+
+def _bar(op, addr):
+    addr = _as_int(op, "addr", addr)
+    b = _barriers().get(addr)
+    if b is None:
+        raise RuntimeError(f"{op}: no mbarrier was initialised at shared address {addr:#x}")
+    return b
+
+
+def _complete_if_done(b):
+    if b["pending"] == 0 and b["tx"] == 0:
+        b["phase"] ^= 1
+        b["pending"] = b["count"]
+
+
+def mbarrier_init(addr, count):
+    """Simulated ``mbarrier.init``: ``count`` arrivals complete a phase."""
+    a, n = _as_int("mbarrier_init", "addr", addr), _as_int("mbarrier_init", "count", count)
+    with _LOCK:
+        _barriers()[a] = {"count": n, "pending": n, "tx": 0, "phase": 0}
+
+
+def mbarrier_arrive(addr):
+    """Simulated ``mbarrier.arrive``."""
+    with _LOCK:
+        b = _bar("mbarrier_arrive", addr)
+        b["pending"] -= 1
+        if b["pending"] < 0:
+            raise RuntimeError(f"mbarrier_arrive: more arrivals than the {b['count']} expected")
+        _complete_if_done(b)
+
+
+def mbarrier_arrive_expect_tx(addr, nbytes):
+    """Simulated ``mbarrier.arrive.expect_tx``: the phase also waits for ``nbytes`` of TMA."""
+    with _LOCK:
+        b = _bar("mbarrier_arrive_expect_tx", addr)
+        b["tx"] += _as_int("mbarrier_arrive_expect_tx", "nbytes", nbytes)
+        b["pending"] -= 1
+        _complete_if_done(b)
+
+
+def mbarrier_try_wait(addr, phase):
+    """Simulated ``mbarrier.try_wait.parity``: 1 once the phase of parity ``phase`` completed."""
+    with _LOCK:
+        b = _bar("mbarrier_try_wait", addr)
+        done = b["phase"] != (_as_int("mbarrier_try_wait", "phase", phase) & 1)
+    if not done:
+        time.sleep(0)                  # let the other simulated threads run
+    return 1 if done else 0
+
+
+# ---- TMA ------------------------------------------------------------------------
+
+def _swizzle(off, swizzle_bytes):
+    bits = {0: 0, 32: 1, 64: 2, 128: 3}[swizzle_bytes]
+    return off ^ (((off >> 7) & ((1 << bits) - 1)) << 4)
+
+
+def tma_load_2d(dst, tmap, c0, c1, mbar):
+    """Simulated ``cp.async.bulk.tensor.2d``: the box at (c0, c1) into shared memory at once."""
+    op = "tma_load_2d"
+    dst, tmap = _as_int(op, "dst", dst), _as_int(op, "tmap", tmap)
+    c0, c1 = _as_int(op, "c0", c0), _as_int(op, "c1", c1)
+    fields = _MAPS.get(tmap)
+    if fields is None:
+        raise RuntimeError(f"{op}: {tmap:#x} is not a simulated tensor map (encode_tensor_map_2d)")
+    eb, ptr, dims, stride, box, sw = fields
+    mem = _memory(op)
+    row_bytes = box[0] * eb
+    out = np.zeros(box[1] * row_bytes, dtype=np.uint8)
+    for r in range(box[1]):
+        y = c1 + r
+        if not 0 <= y < dims[1]:
+            continue
+        x0, x1 = max(c0, 0), min(c0 + box[0], dims[0])
+        if x1 <= x0:
+            continue
+        data = mem.read_global(op, ptr + y * stride + x0 * eb, (x1 - x0) * eb)
+        out[r * row_bytes + (x0 - c0) * eb: r * row_bytes + (x1 - c0) * eb] = np.frombuffer(data, np.uint8)
+    view = mem.shared_view(op, dst, out.size)
+    if sw:
+        idx = np.array([_swizzle(i, sw) for i in range(0, out.size, 16)])
+        chunks = out.reshape(-1, 16)
+        view.reshape(-1, 16)[idx // 16] = chunks
+    else:
+        view[:] = out
+    with _LOCK:
+        b = _bar(op, mbar)
+        b["tx"] -= out.size
+        _complete_if_done(b)
+
+
+def tensormap_acquire(addr):
+    """Simulated tensor-map fence (nothing to do)."""
+
+
+def prefetch_tensormap(addr):
+    """Simulated tensor-map prefetch (nothing to do)."""
+
+
+def fence_mbarrier_init():
+    """Simulated fence (nothing to do)."""
+
+
+def fence_proxy_async():
+    """Simulated fence (nothing to do)."""
+
+
+def setmaxnreg_inc(n):
+    """Simulated register reallocation (nothing to do)."""
+
+
+def setmaxnreg_dec(n):
+    """Simulated register reallocation (nothing to do)."""
+
+
+def globaltimer():
+    """Nanoseconds of a clock that runs 1000 times slower than the host's: simulated threads
+    are about that much slower than the GPU's, and kernels bound their waits by this clock."""
+    return time.monotonic_ns() // 1000
+
+
+# ---- wgmma ------------------------------------------------------------------------
+
+def wgmma_fence():
+    """Simulated ``wgmma.fence`` (the simulated wgmma is synchronous)."""
+
+
+def wgmma_commit():
+    """Simulated ``wgmma.commit_group``."""
+
+
+def wgmma_wait(n):
+    """Simulated ``wgmma.wait_group``."""
+
+
+def acc_fence(acc):
+    """The accumulators, unchanged."""
+    return acc
+
+
+def f32x_zero(n):
+    """A tuple of ``n`` float32 zeros."""
+    return tuple(np.float32(0) for _ in range(_as_int("f32x_zero", "n", n)))
+
+
+def acc_to_array(acc, arr):
+    """Store the accumulator tuple into a local array."""
+    for i, v in enumerate(acc):
+        arr[i] = v
+
+
+def _decode(desc, major, ebytes, mn, k):
+    """Shared byte offsets of the (mn, k) block a descriptor describes (PTX canonical layouts)."""
+    start = (desc & 0x3FFF) << 4
+    lbo, sbo = ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
+    lt = desc >> 62
+    w = {1: 128, 2: 64, 3: 32, 0: 16}[lt]                  # bytes per swizzle row
+    t = 16 // ebytes
+    m = np.arange(mn)[:, None]
+    kk = np.arange(k)[None, :]
+    if major == "K":
+        off = (m // 8) * sbo + (m % 8) * w + (kk // t) * (16 if lt else lbo) + (kk % t) * ebytes
+    else:
+        wt = w // ebytes
+        off = (m // wt) * lbo + ((m % wt) // t) * 16 + (m % t) * ebytes + (kk // 8) * sbo + (kk % 8) * w
+    addr = start + off
+    bits = {1: 3, 2: 2, 3: 1, 0: 0}[lt]
+    return addr ^ (((addr >> 7) & ((1 << bits) - 1)) << 4)
+
+
+_DT = {"f16": np.float16, "bf16": "bf16", "tf32": np.float32, "e4m3": "e4m3", "e5m2": "e5m2"}
+
+
+def _operand(mem, desc, major, t, mn, k):
+    from mma_atoms.numerics import decode
+
+    eb = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1}[t]
+    addr = _decode(desc, major, eb, mn, k)
+    lo = int(addr.min())
+    raw = mem.shared_view("wgmma", lo, int(addr.max()) - lo + eb)
+    bits = np.zeros(addr.shape, dtype=np.uint32)
+    for j in range(eb):
+        bits |= raw[addr - lo + j].astype(np.uint32) << (8 * j)
+    return decode(bits, t).astype(np.float64)
+
+
+def _make_wgmma(n, t, k):
+    name = wgmma_name(n, t, k)
+
+    def twin(acc, desc_a, desc_b, scale_d, tnsp_a, tnsp_b):
+        from mma_atoms.mma_sm90 import clayout_64xn
+
+        th = _thread(name)
+        mem = _memory(name)
+        a = _operand(mem, _as_int(name, "desc_a", desc_a), "MN" if tnsp_a else "K", t, 64, k)   # (64, K)
+        b = _operand(mem, _as_int(name, "desc_b", desc_b), "MN" if tnsp_b else "K", t, n, k)    # (N, K)
+        d = a @ b.T                                                                           # (64, N)
+        lane = th.thread_id % 128          # linear thread index within the block, then the warpgroup
+        clay = clayout_64xn(n)                                                               # (T128,V) -> m + 64 n
+        out = []
+        for v in range(n // 2):
+            idx = clay(lane, v)
+            prev = float(acc[v]) if _as_int(name, "scale_d", scale_d) else 0.0
+            out.append(np.float32(prev + d[idx % 64, idx // 64]))
+        return tuple(out)
 
     twin.__name__ = name
+    twin.__doc__ = f"Simulated wgmma m64n{n}k{k}, f32 += {t} x {t}, operands from shared-memory descriptors."
     return twin
 
 
-for _name in SM90_NAMES:
-    globals()[_name] = _not_simulated(_name)
+for _n, _t, _p, _k in WGMMA_SHAPES:
+    globals()[wgmma_name(_n, _t, _k)] = _make_wgmma(_n, _t, _k)

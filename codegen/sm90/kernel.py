@@ -30,7 +30,8 @@ class CompiledWgmma:
     plan: WgmmaPlan
     source: str
     module: str
-    function: object = None
+    function: object = None         # GPU: the loaded driver function
+    kernel: object = None           # simulator: numba's simulated dispatcher
 
     @property
     def config(self):
@@ -84,11 +85,21 @@ def compile_wgmma_ptx(key, cc=CC):
 
 
 def get_wgmma_kernel(key):
-    """The Hopper kernel of ``key`` loaded into the current context (memoised)."""
+    """The Hopper kernel of ``key`` loaded into the current context (memoised); in numba's
+    simulator, the simulated kernel."""
     import os
 
     from .. import driver
 
+    if K.simulating():
+        hit = _MEM.get((key, "sim"))
+        if hit is None:
+            from numba import cuda
+
+            base = _base(key)
+            hit = _MEM[(key, "sim")] = CompiledWgmma(key, base.plan, base.source, base.module, None,
+                                                     cuda.jit(getattr(K._load_module(base.source), KERNEL_NAME)))
+        return hit
     ctx = driver.ensure_context()
     hit = _MEM.get((key, ctx))
     if hit is not None:

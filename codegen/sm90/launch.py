@@ -37,11 +37,20 @@ class WgmmaLauncher:
         self.threads = plan.threads
         self.smem = plan.smem_bytes
         tiles = -(-M // plan.config.bm) * -(-N // plan.config.bn)
-        self.grid = max(1, min(tiles, driver.multiprocessors()))
+        self.sim = compiled.function is None
+        self.grid = max(1, min(tiles, 2 if self.sim else driver.multiprocessors()))
         self.dtype = plan.etype.name
         self._a = (a_desc, plan.a)
         self._b = (b_desc, plan.b)
-        self.err = driver.mem_alloc(4)
+        if self.sim:
+            import numpy as np
+
+            from ..intrinsics.sim import register_global
+
+            self._err = np.zeros(1, dtype=np.int32)
+            self.err = register_global(self._err)
+        else:
+            self.err = driver.mem_alloc(4)
         self.slots = ([ctypes.c_int64(0) for _ in range(3)] + [ctypes.c_int32(v) for v in (M, N, K)]
                       + [ctypes.c_int64(s) for s in c_strides] + [ctypes.c_float(1.0), ctypes.c_float(0.0)]
                       + [ctypes.c_int64(self.err)])
@@ -58,6 +67,12 @@ class WgmmaLauncher:
             dims, stride = (rows, k), strides[1] * ebytes
         if rows == 1 or k == 1:
             stride = max(stride, 16)
+        if self.sim:
+            from ..intrinsics.sim_sm90 import encode_tensor_map_2d
+
+            arr = encode_tensor_map_2d(ebytes, ptr, dims, stride, op.box)
+            self._keep = getattr(self, "_keep", []) + [arr]
+            return int(arr.__array_interface__["data"][0])
         data = driver.encode_tensor_map_2d(self.dtype, ptr, dims, stride, op.box)
         dev = driver.mem_alloc(128)
         driver.copy_to_device(dev, data)
@@ -76,9 +91,12 @@ class WgmmaLauncher:
         s = self.slots
         s[0].value, s[1].value, s[2].value = ma, mb, c
         s[8].value, s[9].value = alpha, beta
+        if self.sim:
+            self.compiled.kernel[self.grid, self.threads, 0, self.smem](*[x.value for x in s])
+            return
         self.fn.launch(self.grid, self.threads, self.smem, stream, self.params)
 
     def check(self):
         """Raise if a wait in the kernel timed out (a lost mbarrier arrival); synchronises."""
-        if driver.read_int32(self.err):
+        if (self._err[0] if self.sim else driver.read_int32(self.err)):
             raise RuntimeError("gemm (wgmma): a wait on an mbarrier timed out in the kernel")
