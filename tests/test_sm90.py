@@ -83,6 +83,9 @@ def test_ptx_for_sm90a_has_wgmma_tma_and_mbarriers_and_no_spills(tmp_path):
     assert ".target sm_90a" in ptx
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") == 4
     assert "cp.async.bulk.tensor.2d" in ptx and "mbarrier.try_wait.parity" in ptx and "setmaxnreg" in ptx
+    # the f16 C goes out through shared memory and a TMA store, one per 64-column box
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 4
+    assert "bar.sync" in ptx and "cp.async.bulk.wait_group.read 0" in ptx
     assert ".local" not in ptx
     ptxas = shutil.which("ptxas")
     if ptxas is None:
@@ -114,7 +117,12 @@ from codegen import GemmConfig
 rng = np.random.default_rng(0)
 cases = [(GemmConfig("f16", "f32", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 40, 64, 64, "N", 0.0),
          (GemmConfig("f16", "f32", 128, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 100, 72, 136, "T", 0.0),
-         (GemmConfig("bf16", "f32", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 33, 8, 24, "N", -1.0)]
+         (GemmConfig("bf16", "f32", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 33, 8, 24, "N", -1.0),
+         # a 16-bit C with beta = 0: staged in shared memory, stored by TMA (clipped at M and N)
+         # (two 64-column boxes through two buffers; each CTA stores two tiles)
+         (GemmConfig("f16", "f16", 64, 128, 64, 2, 4, 3, 8, 1, "wgmma"), 100, 200, 72, "N", 0.0),
+         # the same kernel with beta != 0 stores from registers
+         (GemmConfig("f16", "f16", 128, 64, 64, 2, 4, 3, 8, 1, "wgmma"), 72, 40, 64, "T", 1.0)]
 for cfg, M, N, K, lb, beta in cases:
     dt = np.float16 if cfg.dtype == "f16" else np.float32
     A = rng.integers(-3, 4, (M, K)).astype(dt)
@@ -124,13 +132,13 @@ for cfg, M, N, K, lb, beta in cases:
         A, B = A.astype(ml_dtypes.bfloat16), B.astype(ml_dtypes.bfloat16)
     if lb == "T":
         B = np.asfortranarray(B)
-    C0 = rng.integers(-3, 4, (M, N)).astype(np.float32)
+    C0 = rng.integers(-3, 4, (M, N)).astype(np.float32 if cfg.out == "f32" else np.float16)
     C = C0.copy()
     launch = codegen.prepare(A, B, C, beta=beta, config=cfg)
     launch()
     launch._launcher.check()
     ref = A.astype(np.float64) @ B.astype(np.float64) + beta * C0
-    err = float(np.abs(C - ref).max())
+    err = float(np.abs(C.astype(np.float64) - ref).max())
     print(cfg.dtype, M, N, K, lb, err)
     assert err == 0.0, (cfg, M, N, K, err)
 print("SIM OK")

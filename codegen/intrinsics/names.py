@@ -68,6 +68,7 @@ SM90_NAMES = (
     "tma_load_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive", "mbarrier_try_wait",
     "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
+    "tma_store_2d", "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read", "named_barrier_sync",
 ) + tuple(wgmma_name(n, t, k) for n, t, _, k in WGMMA_SHAPES)
 
 ATOM_NAMES = ATOM_NAMES + SM90_NAMES

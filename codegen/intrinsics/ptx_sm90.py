@@ -19,6 +19,12 @@ Each name is a numba ``@intrinsic`` lowering to inline PTX, as in
 * ``tensormap_acquire(tmap)`` / ``prefetch_tensormap(tmap)``: a tensor map written by the
   host, made visible to (and prefetched for) the TMA unit.
 * ``setmaxnreg_inc(n)`` / ``setmaxnreg_dec(n)``: warpgroup register reallocation.
+* ``tma_store_2d(tmap, src, c0, c1)``: ``cp.async.bulk.tensor.2d`` of one box from shared
+  address ``src`` to coordinates ``(c0, c1)`` of tensor map ``tmap`` (clipped to the tensor),
+  in a bulk async-group: ``bulk_commit_group()`` closes the group, ``bulk_wait_group_read(n)``
+  waits until at most ``n`` groups still read shared memory, ``bulk_wait_group(n)`` until at
+  most ``n`` are incomplete.
+* ``named_barrier_sync(id, n)``: ``bar.sync id, n``, a barrier of ``n`` threads (a warpgroup).
 
 Shared addresses are 32-bit (``smem_addr``), global and tensor-map addresses 64-bit.
 """
@@ -37,6 +43,7 @@ __all__ = [
     "tma_load_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive", "mbarrier_try_wait",
     "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
+    "tma_store_2d", "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read", "named_barrier_sync",
 ]
 
 #: (N, input type name, PTX input type, K) of the wgmma intrinsics defined here
@@ -320,3 +327,53 @@ def globaltimer(typingctx):
 
     return sig, codegen
 
+
+
+@intrinsic
+def tma_store_2d(typingctx, tmap, src, c0, c1):
+    """``cp.async.bulk.tensor.2d.global.shared::cta.bulk_group``: the box at shared address
+    ``src`` to coordinates ``(c0, c1)`` (innermost first) of tensor map ``tmap``; what lies
+    outside the tensor is not written."""
+    op = "tma_store_2d"
+    for nm, ty in (("tmap", tmap), ("src", src), ("c0", c0), ("c1", c1)):
+        _want_int(op, nm, ty)
+    sig = types.void(tmap, src, c0, c1)
+    text = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$2, $3}], [$1];"
+
+    def codegen(context, builder, sig, args):
+        a = [_as_i64(context, builder, args[0], sig.args[0]), _as_i32(context, builder, args[1], sig.args[1]),
+             _as_i32(context, builder, args[2], sig.args[2]), _as_i32(context, builder, args[3], sig.args[3])]
+        _asm(builder, _VOID, [_I64, _I32, _I32, _I32], text, "l,r,r,r," + _MEM, a, True)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+bulk_commit_group = _void_asm("bulk_commit_group", "cp.async.bulk.commit_group;")
+
+
+def _bulk_wait(op, text):
+    def impl(typingctx, n):
+        v = _literal(op, "n", n)
+        sig = types.void(n)
+
+        def codegen(context, builder, sig, args):
+            _asm(builder, _VOID, [], text.format(v), _MEM, [], True)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    impl.__name__ = op
+    impl.__doc__ = f"``{text.format('n')}`` (``n`` a compile-time constant)."
+    return intrinsic(impl)
+
+
+bulk_wait_group = _bulk_wait("bulk_wait_group", "cp.async.bulk.wait_group {};")
+bulk_wait_group_read = _bulk_wait("bulk_wait_group_read", "cp.async.bulk.wait_group.read {};")
+
+
+@intrinsic
+def named_barrier_sync(typingctx, bar, nthreads):
+    """``bar.sync bar, nthreads``: wait until ``nthreads`` threads (a multiple of 32) reached
+    barrier ``bar`` (1 to 15; 0 is ``syncthreads``')."""
+    return _addr_value("named_barrier_sync", "nthreads", "bar.sync $0, $1;", bar, nthreads)

@@ -14,6 +14,9 @@ Same names and signatures as the PTX intrinsics; each computes what the instruct
   layouts, swizzled), computes the whole 64 x N product and returns this thread's
   accumulators (``CLayout_64xN``); the warpgroup's threads each compute it, so no
   rendezvous is needed, since the operands stay in shared memory until released;
+* a TMA store copies its box at once from shared memory (un-swizzling it, writing only
+  what lies inside the tensor); the bulk async-group waits then have nothing to wait for;
+* ``named_barrier_sync`` is a barrier of the given number of threads of the block;
 * fences, ``setmaxnreg`` and tensor-map prefetches do nothing here.
 
 Tensor maps in the simulator are made by :func:`encode_tensor_map_2d` (the same fields as
@@ -150,6 +153,69 @@ def tma_load_2d(dst, tmap, c0, c1, mbar):
         _complete_if_done(b)
 
 
+def tma_store_2d(tmap, src, c0, c1):
+    """Simulated ``cp.async.bulk.tensor.2d`` store: the box at shared ``src`` to (c0, c1), at once."""
+    op = "tma_store_2d"
+    tmap, src = _as_int(op, "tmap", tmap), _as_int(op, "src", src)
+    c0, c1 = _as_int(op, "c0", c0), _as_int(op, "c1", c1)
+    fields = _MAPS.get(tmap)
+    if fields is None:
+        raise RuntimeError(f"{op}: {tmap:#x} is not a simulated tensor map (encode_tensor_map_2d)")
+    eb, ptr, dims, stride, box, sw = fields
+    mem = _memory(op)
+    row_bytes = box[0] * eb
+    staged = np.array(mem.shared_view(op, src, box[1] * row_bytes))
+    if sw:
+        idx = np.array([_swizzle(i, sw) for i in range(0, staged.size, 16)])
+        staged = staged.reshape(-1, 16)[idx // 16].reshape(-1)
+    x0, x1 = max(c0, 0), min(c0 + box[0], dims[0])
+    for r in range(box[1]):
+        y = c1 + r
+        if 0 <= y < dims[1] and x0 < x1:
+            row = staged[r * row_bytes + (x0 - c0) * eb: r * row_bytes + (x1 - c0) * eb]
+            mem.write_global(op, ptr + y * stride + x0 * eb, row.tobytes())
+
+
+def bulk_commit_group():
+    """Simulated ``cp.async.bulk.commit_group`` (simulated stores complete at once)."""
+
+
+def bulk_wait_group(n):
+    """Simulated ``cp.async.bulk.wait_group`` (nothing is pending)."""
+
+
+def bulk_wait_group_read(n):
+    """Simulated ``cp.async.bulk.wait_group.read`` (nothing is pending)."""
+
+
+def named_barrier_sync(bar, nthreads):
+    """Simulated ``bar.sync bar, nthreads``: a barrier of ``nthreads`` threads of the block."""
+    op = "named_barrier_sync"
+    _block_barrier(op, ("bar", _as_int(op, "bar", bar)), _as_int(op, "nthreads", nthreads))
+
+
+SIM_BARRIER_TIMEOUT_S = 600
+
+
+def _block_barrier(op, name, nthreads):
+    """Wait until ``nthreads`` threads of this block reached the barrier ``name``."""
+    th = _thread(op)
+    mem = _memory(op)
+    key = (tuple(th.blockIdx), name)
+    with _LOCK:
+        bars = mem.__dict__.setdefault("block_barriers", {})
+        b = bars.get(key)
+        if b is None:
+            b = bars[key] = threading.Barrier(nthreads)
+    if b.parties != nthreads:
+        raise RuntimeError(f"{op}: barrier {name} is used with {nthreads} threads and with {b.parties}")
+    try:
+        b.wait(timeout=SIM_BARRIER_TIMEOUT_S)
+    except threading.BrokenBarrierError:
+        raise RuntimeError(f"{op}: barrier {name} of block {key[0]}: fewer than {nthreads} threads arrived") \
+            from None
+
+
 def tensormap_acquire(addr):
     """Simulated tensor-map fence (nothing to do)."""
 
@@ -191,7 +257,12 @@ def wgmma_commit():
 
 
 def wgmma_wait(n):
-    """Simulated ``wgmma.wait_group``."""
+    """Simulated ``wgmma.wait_group``: a rendezvous of the warpgroup's 128 threads, as the
+    hardware's warpgroup-collective ``wgmma`` is. (Without it one thread could release a
+    stage, and the producer refill it, before another thread of its warpgroup has seen the
+    stage's previous phase complete: that thread would then wait on the wrong parity.)"""
+    th = _thread("wgmma_wait")
+    _block_barrier("wgmma_wait", ("warpgroup", th.thread_id // 128), 128)
 
 
 def acc_fence(acc):

@@ -7,13 +7,20 @@ stores it). Each stage has a "full" mbarrier (the producer's TMA bytes arrived) 
 "empty" one (every consumer is done reading it). CTAs walk the output tiles in groups of
 ``GROUP_M`` tile rows, ``gridDim.x`` apart.
 
-Kernel arguments: the device addresses of the two tensor maps (A, B), the address of C,
-M, N, K, C's element strides, alpha, beta, and the address of an int32 error word (a wait
-that times out writes 1 there instead of hanging the GPU).
+For 16-bit outputs with ``beta == 0`` and a tensor map of C, a consumer stages its slice of
+C in shared memory and one thread stores it with TMA, asynchronously: the consumer goes on
+to the next tile's MMAs while the store drains, and waits for it only before it overwrites
+the staging buffer one tile later. Otherwise (``beta != 0``, f32 output, no map of C) the
+consumers store from registers.
+
+Kernel arguments: the device addresses of the tensor maps of A, B and C (0: no map of C),
+the address of C, M, N, K, C's element strides, alpha, beta, and the address of an int32
+error word (a wait that times out writes 1 there instead of hanging the GPU).
 """
 
 from __future__ import annotations
 
+from ..index import swizzle_code
 from .plan import WgmmaPlan
 
 __all__ = ["emit_wgmma_source", "KERNEL_NAME"]
@@ -68,29 +75,33 @@ def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded
     """Source of the kernel module. (The underscored options exist for experiments: no
     epilogue, the number of wgmma groups left in flight, unbounded waits.)"""
     cfg, w = plan.config, _W()
-    a, b = plan.a, plan.b
+    a, b, st = plan.a, plan.b, plan.store
     S = cfg.stages
-    if S & (S - 1):
-        raise ValueError(f"emit_wgmma_source: stages must be a power of two, got {S}")
-    log_s = S.bit_length() - 1
     w(f"BM, BN, BK = {cfg.bm}, {cfg.bn}, {cfg.bk}  # CTA tile")
     w(f"STAGES, CONSUMERS, GROUP_M = {S}, {plan.consumers}, {cfg.group_m}")
     w(f"KBLOCKS = {plan.kblocks}  # wgmma m64n{cfg.bn}k{plan.instr_k} per k-tile")
     w(f"A_STAGE, B_STAGE = {a.stage_bytes}, {b.stage_bytes}  # bytes of one stage: cosize of the smem layouts")
     w(f"STAGE_BYTES = A_STAGE + B_STAGE  # what the TMA of one k-tile delivers")
-    w(f"SMEM_BYTES = {plan.smem_bytes}  # 1024 (alignment) + stages + 2 mbarriers per stage")
+    if st is not None:
+        w(f"C_STAGE = {st.stage_bytes}  # bytes of one consumer's C staging: cosize of {st.smem}")
+    w(f"SMEM_BYTES = {plan.smem_bytes}  # 1024 (alignment) + stages + C staging + 2 mbarriers per stage")
     w(f"WAIT_TIMEOUT_NS = {WAIT_TIMEOUT_NS}")
     w("")
     w("")
-    w(f"def {KERNEL_NAME}(tmap_a, tmap_b, C, M, N, K, scm, scn, alpha, beta, err):")
+    w(f"def {KERNEL_NAME}(tmap_a, tmap_b, tmap_c, C, M, N, K, scm, scn, alpha, beta, err):")
     with w.block():
-        w('"""tmap_a, tmap_b: device addresses of the TMA tensor maps of A (M,K) and B (N,K);')
-        w("C: the address of C (M,N) with element strides (scm, scn); err: an int32 error word.")
+        w('"""tmap_a, tmap_b, tmap_c: device addresses of the TMA tensor maps of A (M,K), B (N,K)')
+        w("and C (M,N), or 0 for no map of C; C: the address of C with element strides (scm, scn);")
+        w("err: an int32 error word.")
         w('"""')
         w("smem = cuda.shared.array(0, uint8)")
         w(f"sa = ({w.call('smem_addr', 'smem, 0')} + 1023) & -1024  # 1024-byte aligned: the swizzle repeats every 1024 B")
         w("sb = sa + STAGES * A_STAGE")
-        w("full = sb + STAGES * B_STAGE  # STAGES mbarriers: the stage's TMA bytes arrived")
+        if st is not None:
+            w("sc = sb + STAGES * B_STAGE  # CONSUMERS C staging buffers")
+            w("full = sc + CONSUMERS * C_STAGE  # STAGES mbarriers: the stage's TMA bytes arrived")
+        else:
+            w("full = sb + STAGES * B_STAGE  # STAGES mbarriers: the stage's TMA bytes arrived")
         w("empty = full + STAGES * 8  # STAGES mbarriers: every consumer is done with the stage")
         w("tid = cuda.threadIdx.x")
         w("wg = tid >> 7  # warpgroup: 0 produces, 1.. consume")
@@ -120,16 +131,17 @@ def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded
                 w(w.call("tensormap_acquire", "tmap_b"))
                 w(w.call("prefetch_tensormap", "tmap_a"))
                 w(w.call("prefetch_tensormap", "tmap_b"))
-                w("it = 0  # k-tiles issued, over all tiles: stage it % STAGES, phase (it // STAGES) & 1")
+                w("it = 0  # k-tiles issued, over all tiles")
+                w("s = 0  # the stage: it % STAGES")
+                w("ph = 0  # the stage's phase: (it // STAGES) & 1")
                 w("for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):")
                 with w.block():
                     _raster(w)
                     w("for kt in range(ktiles):")
                     with w.block():
-                        w(f"s = it & {S - 1}")
-                        w("if it >= STAGES:  # wait until every consumer released the stage")
+                        w("if it >= STAGES:  # wait until every consumer released the stage's previous fill")
                         with w.block():
-                            _wait(w, "empty + 8 * s", f"((it >> {log_s}) - 1) & 1", _bounded)
+                            _wait(w, "empty + 8 * s", "ph ^ 1", _bounded)
                         w(w.call("mbarrier_arrive_expect_tx", "full + 8 * s, STAGE_BYTES"))
                         w("k0 = kt * BK")
                         for op, base, r0 in ((a, "sa + s * A_STAGE", "m0"), (b, "sb + s * B_STAGE", "n0")):
@@ -140,7 +152,7 @@ def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded
                                 c0, c1 = (kk, row) if op.major == "K" else (row, kk)
                                 dst = f"{base} + {off}" if off else base
                                 w(w.call("tma_load_2d", f"{dst}, tmap_{op.name.lower()}, {c0}, {c1}, full + 8 * s"))
-                        w("it += 1")
+                        _advance(w)
         w("else:")
         with w.block():
             w("# ---- consumers: wgmma on a 64-row slice, then the epilogue --------------------")
@@ -154,7 +166,15 @@ def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded
             w(f"desc_b = int64({db.lbo << 16 | db.sbo << 32}) | (int64({db.layout_type}) << 62)  "
               f"# B descriptor: LBO {db.lbo}, SBO {db.sbo}, layout type {db.layout_type}")
             w(f"a_c = sa + c * {a.consumer_bytes}  # A rows of this consumer: smem(64 c, 0)")
+            if st is not None:
+                w("tma_c = tmap_c != 0 and beta == 0  # the epilogue through shared memory and a TMA store")
+                w("sc_c = sc + c * C_STAGE  # this consumer's C staging buffer")
+                w("if tma_c and leader:")
+                with w.block():
+                    w(w.call("tensormap_acquire", "tmap_c"))
             w("it = 0")
+            w("s = 0")
+            w("ph = 0")
             w("for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):")
             with w.block():
                 _raster(w)
@@ -162,8 +182,7 @@ def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded
                 w("prev = 0")
                 w("for kt in range(ktiles):")
                 with w.block():
-                    w(f"s = it & {S - 1}")
-                    _wait(w, "full + 8 * s", f"(it >> {log_s}) & 1", _bounded)
+                    _wait(w, "full + 8 * s", "ph", _bounded)
                     w(f"acc = {w.call('acc_fence', 'acc')}")
                     w(w.call("wgmma_fence"))
                     w("for kb in range(KBLOCKS):")
@@ -180,7 +199,7 @@ def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded
                     with w.block():
                         w(w.call("mbarrier_arrive", "empty + 8 * prev"))
                     w("prev = s")
-                    w("it += 1")
+                    _advance(w)
                 w(w.call("wgmma_wait", "0"))
                 w(f"acc = {w.call('acc_fence', 'acc')}")
                 w("if leader:")
@@ -192,7 +211,20 @@ def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded
                         _epilogue_code(w, plan)
                 elif _epilogue:
                     _epilogue_code(w, plan)
+            if st is not None:
+                w("if tma_c and leader:  # the last tile's store has completed before the CTA exits")
+                with w.block():
+                    w(w.call("bulk_wait_group", "0"))
     return _module(plan, w)
+
+
+def _advance(w):
+    w("it += 1")
+    w("s += 1")
+    w("if s == STAGES:")
+    with w.block():
+        w("s = 0")
+        w("ph ^= 1")
 
 
 def _raster(w):
@@ -203,10 +235,51 @@ def _raster(w):
 
 
 def _epilogue_code(w, plan):
-    out = plan.out.name
-    ob = plan.out.bits // 8
+    st = plan.store
     w(f"# ---- epilogue: C = alpha * acc + beta * C; accumulators 2p, 2p + 1 are adjacent columns")
     w("wtid = tid & 127  # the thread within its warpgroup")
+    if st is None:
+        _direct_epilogue(w, plan)
+        return
+    w("if tma_c:")
+    with w.block():
+        _tma_store_epilogue(w, plan)
+    w("else:")
+    with w.block():
+        _direct_epilogue(w, plan)
+
+
+def _tma_store_epilogue(w, plan):
+    st, out, cfg = plan.store, plan.out.name, plan.config
+    ob = plan.out.bits // 8
+    box_bytes = st.box_elems * ob
+    w(f"accs = cuda.local.array({plan.acc_regs}, float32)  # indexed by constants once NVVM unrolls the loops")
+    w(w.call("acc_to_array", "acc, accs"))
+    w(f"c_thr = {st.thr_off}  # staging offset of the thread mode of CLayout_64x{cfg.bn}")
+    w(f"for j in range({st.boxes}):  # the slice's {st.box[0]}x{st.box[1]} boxes, through {st.buffers} buffers")
+    with w.block():
+        w(f"buf = sc_c + (j & 1) * {box_bytes}  # box j-2 was stored from here; its read completed")
+        w(f"for q in range({st.box_pairs}):  # the register pairs in box j")
+        with w.block():
+            w(f"p = {st.box_pairs} * j + q")
+            w(f"o = c_thr + {st.pair_off} - j * {st.box_elems}  # the pair's offset in its box")
+            w(f"o = {swizzle_code('o', st.swizzle)}  # swizzled: {st.smem} at the pair's (m, n)")
+            v = w.call(f"cvt_{out}x2_f32", "alpha * accs[2 * p], alpha * accs[2 * p + 1]")
+            w(w.call("st_shared_b32", f"buf + o * {ob}, {v}"))
+        w(f"{w.call('fence_proxy_async')}  # the staged box is visible to the TMA unit")
+        w("if leader:  # box j-1's store has read the other buffer, which box j+1 fills next")
+        with w.block():
+            w(w.call("bulk_wait_group_read", "0"))
+        w(f"{w.call('named_barrier_sync', '1 + c, 128')}  # this consumer's warpgroup")
+        w("if leader:  # TMA clips rows >= M and columns >= N")
+        with w.block():
+            w(w.call("tma_store_2d", f"tmap_c, buf, n0 + {st.box[0]} * j, m0 + 64 * c"))
+            w(w.call("bulk_commit_group"))
+
+
+def _direct_epilogue(w, plan):
+    out = plan.out.name
+    ob = plan.out.bits // 8
     w(f"c_row = m0 + 64 * c + {plan.thr_row}  # m of the thread mode of CLayout_64x{plan.config.bn}")
     w(f"c_col = n0 + {plan.thr_col}  # n of the thread mode")
     w(f"c_base = C + (int64(c_row) * scm + c_col) * {ob}")

@@ -32,6 +32,8 @@ class WgmmaLauncher:
 
     def __init__(self, compiled, M, N, K, a_desc, b_desc, c_strides):
         plan = compiled.plan
+        self.M, self.N = M, N
+        self.c_strides = tuple(c_strides)
         self.compiled = compiled
         self.fn = compiled.function
         self.threads = plan.threads
@@ -51,7 +53,7 @@ class WgmmaLauncher:
             self.err = register_global(self._err)
         else:
             self.err = driver.mem_alloc(4)
-        self.slots = ([ctypes.c_int64(0) for _ in range(3)] + [ctypes.c_int32(v) for v in (M, N, K)]
+        self.slots = ([ctypes.c_int64(0) for _ in range(4)] + [ctypes.c_int32(v) for v in (M, N, K)]
                       + [ctypes.c_int64(s) for s in c_strides] + [ctypes.c_float(1.0), ctypes.c_float(0.0)]
                       + [ctypes.c_int64(self.err)])
         self.params = (ctypes.c_void_p * len(self.slots))(*[ctypes.addressof(s) for s in self.slots])
@@ -67,30 +69,43 @@ class WgmmaLauncher:
             dims, stride = (rows, k), strides[1] * ebytes
         if rows == 1 or k == 1:
             stride = max(stride, 16)
+        return self._encode(self.dtype, ebytes, ptr, dims, stride, op.box)
+
+    def _encode(self, dtype, ebytes, ptr, dims, stride, box):
         if self.sim:
             from ..intrinsics.sim_sm90 import encode_tensor_map_2d
 
-            arr = encode_tensor_map_2d(ebytes, ptr, dims, stride, op.box)
+            arr = encode_tensor_map_2d(ebytes, ptr, dims, stride, box)
             self._keep = getattr(self, "_keep", []) + [arr]
             return int(arr.__array_interface__["data"][0])
-        data = driver.encode_tensor_map_2d(self.dtype, ptr, dims, stride, op.box)
+        data = driver.encode_tensor_map_2d(dtype, ptr, dims, stride, box)
         dev = driver.mem_alloc(128)
         driver.copy_to_device(dev, data)
         return dev
 
-    def maps(self, a, b):
-        hit = self._maps.get((a, b))
+    def _c_map(self, c):
+        """The TMA map of C for the staged epilogue, or 0 where C cannot take it (no staging in
+        the plan: a 32-bit output; or C not 16-byte aligned with a unit column stride)."""
+        st, out = self.compiled.plan.store, self.compiled.plan.out
+        ob = out.bits // 8
+        scm, scn = self.c_strides
+        if st is None or c % 16 or (scn != 1 and self.N > 1) or (scm * ob) % 16 and self.M > 1:
+            return 0
+        return self._encode(out.name, ob, c, (self.N, self.M), max(scm * ob, 16), st.box)
+
+    def maps(self, a, b, c=0):
+        hit = self._maps.get((a, b, c))
         if hit is None:
             if len(self._maps) >= _MAX_MAPS:
                 self._maps.clear()
-            hit = self._maps[(a, b)] = (self._map(self._a, a), self._map(self._b, b))
+            hit = self._maps[(a, b, c)] = (self._map(self._a, a), self._map(self._b, b), self._c_map(c))
         return hit
 
     def __call__(self, a, b, c, alpha, beta, stream=0):
-        ma, mb = self.maps(a, b)
+        ma, mb, mc = self.maps(a, b, c)
         s = self.slots
-        s[0].value, s[1].value, s[2].value = ma, mb, c
-        s[8].value, s[9].value = alpha, beta
+        s[0].value, s[1].value, s[2].value, s[3].value = ma, mb, mc, c
+        s[9].value, s[10].value = alpha, beta
         if self.sim:
             self.compiled.kernel[self.grid, self.threads, 0, self.smem](*[x.value for x in s])
             return

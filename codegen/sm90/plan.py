@@ -13,7 +13,11 @@ consumer warpgroups, each computing a 64 x BN slice of the CTA tile with
 * the descriptor of each wgmma is read off the stage layout (:func:`gmma_desc`); its
   start address moves by the stage layout's offset of the next k-block and, for A, of the
   next consumer's 64 rows;
-* the accumulators' (row, column) come from the atom's C layout (``CLayout_64xN``).
+* the accumulators' (row, column) come from the atom's C layout (``CLayout_64xN``);
+* for 16-bit outputs, each consumer stages its 64 x BN slice of C in shared memory in the
+  same 128-byte swizzled atom (N playing K's part), tiled to ``(64, BN)``, and one TMA store
+  per 64-column box writes it out; the thread's and each register pair's offsets in that
+  staging buffer are the staging layout composed with the C layout's thread and value modes.
 
 >>> from codegen import GemmConfig
 >>> plan = make_wgmma_plan(GemmConfig.default("f16", arch=(9, 0)), "K", "MN")
@@ -29,9 +33,9 @@ from layoutalg import ComposedLayout, Layout, composition, make_identity_layout,
 from layoutalg.element_types import ElementType, element_type
 
 from ..config import GemmConfig
-from ..index import Index, coord_index
+from ..index import Index, coord_index, layout_index
 
-__all__ = ["WgmmaOperand", "WgmmaPlan", "make_wgmma_plan", "ACC_TYPES"]
+__all__ = ["WgmmaOperand", "WgmmaStore", "WgmmaPlan", "make_wgmma_plan", "ACC_TYPES"]
 
 ACC_TYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2")
 
@@ -60,6 +64,31 @@ class WgmmaOperand:
 
 
 @dataclass(frozen=True)
+class WgmmaStore:
+    """The TMA-store epilogue of one consumer: its 64 x BN slice of C, one 64 x (128 bytes)
+    box at a time, staged in shared memory through two box buffers.
+
+    ``smem``: ``(64, BN) -> element offset`` of the whole slice (the 128-byte swizzled atom
+    tiled to it: box j is the j-th block of ``box_elems``); ``box``: the TMA box (columns,
+    rows); ``thr_off``/``pair_off``: the unswizzled element offsets of the thread's part of
+    ``CLayout_64xN`` and of register pair ``p``: pair ``p`` lies in box ``p // box_pairs``
+    and is staged at ``swizzle(thr_off + pair_off - box * box_elems)`` of a box buffer;
+    ``stage_bytes``: one consumer's two box buffers.
+    """
+
+    smem: object
+    box: tuple
+    boxes: int
+    box_pairs: int
+    box_elems: int
+    thr_off: Index
+    pair_off: Index
+    swizzle: object
+    buffers: int
+    stage_bytes: int
+
+
+@dataclass(frozen=True)
 class WgmmaPlan:
     config: GemmConfig
     etype: ElementType
@@ -77,7 +106,8 @@ class WgmmaPlan:
     pair_col: Index
     thr_row: Index            # the thread's part (tid within the warpgroup)
     thr_col: Index
-    smem_bytes: int           # stages + barriers + 1024 for alignment
+    smem_bytes: int           # stages + C staging + barriers + 1024 for alignment
+    store: WgmmaStore = None  # the TMA-store epilogue (16-bit outputs), else None
 
     @property
     def operands(self):
@@ -143,10 +173,43 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
     thr_row, thr_col = coord_index(composition(crd, clay[0]), "wtid", 2, 128)          # T128 -> (m, n)
     for ix in (pair_row, pair_col, thr_row, thr_col):
         ix.check()
+    out = element_type(cfg.out)
+    store = _store(out, cfg.bn, clay) if out.bits == 16 else None
     bars = 2 * cfg.stages * 8
-    smem = 1024 + cfg.stages * (a.stage_bytes + b.stage_bytes) + bars
+    staging = consumers * store.stage_bytes if store else 0
+    smem = 1024 + cfg.stages * (a.stage_bytes + b.stage_bytes) + staging + bars
     if smem > 227 * 1024:
         raise ValueError(f"wgmma plan: {cfg.stages} stages need {smem} bytes of shared memory, more than 227 KiB")
-    return WgmmaPlan(cfg, et, element_type(cfg.out), a, b, atom, wgmma_name(cfg.bn, et.name, instr_k), instr_k,
+    return WgmmaPlan(cfg, et, out, a, b, atom, wgmma_name(cfg.bn, et.name, instr_k), instr_k,
                      cfg.bk // instr_k, consumers, 128 * (consumers + 1), nreg, pair_row, pair_col, thr_row,
-                     thr_col, smem)
+                     thr_col, smem, store)
+
+
+def _store(out, bn, clay):
+    """The staging of one consumer's (64, BN) slice of C for the TMA store (16-bit ``out``)."""
+    from mma_atoms.gmma_smem import gmma_smem_atom
+
+    ebytes = out.bits // 8
+    smem = tile_to_shape(gmma_smem_atom(out.name, "K", 128), (64, bn))     # (64,BN) -> offset, swizzled
+    inner, sw = smem.inner, smem.outer
+    w = 128 // ebytes                                                      # columns of one box
+    boxes, box_elems = bn // w, 64 * w
+    if any(inner(0, j * w) != j * box_elems for j in range(boxes)):
+        raise ValueError(f"wgmma plan: the boxes of C staging {smem} are not contiguous")
+    nreg = size(clay[1])
+    pairs = nreg // 2
+    thr_off = layout_index(composition(inner, clay[0]), "wtid", 128)       # T128 -> offset
+    pair_off = layout_index(composition(composition(inner, clay[1]), Layout(pairs, 2)), "p")   # p -> offset
+    for ix in (thr_off, pair_off):
+        ix.check()
+    box_pairs = pairs // boxes
+    for t in range(128):                     # pair p of thread t: box p // box_pairs, at swizzle(...)
+        for p in range(pairs):
+            j = p // box_pairs
+            want = smem(clay(t, 2 * p))
+            got = sw(thr_off.value(t) + pair_off.value(p) - j * box_elems) + j * box_elems
+            if got != want:
+                raise ValueError(f"wgmma plan: C staging offset of thread {t}, pair {p}: {got} != {want}")
+    buffers = 2
+    return WgmmaStore(smem, (w, 64), boxes, box_pairs, box_elems, thr_off, pair_off, sw, buffers,
+                      buffers * box_elems * ebytes)

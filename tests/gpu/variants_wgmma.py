@@ -1,15 +1,22 @@
-"""Experiment: variants of the Hopper kernel (emitter options) at 4096^3 against cuBLAS."""
+"""Experiment: variants of the Hopper kernel at n^3 against cuBLAS, in one process.
+
+    python tests/gpu/variants_wgmma.py [--sizes 4096,8192] [--dtype f16]
+
+Variants: the default plan (C staged in shared memory and stored by TMA), the same kernel
+storing from registers (no map of C), the main loop alone (stores never run), and a few
+plan changes (stages, GROUP_M). Kernels compile in parallel processes first.
+"""
+import argparse
+import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
 
 import torch
 
-import codegen
 from codegen import GemmConfig, driver, kernel as K
 from codegen.sm90 import kernel as SK
 from codegen.sm90.emit import KERNEL_NAME, emit_wgmma_source
 from codegen.sm90.launch import WgmmaLauncher
-
-n = 4096
 
 
 def bench(fn, iters=20, reps=5):
@@ -28,23 +35,63 @@ def bench(fn, iters=20, reps=5):
     return sorted(ts)[len(ts) // 2]
 
 
-A = torch.randn(n, n, device="cuda", dtype=torch.float16)
-B = torch.randn(n, n, device="cuda", dtype=torch.float16)
-C = torch.empty(n, n, device="cuda", dtype=torch.float16)
-fl = 2 * n ** 3
-print(f"cuBLAS {fl / bench(lambda: torch.matmul(A, B)) / 1e12:.1f}", flush=True)
-cfg = GemmConfig.default("f16", n, n, n, arch=(9, 0))
-for opts in ({}, {"_epilogue": "cold"}, {"_epilogue": "cold", "_in_flight": 0}):
-    key = SK.WgmmaKey(cfg, "K", "MN")
-    base = SK._base(key)
-    src = emit_wgmma_source(base.plan, **opts)
-    mod = K._load_module(src)
+def variants(dtype):
+    base = GemmConfig.default(dtype, arch=(9, 0))
+    return [  # (name, config, emitter options, C through TMA, B's major)
+        ("default", base, {}, True, "MN"),
+        ("default, stores from registers", base, {}, False, "MN"),
+        ("main loop alone (stores not run)", base, {"_epilogue": "cold"}, True, "MN"),
+        ("B K-major", base, {}, True, "K"),
+        ("B K-major, main loop alone", base, {"_epilogue": "cold"}, True, "K"),
+        ("3 stages", base.with_(stages=3), {}, True, "MN"),
+        ("f32 out, stores from registers", base.with_(out_dtype="f32"), {}, False, "MN"),
+    ]
+
+
+def _ptx(job):
+    cfg, opts, b_major = job
     from numba import cuda
 
-    ptx, _ = cuda.compile_ptx(getattr(mod, KERNEL_NAME), SK.wgmma_signature(), cc=(9, 0, "a"),
+    key = SK.WgmmaKey(cfg, "K", b_major)
+    base = SK._base(key)
+    src = emit_wgmma_source(base.plan, **opts)
+    ptx, _ = cuda.compile_ptx(getattr(K._load_module(src), KERNEL_NAME), SK.wgmma_signature(), cc=(9, 0, "a"),
                               launch_bounds=(base.plan.threads, 1))
-    fn = driver.Function(driver.link_ptx(ptx), driver.entry_name(ptx), base.plan.smem_bytes)
-    comp = SK.CompiledWgmma(key, base.plan, src, base.module, fn)
-    la = WgmmaLauncher(comp, n, n, n, ((n, n), (n, 1)), ((n, n), (1, n)), (n, 1))
-    t = bench(lambda: la(A.data_ptr(), B.data_ptr(), C.data_ptr(), 1.0, 0.0, 0))
-    print(f"{opts}: {fl / t / 1e12:.1f} TFLOP/s", flush=True)
+    return src, ptx
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--dtype", default="f16")
+    args = ap.parse_args()
+    vs = variants(args.dtype)
+    with ProcessPoolExecutor(min(len(vs), os.cpu_count() or 1)) as ex:
+        built = list(ex.map(_ptx, [(cfg, opts, bm) for _, cfg, opts, _, bm in vs]))
+    tdt = {"f16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
+    for n in map(int, args.sizes.split(",")):
+        A = torch.randn(n, n, device="cuda", dtype=tdt)
+        B = torch.randn(n, n, device="cuda", dtype=tdt)
+        fl = 2 * n ** 3
+        print(f"{args.dtype} {n}^3: cuBLAS {fl / bench(lambda: torch.matmul(A, B)) / 1e12:.1f} TFLOP/s", flush=True)
+        refs = {"MN": A.float() @ B.float(), "K": A.float() @ B.float().t()}   # B's memory as (K,N) or (N,K)
+        for (name, cfg, opts, tma, b_major), (src, ptx) in zip(vs, built):
+            key = SK.WgmmaKey(cfg, "K", b_major)
+            ref = refs[b_major]
+            base = SK._base(key)
+            C = torch.zeros(n, n, device="cuda", dtype=torch.float32 if cfg.out == "f32" else tdt)
+            fn = driver.Function(driver.link_ptx(ptx), driver.entry_name(ptx), base.plan.smem_bytes)
+            comp = SK.CompiledWgmma(key, base.plan, src, base.module, fn)
+            b_strides = (1, n) if b_major == "MN" else (n, 1)          # B as (N,K)
+            la = WgmmaLauncher(comp, n, n, n, ((n, n), (n, 1)), ((n, n), b_strides), (n, 1))
+            if not tma:
+                la._c_map = lambda c: 0
+            t = bench(lambda: la(A.data_ptr(), B.data_ptr(), C.data_ptr(), 1.0, 0.0, 0))
+            la.check()
+            err = ((C.float() - ref).abs().max() / ref.abs().max()).item()
+            print(f"  {name}: {fl / t / 1e12:.1f} TFLOP/s (max rel err {err:.1e})", flush=True)
+            del la, fn
+
+
+if __name__ == "__main__":
+    sys.exit(main())
