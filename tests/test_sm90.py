@@ -121,6 +121,8 @@ cases = [(GemmConfig("f16", "f32", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 40, 64, 
          # a 16-bit C with beta = 0: staged in shared memory, stored by TMA (clipped at M and N)
          # (two 64-column boxes through two buffers; each CTA stores two tiles)
          (GemmConfig("f16", "f16", 64, 128, 64, 2, 4, 3, 8, 1, "wgmma"), 100, 200, 72, "N", 0.0),
+         # BK 32: A's stage in the 64-byte swizzled atom (descriptor layout type 2), TMA likewise
+         (GemmConfig("f16", "f16", 64, 64, 32, 2, 4, 3, 8, 1, "wgmma"), 40, 72, 104, "T", 0.0),
          # the same kernel with beta != 0 stores from registers
          (GemmConfig("f16", "f16", 128, 64, 64, 2, 4, 3, 8, 1, "wgmma"), 72, 40, 64, "T", 1.0)]
 for cfg, M, N, K, lb, beta in cases:

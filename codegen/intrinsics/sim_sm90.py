@@ -283,6 +283,7 @@ def acc_to_array(acc, arr):
 
 def _decode(desc, major, ebytes, mn, k):
     """Shared byte offsets of the (mn, k) block a descriptor describes (PTX canonical layouts)."""
+    desc &= (1 << 64) - 1                                  # the 64 bits (layout type 2 sets the sign)
     start = (desc & 0x3FFF) << 4
     lbo, sbo = ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
     lt = desc >> 62

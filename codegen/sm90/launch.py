@@ -69,16 +69,16 @@ class WgmmaLauncher:
             dims, stride = (rows, k), strides[1] * ebytes
         if rows == 1 or k == 1:
             stride = max(stride, 16)
-        return self._encode(self.dtype, ebytes, ptr, dims, stride, op.box)
+        return self._encode(self.dtype, ebytes, ptr, dims, stride, op.box, op.swizzle_bytes)
 
-    def _encode(self, dtype, ebytes, ptr, dims, stride, box):
+    def _encode(self, dtype, ebytes, ptr, dims, stride, box, swizzle_bytes=128):
         if self.sim:
             from ..intrinsics.sim_sm90 import encode_tensor_map_2d
 
-            arr = encode_tensor_map_2d(ebytes, ptr, dims, stride, box)
+            arr = encode_tensor_map_2d(ebytes, ptr, dims, stride, box, swizzle_bytes)
             self._keep = getattr(self, "_keep", []) + [arr]
             return int(arr.__array_interface__["data"][0])
-        data = driver.encode_tensor_map_2d(dtype, ptr, dims, stride, box)
+        data = driver.encode_tensor_map_2d(dtype, ptr, dims, stride, box, swizzle_bytes)
         dev = driver.mem_alloc(128)
         driver.copy_to_device(dev, data)
         return dev

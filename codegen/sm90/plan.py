@@ -53,6 +53,7 @@ class WgmmaOperand:
     name: str
     major: str
     rows: int
+    swizzle_bytes: int        # of the stage's GMMA atom, and of the TMA box that fills it
     smem: object
     stage_bytes: int
     box: tuple
@@ -118,11 +119,14 @@ def _operand(name, major, rows, bk, et, instr_k, consumers):
     from mma_atoms.gmma_smem import gmma_desc, gmma_smem_atom
 
     ebytes = et.bits // 8
-    atom = gmma_smem_atom(et.name, major, 128)
-    w = 128 // ebytes                                        # elements per 128-byte row
+    # K-major: one swizzle row holds the k-tile's BK elements (128, 64 or 32 bytes);
+    # MN-major: 128-byte rows along MN
+    sw = bk * ebytes if major == "K" else 128
+    if sw not in (32, 64, 128):
+        raise ValueError(f"wgmma plan: a K-major k-tile of {bk} {et.name} is {sw} bytes; it must be 32, 64 or 128")
+    atom = gmma_smem_atom(et.name, major, sw)
+    w = sw // ebytes                                         # elements per swizzle row
     if major == "K":
-        if bk != w:
-            raise ValueError(f"wgmma plan: BK must be {w} for {et.name} (one 128-byte row), got {bk}")
         smem = tile_to_shape(atom, (rows, bk))              # (rows,BK) -> offset
         box = (w, rows)                                      # (k, rows)
         corners = [(0, 0)]
@@ -138,7 +142,7 @@ def _operand(name, major, rows, bk, et, instr_k, consumers):
     desc = gmma_desc(smem, (mn, instr_k), major, et.name)
     kblock_bytes = inner(0, instr_k) * ebytes
     consumer_bytes = inner(64, 0) * ebytes if name == "A" and rows > 64 else 0
-    return WgmmaOperand(name, major, rows, smem, size(inner) * ebytes, box, boxes, desc, kblock_bytes,
+    return WgmmaOperand(name, major, rows, sw, smem, size(inner) * ebytes, box, boxes, desc, kblock_bytes,
                         consumer_bytes, 1 if major == "MN" else 0)
 
 

@@ -44,6 +44,10 @@ def variants(dtype):
         ("B K-major", base, {}, True, "K"),
         ("B K-major, main loop alone", base, {"_epilogue": "cold"}, True, "K"),
         ("3 stages", base.with_(stages=3), {}, True, "MN"),
+        ("BK 32, 8 stages (A in 64-byte swizzled stages)", base.with_(bk=32, stages=8), {}, True, "MN"),
+        ("BK 32, 6 stages", base.with_(bk=32, stages=6), {}, True, "MN"),
+        ("BK 32, 8 stages, main loop alone", base.with_(bk=32, stages=8), {"_epilogue": "cold"}, True, "MN"),
+        ("unbounded waits", base, {"_bounded": False}, True, "MN"),
         ("f32 out, stores from registers", base.with_(out_dtype="f32"), {}, False, "MN"),
     ]
 
