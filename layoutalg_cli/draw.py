@@ -46,6 +46,7 @@ _APPLIES = {
     "highlight": ("mma", "copy"),
     "a_major": ("plan",),
     "b_major": ("plan",),
+    "path": ("plan",),
     "width": ("copy",),
     "one_based": ("layout", "mma", "copy"),
     "cell_size": ("layout", "mma", "copy"),
@@ -92,6 +93,8 @@ def add_parser(sub):
     d.add_argument("--highlight", metavar="T,T,...", help="outline the cells of these threads")
     d.add_argument("--a-major", choices=("K", "MN"), help="plan: A's major mode (default K)")
     d.add_argument("--b-major", choices=("K", "MN"), help="plan: B's major mode (default MN)")
+    d.add_argument("--path", choices=("mma_sync", "wgmma"),
+                   help="plan: the kernel family (default mma_sync; wgmma: the Hopper pipeline, f16/bf16)")
     d.add_argument("--cell-size", type=int, metavar="PX", help="svg/png: pixels per cell (default 32)")
     d.add_argument("--scale", type=float, help="png: scale factor (default 1)")
     d.add_argument("--no-data", action="store_true",
@@ -287,6 +290,18 @@ def _plan_graph(args):
         raise DrawError(f"draw plan needs the codegen package and its dependencies "
                         f"(pip install 'layoutalg[cuda]'): {e}") from None
     dtype = args.dtype or "f16"
+    if args.path == "wgmma":
+        from codegen.sm90.plan import make_wgmma_plan
+        from codegen.sm90.plan_graph import wgmma_plan_graph
+
+        cfg = GemmConfig.default(dtype, arch=(9, 0))
+        if cfg.path != "wgmma":
+            raise DrawError(f"draw plan --path wgmma: the Hopper kernel takes f16 or bf16, not {dtype}")
+        try:
+            plan = make_wgmma_plan(cfg, args.a_major or "K", args.b_major or "MN")
+        except ValueError as e:
+            raise DrawError(f"draw plan --path wgmma: {e}") from None
+        return wgmma_plan_graph(plan)
     cfg = GemmConfig.default(dtype)
     plan = make_plan(cfg, args.a_major or "K", args.b_major or "MN")
     return plan_graph(plan)

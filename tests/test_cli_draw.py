@@ -225,3 +225,15 @@ def test_as_module(tmp_path):
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == f"wrote {path}"
     assert len(cells(path)["C"]) == 32 * 32
+
+
+def test_plan_graph_of_the_hopper_pipeline(capsys):
+    pytest.importorskip("numba")
+    rc, out = run("draw", "plan", "--path", "wgmma")
+    assert rc == 0 and out.startswith('digraph "gemm_sm90_plan" {')
+    for word in ("producer warpgroup 0", "consumer warpgroup 2", "mbarriers full[3], empty[3]", "TMA stores"):
+        assert word in out, word
+    capsys.readouterr()
+    rc, out = run("draw", "plan", "--path", "wgmma", "--dtype", "tf32")
+    err = capsys.readouterr().err
+    assert rc == 2 and "takes f16 or bf16, not tf32" in err and out == ""

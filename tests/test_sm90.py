@@ -165,3 +165,20 @@ def _has_ml_dtypes():
         return True
     except ImportError:
         return False
+
+
+def test_pipeline_graph_follows_the_plan():
+    from codegen import GemmConfig
+    from codegen.sm90.plan import make_wgmma_plan
+    from codegen.sm90.plan_graph import wgmma_plan_graph
+
+    for cfg in (GemmConfig.default("f16", arch=(9, 0)), GemmConfig("bf16", "f32", 64, 128, 64, 2, 4, 3, 8, 1, "wgmma")):
+        plan = make_wgmma_plan(cfg, "K", "K")
+        g = wgmma_plan_graph(plan)
+        stages = {n for n in g.nodes if n.startswith("stage")}
+        consumers = {n for n in g.nodes if n.startswith("consumer")}
+        assert len(stages) == cfg.stages and len(consumers) == plan.consumers
+        edges = {(s, d) for s, d, _ in g.edges}
+        assert all(("producer", s) in edges and all((s, c) in edges for c in consumers) for s in stages)
+        # a 16-bit C goes out through staging buffers and TMA stores; an f32 C from registers
+        assert any(n.startswith("staging") for n in g.nodes) == (plan.out.bits == 16)

@@ -1,0 +1,91 @@
+"""The Hopper GEMM plan as a Graphviz graph: the warp-specialized pipeline.
+
+global A, B -> (the producer's TMA loads) -> a ring of shared-memory stages, each with its
+"full" and "empty" mbarrier -> (wgmma, through descriptors) -> each consumer warpgroup's
+accumulators -> its C staging buffers -> (TMA stores) -> global C.
+
+>>> from codegen import GemmConfig
+>>> from codegen.sm90.plan import make_wgmma_plan
+>>> g = wgmma_plan_graph(make_wgmma_plan(GemmConfig.default("f16", arch=(9, 0)), "K", "MN"))
+>>> sorted(n for n in g.nodes if n.startswith("stage"))
+['stage0', 'stage1', 'stage2', 'stage3']
+>>> ("producer", "stage0") in [(s, d) for s, d, _ in g.edges]
+True
+"""
+
+from layoutalg.draw.graphs import DotGraph
+
+from .plan import WgmmaPlan
+
+__all__ = ["wgmma_plan_graph"]
+
+_FILL = {"global": "#eeeeee", "shared": "#dde8ff", "registers": "#ddf5dd", "compute": "#fff3c4"}
+
+
+def wgmma_plan_graph(plan, *, name="gemm_sm90_plan", rankdir="LR"):
+    """A :class:`~layoutalg.draw.graphs.DotGraph` of a :class:`WgmmaPlan`'s pipeline.
+
+    Node ids: ``gA gB producer stage0.. consumer1.. staging1.. gC``; the edges carry the
+    TMA boxes, the mbarrier protocol, the wgmma descriptors and the epilogue.
+    """
+    if not isinstance(plan, WgmmaPlan):
+        raise TypeError(f"wgmma_plan_graph: expected a WgmmaPlan (codegen.sm90.make_wgmma_plan(...)), "
+                        f"got {type(plan).__name__}")
+    cfg, a, b, st = plan.config, plan.a, plan.b, plan.store
+    g = DotGraph(
+        name,
+        graph_attrs={
+            "rankdir": rankdir,
+            "label": (f"Hopper GEMM plan: {cfg.dtype} -> {cfg.out}, CTA tile {cfg.bm}x{cfg.bn}x{cfg.bk}, "
+                      f"1 producer + {plan.consumers} consumer warpgroups, {cfg.stages} stages, persistent CTAs"),
+            "labelloc": "t", "fontname": "DejaVu Sans", "fontsize": "16", "nodesep": "0.4", "ranksep": "1.0",
+        },
+        node_attrs={"shape": "box", "style": "rounded,filled", "fontname": "DejaVu Sans Mono", "fontsize": "11",
+                    "color": "#555555"},
+        edge_attrs={"fontname": "DejaVu Sans Mono", "fontsize": "10", "color": "#444444"},
+    )
+    for op in (a, b):
+        mn = "M" if op.name == "A" else "N"
+        g.add_node(f"g{op.name}", f"{op.name} in global memory\n({mn},K) {cfg.dtype}, {op.major}-major",
+                   fillcolor=_FILL["global"])
+        g.add_edge(f"g{op.name}", "producer", f"tensor map: box {op.box[0]}x{op.box[1]}, "
+                                              f"{op.swizzle_bytes}-byte swizzle")
+    g.add_node("producer", "\n".join([
+        "producer warpgroup 0",
+        "one thread issues the TMA loads",
+        "waits empty[s], arrive.expect_tx(full[s], "
+        f"{a.stage_bytes + b.stage_bytes} B)",
+    ]), fillcolor=_FILL["compute"])
+    for s in range(cfg.stages):
+        g.add_node(f"stage{s}", "\n".join([
+            f"stage {s} (shared memory)",
+            f"A {a.smem}",
+            f"B {b.smem}",
+            f"mbarriers full[{s}], empty[{s}]",
+        ]), fillcolor=_FILL["shared"])
+        boxes = len(a.boxes) + len(b.boxes)
+        g.add_edge("producer", f"stage{s}", f"{boxes} TMA boxes -> full[{s}]")
+    for c in range(1, plan.consumers + 1):
+        cid = f"consumer{c}"
+        g.add_node(cid, "\n".join([
+            f"consumer warpgroup {c}: rows {64 * (c - 1)}..{64 * c - 1}",
+            f"{plan.kblocks} x wgmma m64n{cfg.bn}k{plan.instr_k} per stage",
+            f"descriptors A {a.desc}",
+            f"            B {b.desc}",
+            f"accumulators CLayout_64x{cfg.bn}: {plan.acc_regs} f32 per thread",
+        ]), fillcolor=_FILL["registers"])
+        for s in range(cfg.stages):
+            g.add_edge(f"stage{s}", cid, f"wait full[{s}]; release empty[{s}]" if c == 1 and s == 0 else "",
+                       style="dashed" if s else "solid")
+        if st is not None:
+            sid = f"staging{c}"
+            g.add_node(sid, "\n".join([
+                f"C staging of consumer {c} ({st.buffers} x {st.box[0]}x{st.box[1]} boxes)",
+                f"{st.smem}",
+            ]), fillcolor=_FILL["shared"])
+            g.add_edge(cid, sid, f"alpha*acc -> {cfg.out}, st.shared at the staging layout")
+            g.add_edge(sid, "gC", f"{st.boxes} TMA stores per tile (beta = 0)")
+        else:
+            g.add_edge(cid, "gC", f"alpha*acc + beta*C -> {cfg.out}, stores from registers")
+    g.add_node("gC", f"C in global memory\n(M,N) {cfg.out}", fillcolor=_FILL["global"])
+    return g
