@@ -71,9 +71,11 @@ def _wait(w, addr, phase, bounded=True):
                 w("break")
 
 
-def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded=True):
+def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded=True, _loads=True):
     """Source of the kernel module. (The underscored options exist for experiments: no
-    epilogue, the number of wgmma groups left in flight, unbounded waits.)"""
+    epilogue, the number of wgmma groups left in flight, unbounded waits, and
+    ``_loads=False``: TMA fills each stage once and the pipeline then cycles on stale data,
+    which measures everything but the loads; its results are wrong.)"""
     cfg, w = plan.config, _W()
     a, b, st = plan.a, plan.b, plan.store
     S = cfg.stages
@@ -142,6 +144,12 @@ def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded
                         w("if it >= STAGES:  # wait until every consumer released the stage's previous fill")
                         with w.block():
                             _wait(w, "empty + 8 * s", "ph ^ 1", _bounded)
+                        if not _loads:      # experiment: stale stages after the first fill
+                            w("if it >= STAGES:")
+                            with w.block():
+                                w(w.call("mbarrier_arrive_expect_tx", "full + 8 * s, 0"))
+                                _advance(w)
+                                w("continue")
                         w(w.call("mbarrier_arrive_expect_tx", "full + 8 * s, STAGE_BYTES"))
                         w("k0 = kt * BK")
                         for op, base, r0 in ((a, "sa + s * A_STAGE", "m0"), (b, "sb + s * B_STAGE", "n0")):
