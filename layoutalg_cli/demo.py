@@ -1,4 +1,8 @@
-"""``layoutalg demo``: a tour of the algebra, a derived partition, and a generated GEMM."""
+"""``layoutalg demo``: a tour of the algebra, a derived partition, and a generated GEMM.
+
+With a GPU it runs the default plan on the GPU; without one it runs a small plan
+(32x32x32 CTA tile, one warp) of the same generator in numba's CUDA simulator, since
+the default plan's 256 threads are too slow to simulate."""
 
 import os
 import subprocess
@@ -20,7 +24,7 @@ print(f"  simulator: 48x56x40 fp16 GEMM, max |C - numpy| = {np.abs(C - ref).max(
 
 
 def add_parser(sub):
-    p = sub.add_parser("demo", help="a tour: algebra, partitions, diagrams and a generated GEMM")
+    p = sub.add_parser("demo", help="a tour: algebra, a print_layout table, partitions and a generated GEMM")
     p.add_argument("--no-gemm", action="store_true", help="skip the generated-kernel part")
     p.set_defaults(fn=run)
 
@@ -82,7 +86,8 @@ def run(args, out):
         err = np.abs(C - A.astype(np.float32) @ B.astype(np.float32)).max()
         say(f"  GPU: 1000x900x700 fp16 GEMM, max |C - numpy| = {err:.2e}")
     else:
-        say("  no GPU here: running the same generated kernel in numba's CUDA simulator")
+        say("  no GPU here: the same generator with a small plan (32x32x32 CTA tile, one warp, 2 stages)"
+            " runs in numba's CUDA simulator")
         root = os.path.dirname(os.path.dirname(os.path.abspath(codegen.__file__)))  # where codegen lives
         env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
                    PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
