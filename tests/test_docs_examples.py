@@ -60,8 +60,11 @@ def _run_console(block: Block) -> None:
             pytest.fail(f"{block.where}: console commands run `layoutalg ...`; mark others with "
                         f"<!-- docs-test: skip (REASON) -->: {' '.join(cmd.argv)}", pytrace=False)
         out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stderr(err):
-            rc = main(list(cmd.argv[1:]), out=out)
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            try:
+                rc = main(list(cmd.argv[1:]), out=out)
+            except SystemExit as e:                   # argparse's --help and --version
+                rc = e.code or 0
         if rc != 0:
             pytest.fail(f"{block.where}: `{' '.join(cmd.argv)}` exited {rc}: {err.getvalue()}", pytrace=False)
         if cmd.expected:
