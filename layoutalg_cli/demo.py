@@ -23,6 +23,10 @@ print(f"  simulator: 48x56x40 fp16 GEMM, max |C - numpy| = {np.abs(C - ref).max(
 """
 
 
+#: largest |C - numpy| accepted from the fp16 GEMM (f32 accumulation on both sides)
+GEMM_TOLERANCE = 1e-2
+
+
 def add_parser(sub):
     p = sub.add_parser("demo", help="a tour: algebra, a print_layout table, partitions and a generated GEMM")
     p.add_argument("--no-gemm", action="store_true", help="skip the generated-kernel part")
@@ -83,7 +87,7 @@ def run(args, out):
         A = rng.standard_normal((1000, 700)).astype(np.float16)
         B = rng.standard_normal((700, 900)).astype(np.float16)
         C = codegen.gemm(A, B, out_dtype="f32")
-        err = np.abs(C - A.astype(np.float32) @ B.astype(np.float32)).max()
+        err = float(np.abs(C - A.astype(np.float32) @ B.astype(np.float32)).max())
         say(f"  GPU: 1000x900x700 fp16 GEMM, max |C - numpy| = {err:.2e}")
     else:
         say("  no GPU here: the same generator with a small plan (32x32x32 CTA tile, one warp, 2 stages)"
@@ -93,4 +97,12 @@ def run(args, out):
                    PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
         r = subprocess.run([sys.executable, "-c", _SIM_GEMM], capture_output=True, text=True, env=env)
         say(r.stdout.rstrip() or r.stderr[-2000:])
+        try:
+            err = float(r.stdout.rsplit("=", 1)[1]) if r.returncode == 0 else float("nan")
+        except (IndexError, ValueError):
+            err = float("nan")
+    if not err <= GEMM_TOLERANCE:
+        say(f"  FAILED: the generated kernel's result differs from numpy's (tolerance {GEMM_TOLERANCE})")
+        return 1
+    say(f"  verified: the generated kernel's C matches numpy's within {GEMM_TOLERANCE}")
     return 0
