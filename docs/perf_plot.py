@@ -57,6 +57,9 @@ def write_plot(path: str, results: list[Result] | None = None) -> str:
     results = load() if results is None else results
     dtypes = sorted({r.dtype for r in results}, key=["f16", "bf16", "tf32", "f32", "f64"].index)
     plt.rcParams["svg.hashsalt"] = "layoutalg"   # the same SVG on every build
+    palette = ["#7b3294", "#a6611a", "#d7191c", "#2c7bb6", "#1a9641", "#404040"]
+    colors = {impl: palette[k % len(palette)] for k, impl in enumerate(dict.fromkeys(r.impl for r in results))}
+    markers = {run: "osD^v"[k % 5] for k, run in enumerate(dict.fromkeys(r.run for r in results))}
     fig, axes = plt.subplots(1, len(dtypes), figsize=(4.2 * len(dtypes), 3.8), sharey=True, squeeze=False)
     for ax, dtype in zip(axes[0], dtypes):
         lines: dict[tuple[str, str], list[Result]] = {}
@@ -66,7 +69,8 @@ def write_plot(path: str, results: list[Result] | None = None) -> str:
         for (impl, run), rs in sorted(lines.items()):
             rs.sort(key=lambda r: r.n)
             style = "-" if impl.startswith("generated") else "--"
-            ax.plot([r.n for r in rs], [r.tflops for r in rs], style, marker="o", label=f"{impl} ({run})")
+            ax.plot([r.n for r in rs], [r.tflops for r in rs], style, color=colors[impl], marker=markers[run],
+                    label=f"{impl} ({run})")
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted({r.n for r in results}))
         ax.set_xticklabels([str(n) for n in sorted({r.n for r in results})])

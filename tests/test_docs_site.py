@@ -58,6 +58,26 @@ def test_every_page_is_in_the_nav():
     assert nav == pages
 
 
+def test_every_picture_is_made_by_the_build():
+    """No picture is kept in docs/: each one a page shows is made by docs/make_pictures.py or docs/perf_plot.py."""
+    sys.path.insert(0, os.path.join(ROOT, "docs"))
+    try:
+        import make_pictures
+        import perf_plot
+    finally:
+        sys.path.pop(0)
+    made = {f"pictures/{p.stem}.svg" for p in make_pictures.PICTURES} | {f"pictures/{perf_plot.PLOT_NAME}"}
+    shown = set()
+    for dirpath, _, files in os.walk(os.path.join(ROOT, "docs")):
+        for f in files:
+            assert not f.endswith((".png", ".svg", ".jpg", ".gif", ".pdf")), f"{f}: a picture kept in docs/"
+            if f.endswith(".md"):
+                with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
+                    shown |= set(re.findall(r"!\[[^\]]*\]\(([^)]+)\)", fh.read()))
+    assert shown <= made, shown - made
+    assert "pictures/gemm_plan.svg" in shown and "pictures/gemm_tflops.svg" in shown
+
+
 def test_site_has_the_pages_and_pictures(site):
     """Every nav page is built, and every picture a page shows was made by the build."""
     for page in _nav_pages():
