@@ -50,7 +50,7 @@ def run(args, out):
         from layoutalg.draw import ascii_layout
 
         say("  print_layout((4,8):(8,1)):")
-        say("    " + ascii_layout(Layout((4, 8), (8, 1))).replace("\n", "\n    "))
+        say("    " + ascii_layout(Layout((4, 8), (8, 1))).rstrip("\n").replace("\n", "\n    "))
     except ImportError:
         pass
     say("== partitions, derived and checked ==")
