@@ -6,6 +6,8 @@ measured it, the device and its results (``dtype``, ``n`` for an n x n x n GEMM,
 one line per implementation and run::
 
     python docs/perf_plot.py out.svg         # write the plot
+    python docs/perf_plot.py --add bench.json --name "my run" --date "2026-11-25 10:00 UTC"
+                                             # append what bench_gemm.py --json wrote
 """
 
 from __future__ import annotations
@@ -111,5 +113,66 @@ def results_table(results: list[Result] | None = None) -> str:
     return "\n".join(lines)
 
 
+def run_from_bench(rows: list[dict], name: str, date: str, command: str) -> dict:
+    """A run of ``results.json`` from the rows ``benchmarks/bench_gemm.py --json`` writes.
+
+    Per dtype and n: the first row of each kernel path is "generated mma.sync" or
+    "generated wgmma" (the default plans come first), and the first row's cuBLAS and
+    Triton figures are theirs. Raises ``ValueError`` naming a row without those fields.
+
+    >>> row = {"device": "H100", "n": 4096, "dtype": "f16", "tflops": 590.0, "cublas_tflops": 750.0,
+    ...        "triton_tflops": None, "config": "GemmConfig(dtype='f16', path='wgmma')"}
+    >>> run = run_from_bench([row], "a run", "2026-11-25", "bench_gemm.py")
+    >>> [(r["impl"], r["tflops"]) for r in run["results"]]
+    [('generated wgmma', 590.0), ('cuBLAS', 750.0)]
+    """
+    import re
+
+    results: list[dict] = []
+    seen: set[tuple[str, int, str]] = set()
+    device = ""
+    for row in rows:
+        try:
+            dtype, n, device = str(row["dtype"]), int(row["n"]), str(row.get("device", device))
+            m = re.search(r"path='(\w+)'", str(row["config"]))
+            impl = "generated " + (m.group(1).replace("_", ".") if m else "mma.sync")
+            figures = [(impl, row["tflops"]), ("cuBLAS", row["cublas_tflops"]), ("Triton", row.get("triton_tflops"))]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"perf_plot.run_from_bench: row {row!r} lacks a field: {e}") from None
+        for who, value in figures:
+            if value is None or (dtype, n, who) in seen:
+                continue
+            seen.add((dtype, n, who))
+            results.append({"dtype": dtype, "n": n, "impl": who, "tflops": round(float(value), 1)})
+    return {"name": name, "date": date, "command": command, "device": device, "results": results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(description="Draw the performance plot, or add a benchmark run to results.json.")
+    p.add_argument("out", nargs="?", default=PLOT_NAME, help="the plot to write (SVG)")
+    p.add_argument("--add", metavar="BENCH_JSON", help="append the run that bench_gemm.py --json wrote")
+    p.add_argument("--name", help="the run's name (with --add)")
+    p.add_argument("--date", help="when it ran, e.g. '2026-11-25 10:00 UTC' (with --add)")
+    p.add_argument("--command", default="python benchmarks/bench_gemm.py", help="the command that measured it")
+    a = p.parse_args(argv)
+    if a.add:
+        if not (a.name and a.date):
+            p.error("--add needs --name and --date")
+        with open(a.add, encoding="utf-8") as f:
+            run = run_from_bench(json.load(f), a.name, a.date, a.command)
+        with open(RESULTS, encoding="utf-8") as f:
+            doc = json.load(f)
+        doc["runs"].append(run)
+        with open(RESULTS, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        print(f"added {len(run['results'])} figures to {RESULTS}")
+        return 0
+    print(write_plot(a.out))
+    return 0
+
+
 if __name__ == "__main__":
-    print(write_plot(sys.argv[1] if len(sys.argv) > 1 else PLOT_NAME))
+    sys.exit(main())

@@ -78,6 +78,36 @@ def test_every_picture_is_made_by_the_build():
     assert "pictures/gemm_plan.svg" in shown and "pictures/gemm_tflops.svg" in shown
 
 
+def test_benchmark_json_becomes_a_run(tmp_path):
+    """perf_plot turns bench_gemm.py's rows into a results.json run: the default plan of each path,
+    cuBLAS and Triton once per (dtype, n), and the table and plot take it."""
+    sys.path.insert(0, os.path.join(ROOT, "docs"))
+    try:
+        import perf_plot
+    finally:
+        sys.path.pop(0)
+
+    def row(dtype, n, path, t, cublas, triton):
+        return {"device": "GPU", "dtype": dtype, "n": n, "tflops": t, "cublas_tflops": cublas,
+                "triton_tflops": triton, "config": f"GemmConfig(dtype='{dtype}', bm=128, path='{path}')"}
+
+    rows = [row("f16", 4096, "wgmma", 590.04, 750.0, 640.0), row("f16", 4096, "mma_sync", 440.0, 751.0, 641.0),
+            row("f16", 4096, "mma_sync", 300.0, 752.0, 642.0), row("tf32", 2048, "mma_sync", 200.0, 330.0, None)]
+    run = perf_plot.run_from_bench(rows, "r", "today", "cmd")
+    got = {(r["dtype"], r["n"], r["impl"]): r["tflops"] for r in run["results"]}
+    assert got == {("f16", 4096, "generated wgmma"): 590.0, ("f16", 4096, "cuBLAS"): 750.0,
+                   ("f16", 4096, "Triton"): 640.0, ("f16", 4096, "generated mma.sync"): 440.0,
+                   ("tf32", 2048, "generated mma.sync"): 200.0, ("tf32", 2048, "cuBLAS"): 330.0}
+    results = [perf_plot.Result("r", "today", d, n, i, t) for (d, n, i), t in got.items()]
+    table = perf_plot.results_table(results)
+    assert "| r (today) | f16 | 4096 |" in table and "0.79 |" in table     # 590 / 750
+    pytest.importorskip("matplotlib")
+    out = perf_plot.write_plot(str(tmp_path / "p.svg"), results)
+    assert open(out, encoding="utf-8").read().count("<svg") == 1
+    with pytest.raises(ValueError, match="lacks a field"):
+        perf_plot.run_from_bench([{"dtype": "f16"}], "r", "today", "cmd")
+
+
 def test_site_has_the_pages_and_pictures(site):
     """Every nav page is built, and every picture a page shows was made by the build."""
     for page in _nav_pages():
