@@ -73,3 +73,8 @@ __all__ = [
     "MMAAtom", "CopyAtom", "TiledMMA", "ThrMMA", "make_tiled_mma", "TiledCopy", "ThrCopy",
     "make_tiled_copy", "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C",
 ]
+
+# CuTe's printing functions (text tables, LaTeX) under CuTe's names; they live with the drawing code.
+from .draw.cute_print import print_latex, print_layout, print_tensor  # noqa: E402
+
+__all__ += ["print_layout", "print_tensor", "print_latex"]

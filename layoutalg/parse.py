@@ -260,7 +260,7 @@ def _eval(n, env, ev):
     if k == "composed":
         return ComposedLayout(ev(n.args[0]), n.value, ev(n.args[1]))
     if n.name not in env:
-        raise LayoutError(f"eval: unknown function or name {n.name!r}; known: {', '.join(sorted(env))}")
+        raise unknown_name_error(n.name, env)
     fn = env[n.name]
     if k == "name":
         return fn
@@ -271,6 +271,25 @@ def _eval(n, env, ev):
         if isinstance(e, LayoutError):
             raise
         raise LayoutError(f"eval: {n.name}{tuple(args)!r}: {e}") from None
+
+
+def function_names():
+    """The names ``evaluate`` knows (the callables of the ``layoutalg`` namespace), sorted."""
+    return sorted(k for k, v in _env().items() if v is not None)
+
+
+def unknown_name_error(name, env=None):
+    """The ``LayoutError`` for a name that ``evaluate`` does not know, with the closest known names.
+
+    >>> str(unknown_name_error("compositon"))
+    "eval: unknown function 'compositon'; did you mean composition? (layoutalg eval --help lists the functions)"
+    """
+    import difflib
+
+    known = sorted(k for k in (env if env is not None else _env()))
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return LayoutError(f"eval: unknown function {name!r}{hint} (layoutalg eval --help lists the functions)")
 
 
 def parse_layout(text):

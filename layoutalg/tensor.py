@@ -23,7 +23,7 @@ Engines:
 import numpy as np
 
 from .basis import ArithTuple, ScaledBasis, basis_value
-from .errors import LayoutError, LayoutTypeError
+from .errors import LayoutError, LayoutIndexError, LayoutTypeError
 from .element_types import element_type
 from .inttuple import crd2idx, flat_tuple, fmt, idx2crd, is_int, product, unflatten
 from .layout import (
@@ -175,13 +175,23 @@ class Tensor:
     def __len__(self):
         return size(self.layout)
 
+    #: tensors of at most this many elements show their values in ``repr``
+    REPR_MAX_VALUES = 64
+
     def __repr__(self):
-        return f"Tensor({self.engine!r} o {self.layout})"
+        head = f"Tensor({self.engine!r} o {self.layout})"
+        if isinstance(self.engine, PointerEngine) or size(self.layout) > self.REPR_MAX_VALUES:
+            return head
+        try:
+            body = tensor_values_text(self)
+        except LayoutError:
+            return head
+        return head + ":\n" + body
 
     def _coord(self, key):
         if isinstance(key, list):
             key = tuple(key)
-        return key
+        return _slices_to_slots(key)
 
     def __getitem__(self, key):
         key = self._coord(key)
@@ -242,6 +252,53 @@ class Tensor:
         shp = tuple(size(self.layout[i]) for i in range(rank(self.layout))) if isinstance(
             self.layout.shape, tuple) else (size(self.layout),)
         return np.array(vals).reshape(shp + np.array(vals).shape[1:], order="F")
+
+
+def _slices_to_slots(key):
+    """Python's full slice ``:`` is a slot (CuTe's ``_``), as ``None`` is; other slices are errors."""
+    if isinstance(key, slice):
+        if key != slice(None):
+            raise LayoutIndexError(f"Tensor[{key!r}]: only the full slice ':' (a whole mode, CuTe's _) is supported")
+        return None
+    if isinstance(key, tuple):
+        return tuple(_slices_to_slots(k) for k in key)
+    return key
+
+
+def _value_text(v):
+    if isinstance(v, tuple):
+        return "(" + ",".join(_value_text(x) for x in v) + ")"
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.4g}"
+    return str(v)
+
+
+def tensor_values_text(tensor):
+    """The values of a tensor as a text table, CuTe's ``print_tensor`` body.
+
+    Rank 1 prints as one column; rank 2 as rows of mode 0 and columns of mode 1;
+    higher ranks put modes 1.. in the columns (colexicographically).
+    Pre: the tensor's engine holds values (not a ``PointerEngine``).
+
+    >>> import numpy as np
+    >>> print(tensor_values_text(make_tensor(np.arange(6).reshape(2, 3))))
+     0  1  2
+     3  4  5
+    """
+    lay = tensor.layout
+    n = size(lay)
+    if rank(lay) >= 2:
+        rows = size(lay[0])
+        cols = n // rows if rows else 0
+    else:
+        rows, cols = n, 1
+    cells = [[_value_text(tensor[r + c * rows]) for c in range(cols)] for r in range(rows)]
+    width = max((len(x) for row in cells for x in row), default=1)
+    return "\n".join(" ".join(x.rjust(width + 1) for x in row) for row in cells)
 
 
 def _numpy_layout(a):

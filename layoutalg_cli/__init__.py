@@ -1,6 +1,6 @@
 """The ``layoutalg`` command line: the only layer above :mod:`codegen`.
 
-Sub-commands: ``show``, ``eval``, ``draw`` and ``demo`` (see ``layoutalg --help``).
+Sub-commands: ``show``, ``eval``, ``atoms``, ``draw`` and ``demo`` (see ``layoutalg --help``).
 """
 
 from .main import build_parser, main

@@ -15,8 +15,9 @@ The first argument is a layout, or one of the words ``mma``, ``copy``, ``plan``,
 ``--format svg|png|tex|typ|dot|txt|pdf`` (default: the suffix of ``-o``).
 Without ``-o`` pictures print as text (CuTe's print_layout tables) and graphs
 as DOT; ``--format svg|tex|typ`` without ``-o`` prints that text instead.
-Graphs (plan, expr) render through Graphviz's ``dot``; without it the ``.dot``
-file is written and the message says how to install Graphviz (exit status 0).
+Graphs (plan, expr) render through Graphviz's ``dot`` program; without it only the
+``.dot`` file is written, the message says how to install Graphviz, and the exit
+status is 1.
 """
 
 from __future__ import annotations
@@ -206,9 +207,27 @@ def _layout_figure(args, text):
     return lay, layout_figure(lay, color, bits, **kw)
 
 
+def _atom_entry(mode, name):
+    """The table entry of atom ``name``, checked to be of the kind ``mode`` (mma or copy) draws."""
+    import mma_atoms
+
+    try:
+        op = mma_atoms.get(name)
+    except LookupError as e:
+        close = getattr(e, "suggestions", ())
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise DrawError(f"draw {mode}: no atom named {name!r}{hint} (`layoutalg atoms` lists them)") from None
+    if (mode == "mma") != isinstance(op, mma_atoms.MMAOp):
+        other = "copy" if mode == "mma" else "mma"
+        raise DrawError(f"draw {mode}: {name} is a{'n MMA' if other == 'mma' else ' copy'} atom: draw it with draw {other}")
+    return op
+
+
 def _mma_figure(args):
     from layoutalg.draw import partition_figure, tiled_mma_figure
     from layoutalg.tensor import make_identity_tensor
+
+    _atom_entry("mma", args.name)
 
     mma = _make_mma(args, args.name)
     kw = {"one_based": args.one_based}
@@ -248,6 +267,7 @@ def _copy_figure(args):
     from layoutalg.draw import copy_atom_figure, tiled_copy_figure
     from layoutalg.tiled_copy import make_tiled_copy, make_tiled_copy_A, make_tiled_copy_B, make_tiled_copy_C
 
+    _atom_entry("copy", args.name)
     kw = {"one_based": args.one_based, "highlight_threads": _threads_list(args.highlight)}
     if args.title is not None:
         kw["title"] = args.title
@@ -398,6 +418,10 @@ def _write_graph(args, graph, out):
         print(f"wrote {path}", file=out)
         return 0
     result = render_dot(graph, path, format=fmt)
+    if not result.rendered:
+        # only the .dot text was written: the asked-for file is missing, so this is a failure
+        print(f"layoutalg draw: {path} was not written: {result.message}", file=sys.stderr)
+        return 1
     print(result.message, file=out)
     return 0
 

@@ -2,33 +2,36 @@
 
     layoutalg show "(4,(2,2)):(2,(1,8))"      print a layout, its size, cosize and table
     layoutalg eval "composition((4,3):(3,1), 6:2)"   evaluate an algebra expression
+    layoutalg atoms [PATTERN]                 list or search the MMA and copy atom tables
     layoutalg draw ...                        render diagrams (see ``layoutalg draw -h``)
     layoutalg demo                            the tour: algebra, partitions, generated GEMM
 """
 
 import argparse
 import sys
+import textwrap
 
 from layoutalg.errors import LayoutError
 
 
 def _table(layout):
-    from layoutalg.layout import Layout, rank, size
-
     try:
         from layoutalg.draw import ascii_layout
     except ImportError:  # drawing is optional for `show`
-        ascii_layout = None
-    if ascii_layout is not None:
-        return ascii_layout(layout)
-    return ""
+        return ""
+    return ascii_layout(layout)
 
 
 def cmd_show(args, out):
-    from layoutalg.layout import cosize, depth, rank, size
+    from layoutalg.layout import Layout, cosize, depth, rank, size
     from layoutalg.parse import parse_layout
+    from layoutalg.swizzle import ComposedLayout
 
     layout = parse_layout(args.layout)
+    if isinstance(layout, int) and not isinstance(layout, bool):
+        layout = Layout(layout)
+    if not isinstance(layout, (Layout, ComposedLayout)):
+        raise LayoutError(f"show: {args.layout!r} is not a layout (write one as shape:stride, e.g. \"(4,8):(8,1)\")")
     print(f"layout : {layout}", file=out)
     print(f"size   : {size(layout)}", file=out)
     print(f"cosize : {cosize(layout)}", file=out)
@@ -40,7 +43,7 @@ def cmd_show(args, out):
     print(f"values : {' '.join(str(v) for v in values)}{tail}", file=out)
     table = _table(layout)
     if table:
-        print(table, file=out)
+        print(table.rstrip("\n"), file=out)
     return 0
 
 
@@ -51,15 +54,44 @@ def cmd_eval(args, out):
     return 0
 
 
+def _version():
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("layoutalg")
+    except Exception:  # running from a source tree that is not installed
+        import layoutalg
+
+        return layoutalg.__version__
+
+
+def _eval_epilog():
+    from layoutalg.parse import function_names
+
+    names = ", ".join(function_names())
+    return ("functions and names (the layoutalg namespace):\n"
+            + textwrap.fill(names, width=88, initial_indent="  ", subsequent_indent="  ")
+            + "\n\nliterals: layouts (4,8):(8,1), shapes (4,8), ints, _ (None), swizzles Sw<3,3,3>, "
+              "composed layouts Sw<3,3,3> o 0 o (8,64):(64,1)")
+
+
 def build_parser():
-    p = argparse.ArgumentParser(prog="layoutalg", description="CuTe's layout algebra from the command line.")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    """The argument parser of ``layoutalg`` and its sub-commands."""
+    p = argparse.ArgumentParser(prog="layoutalg", description="CuTe's layout algebra from the command line.",
+                                epilog="`layoutalg COMMAND --help` says more about each command.")
+    p.add_argument("--version", action="version", version=f"layoutalg {_version()}")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
     s = sub.add_parser("show", help="print a layout, its size, cosize and table")
     s.add_argument("layout", help='a layout in CuTe form, e.g. "(4,(2,2)):(2,(1,8))"')
     s.set_defaults(fn=cmd_show)
-    e = sub.add_parser("eval", help="evaluate an algebra expression")
+    e = sub.add_parser("eval", help="evaluate an algebra expression",
+                       description="Evaluate an expression of CuTe's layout algebra and print the result in CuTe's form.",
+                       epilog=_eval_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("expression", help='e.g. "composition((4,3):(3,1), 6:2)"')
     e.set_defaults(fn=cmd_eval)
+    from . import atoms as cli_atoms
+
+    cli_atoms.add_parser(sub)
     try:
         from . import draw as cli_draw
 
@@ -76,13 +108,37 @@ def build_parser():
 
 
 def main(argv=None, out=None):
+    """Run ``layoutalg`` with ``argv`` (default ``sys.argv[1:]``), printing to ``out``; returns the exit status.
+
+    Without a command it prints the help and returns 2. Output cut short by a closed
+    pipe (``layoutalg show ... | head -1``) ends quietly with status 0.
+    """
     out = out or sys.stdout
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "fn", None) is None:
+        parser.print_help(out)
+        return 2
     try:
         return args.fn(args, out)
     except LayoutError as e:
         print(f"layoutalg: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+        return 0
+
+
+def _quiet_broken_pipe():
+    """The reader of stdout went away: stop without a traceback, and without Python's own
+    flush error at exit (point stdout at devnull, as the Python docs advise)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

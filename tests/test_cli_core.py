@@ -85,7 +85,7 @@ def test_errors_exit_2_with_message(capsys):
 
 def test_usage_errors_exit_nonzero():
     with pytest.raises(SystemExit) as info:
-        main([], out=io.StringIO())
+        main(["show"], out=io.StringIO())
     assert info.value.code != 0
 
 

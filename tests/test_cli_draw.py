@@ -142,7 +142,7 @@ def test_copy_atom_alone():
     assert "|000-00|000-01|000-02|000-03|000-04|000-05|000-06|000-07|" in out
 
 
-def test_plan_and_expr_graphs(tmp_path, monkeypatch):
+def test_plan_and_expr_graphs(tmp_path, monkeypatch, capsys):
     pytest.importorskip("sympy")
     rc, out = run("draw", "plan")
     assert rc == 0 and out.startswith('digraph "gemm_plan" {') and "SM75_U16x8_LDSM_T" in out
@@ -152,12 +152,14 @@ def test_plan_and_expr_graphs(tmp_path, monkeypatch):
     assert rc == 0 and (tmp_path / "p.dot").read_text().startswith('digraph "gemm_plan"')
     rc, out = run("draw", "expr", "complement(4:2, 24)")
     assert rc == 0 and "= (2,3):(1,8)" in out
-    # without Graphviz the .dot is written, the message says how to install it, and it is no error
+    # without Graphviz only the .dot is written: the message says how to install Graphviz,
+    # and the exit status says the asked-for file is missing
     import layoutalg.draw.graphs as graphs
 
     monkeypatch.setattr(graphs, "dot_available", lambda: False)
     rc, out = run("draw", "expr", "complement(4:2, 24)", "-o", str(tmp_path / "e.svg"))
-    assert rc == 0 and "apt-get install graphviz" in out
+    err = capsys.readouterr().err
+    assert rc == 1 and "apt-get install graphviz" in err and "e.svg was not written" in err
     assert (tmp_path / "e.dot").exists() and not (tmp_path / "e.svg").exists()
 
 
@@ -174,7 +176,7 @@ def test_expr_graph_rendered(tmp_path):
     (["mmx"], "'mmx' is neither a layout nor one of the words mma, copy, plan, expr"),
     (["(4,8):(8"], "parse"),
     (["mma"], "draw mma: give the atom's name"),
-    (["mma", "SM80_16x8x16_F32F16F16F32_TNx"], "close matches: SM80_16x8x16_F32F16F16F32_TN"),
+    (["mma", "SM80_16x8x16_F32F16F16F32_TNx"], "did you mean SM80_16x8x16_F32F16F16F32_TN"),
     (["mma", F16, "--atom-layout", "2,a"], "--atom-layout: expected comma-separated ints"),
     (["mma", F16, "--atom-layout", "3,2,1", "--permutation", "32,16,16"], "is not a multiple of"),
     (["mma", F16, "--operand", "A"], "--operand with mma needs --thread"),

@@ -273,14 +273,14 @@ def test_generated_modules_are_cached_on_disk_across_processes(tmp_path):
 
 def test_docs_codegen_excerpts_are_in_the_generated_source():
     """Every line quoted from the kernel in docs/codegen.md is in today's generated source."""
-    import re
-
     from codegen import emit_gemm_source
 
+    from docs_blocks import blocks as doc_blocks
+
     src = {line.strip() for line in emit_gemm_source().splitlines()}
-    doc = open(os.path.join(ROOT, "docs", "codegen.md")).read()
-    blocks = re.findall(r"```python\n(.*?)```", doc, re.S)[1:]  # the first block is the usage example
-    quoted = [line.strip() for b in blocks for line in b.splitlines() if line.strip()]
+    excerpts = [b for b in doc_blocks("docs/codegen.md") if b.mark == "excerpt"]
+    assert all(b.arg == "codegen.emit_gemm_source()" for b in excerpts)
+    quoted = [line.strip() for b in excerpts for line in b.text.splitlines() if line.strip()]
     assert len(quoted) >= 8
     missing = [line for line in quoted if line not in src]
     assert not missing, missing

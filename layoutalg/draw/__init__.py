@@ -132,6 +132,9 @@ __all__ = [
     "mma_figure",
     "copy_figure",
     # TiledMMA / TiledCopy pictures, expression graphs
+    "print_layout",
+    "print_tensor",
+    "print_latex",
     "tiled_mma_figure",
     "mma_atom_figure",
     "tiled_copy_figure",
@@ -140,3 +143,4 @@ __all__ = [
     "expr_graph",
     "parse_expr",
 ]
+from .cute_print import print_latex, print_layout, print_tensor

@@ -93,7 +93,7 @@ def expr_graph(text: str, *, name: str = "expr", rankdir: str = "BT") -> DotGrap
     parameter's name (``lhs``, ``rhs``, ``tiler``...). ``rankdir="BT"`` puts
     the result at the top. Node ids are ``n0`` (the root), ``n1``, ... depth first.
     """
-    from ..parse import _env
+    from ..parse import _env, unknown_name_error
 
     if not isinstance(text, str):
         raise LayoutError(f"expr_graph: expected an expression string, got {type(text).__name__} {text!r}")
@@ -112,8 +112,12 @@ def expr_graph(text: str, *, name: str = "expr", rankdir: str = "BT") -> DotGrap
     order = list(tree.walk())
     ids = {id(node): f"n{k}" for k, node in enumerate(order)}
     values: dict[int, Any] = {}
+    env = _env()
+    for node in order:                                # an unknown function is named as such
+        if node.kind in ("call", "name") and node.name not in env:
+            raise LayoutError(f"expr_graph: {unknown_name_error(node.name, env)}")
     try:
-        evaluate_tree(tree, _env(), values)
+        evaluate_tree(tree, env, values)
     except LayoutError as e:
         # arguments are evaluated before their call, so the failed node is the first,
         # in post-order, that has no value

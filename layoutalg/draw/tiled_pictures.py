@@ -219,6 +219,17 @@ def _mma_title(mma: Any) -> str:
     return ", ".join(parts)
 
 
+def _k_threads(mma: Any) -> int:
+    """The number of thread groups along K (mode 3 of ``thr_layout_vmnk``), 1 when unknown."""
+    from ..layout import rank, size
+
+    lay = getattr(mma, "thr_layout_vmnk", None)
+    try:
+        return int(size(lay[3])) if lay is not None and rank(lay) == 4 else 1
+    except Exception:
+        return 1
+
+
 def _mma_panel(mma: Any, which: str, rows: int, cols: int, tv: Any, *, title: str) -> tuple[TVPanel, int]:
     """The panel of operand ``which`` from its TV layout, or -- when the layout's thread
     mode does not reach every thread of the MMA -- from each thread's partition."""
@@ -230,7 +241,14 @@ def _mma_panel(mma: Any, which: str, rows: int, cols: int, tv: Any, *, title: st
     except Exception:  # not a layoutalg Layout
         short = False
     if not short:
-        return tv_panel(which, rows, cols, tv, transpose=(which == "B"), title=title)
+        try:
+            return tv_panel(which, rows, cols, tv, transpose=(which == "B"), title=title)
+        except ValueError:
+            # Threads split along K (an atom layout (2,2,2)): CuTe's layoutC_TV sends the
+            # second K group of threads past the M x N tile, since C has no K mode. Those
+            # threads hold partial sums of the same C elements; draw each thread's partition.
+            if not (which == "C" and nthr is not None and hasattr(mma, "get_slice")):
+                raise
     # CuTe's get_layout*_TV composes with right_inverse(thr_layout_vmnk), which stops at
     # the first gap in the thread ids (an SM70 quad pair alone, (4,2):(1,16), gives 4 of its
     # 8 threads). The threads are then the ids thr_layout_vmnk reaches (lanes 0-3 and 16-19),
@@ -300,6 +318,10 @@ def tiled_mma_figure(
     )
     if notes:
         fig.notes.extend(_shared_note("C", mc) + _shared_note("A", ma) + _shared_note("B", mb))
+        ksplit = _k_threads(mma)
+        if ksplit > 1:
+            fig.notes.append(f"threads split along K in {ksplit} groups: each group holds partial sums "
+                             f"of the same C elements (reduce them before the epilogue)")
     return fig
 
 

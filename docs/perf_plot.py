@@ -1,0 +1,178 @@
+"""The performance page's plot and table, made from ``benchmarks/results.json``.
+
+``results.json`` holds benchmark runs: each has a name, a date, the command that
+measured it, the device and its results (``dtype``, ``n`` for an n x n x n GEMM,
+``impl``, ``tflops``). The plot draws TFLOP/s against n, one panel per dtype and
+one line per implementation and run::
+
+    python docs/perf_plot.py out.svg         # write the plot
+    python docs/perf_plot.py --add bench.json --name "my run" --date "2026-11-25 10:00 UTC"
+                                             # append what bench_gemm.py --json wrote
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(os.path.dirname(HERE), "benchmarks", "results.json")
+PLOT_NAME = "gemm_tflops.svg"
+TABLE_MARKER = "<!-- results-table -->"
+
+
+@dataclass(frozen=True)
+class Result:
+    """One measurement: ``impl`` ran an ``n x n x n`` ``dtype`` GEMM at ``tflops``, in run ``run``."""
+
+    run: str
+    date: str
+    dtype: str
+    n: int
+    impl: str
+    tflops: float
+
+
+def load(path: str = RESULTS) -> list[Result]:
+    """Every measurement of ``path``; raises ``ValueError`` naming the entry that is malformed."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    out = []
+    for run in doc["runs"]:
+        for r in run["results"]:
+            try:
+                out.append(Result(run["name"], run["date"], str(r["dtype"]), int(r["n"]), str(r["impl"]), float(r["tflops"])))
+            except (KeyError, TypeError, ValueError) as e:
+                raise ValueError(f"perf_plot.load: malformed result {r!r} in run {run.get('name')!r}: {e}") from None
+    return out
+
+
+def write_plot(path: str, results: list[Result] | None = None) -> str:
+    """Write the plot (SVG) of TFLOP/s against n, one panel per dtype; returns ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = load() if results is None else results
+    dtypes = sorted({r.dtype for r in results}, key=["f16", "bf16", "tf32", "f32", "f64"].index)
+    plt.rcParams["svg.hashsalt"] = "layoutalg"   # the same SVG on every build
+    palette = ["#7b3294", "#a6611a", "#d7191c", "#2c7bb6", "#1a9641", "#404040"]
+    colors = {impl: palette[k % len(palette)] for k, impl in enumerate(dict.fromkeys(r.impl for r in results))}
+    markers = {run: "osD^v"[k % 5] for k, run in enumerate(dict.fromkeys(r.run for r in results))}
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(4.2 * len(dtypes), 3.8), sharey=True, squeeze=False)
+    for ax, dtype in zip(axes[0], dtypes):
+        lines: dict[tuple[str, str], list[Result]] = {}
+        for r in results:
+            if r.dtype == dtype:
+                lines.setdefault((r.impl, r.run), []).append(r)
+        for (impl, run), rs in sorted(lines.items()):
+            rs.sort(key=lambda r: r.n)
+            style = "-" if impl.startswith("generated") else "--"
+            ax.plot([r.n for r in rs], [r.tflops for r in rs], style, color=colors[impl], marker=markers[run],
+                    label=f"{impl} ({run})")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted({r.n for r in results}))
+        ax.set_xticklabels([str(n) for n in sorted({r.n for r in results})])
+        ax.set_title(dtype)
+        ax.set_xlabel("n (n x n x n GEMM)")
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("TFLOP/s")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    seen = dict(zip(labels, handles))
+    for ax in axes[0][1:]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    fig.legend(list(seen.values()), list(seen.keys()), loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    return path
+
+
+def results_table(results: list[Result] | None = None) -> str:
+    """A markdown table: one row per run, dtype and n; one column per implementation."""
+    results = load() if results is None else results
+    impls = list(dict.fromkeys(r.impl for r in results))
+    rows: dict[tuple[str, str, int], dict[str, float]] = {}
+    dates = {}
+    for r in results:
+        rows.setdefault((r.run, r.dtype, r.n), {})[r.impl] = r.tflops
+        dates[r.run] = r.date
+    head = "| run | dtype | n | " + " | ".join(impls) + " | best generated / cuBLAS |"
+    sep = "|---|---|---|" + "---|" * len(impls) + "---|"
+    lines = [head, sep]
+    for (run, dtype, n), vals in rows.items():
+        gen = max((v for k, v in vals.items() if k.startswith("generated")), default=None)
+        ratio = f"{gen / vals['cuBLAS']:.2f}" if gen is not None and vals.get("cuBLAS") else ""
+        cells = [f"{vals[i]:.1f}" if i in vals else "" for i in impls]
+        lines.append(f"| {run} ({dates[run]}) | {dtype} | {n} | " + " | ".join(cells) + f" | {ratio} |")
+    return "\n".join(lines)
+
+
+def run_from_bench(rows: list[dict], name: str, date: str, command: str) -> dict:
+    """A run of ``results.json`` from the rows ``benchmarks/bench_gemm.py --json`` writes.
+
+    Per dtype and n: the first row of each kernel path is "generated mma.sync" or
+    "generated wgmma" (the default plans come first), and the first row's cuBLAS and
+    Triton figures are theirs. Raises ``ValueError`` naming a row without those fields.
+
+    >>> row = {"device": "H100", "n": 4096, "dtype": "f16", "tflops": 590.0, "cublas_tflops": 750.0,
+    ...        "triton_tflops": None, "config": "GemmConfig(dtype='f16', path='wgmma')"}
+    >>> run = run_from_bench([row], "a run", "2026-11-25", "bench_gemm.py")
+    >>> [(r["impl"], r["tflops"]) for r in run["results"]]
+    [('generated wgmma', 590.0), ('cuBLAS', 750.0)]
+    """
+    import re
+
+    results: list[dict] = []
+    seen: set[tuple[str, int, str]] = set()
+    device = ""
+    for row in rows:
+        try:
+            dtype, n, device = str(row["dtype"]), int(row["n"]), str(row.get("device", device))
+            m = re.search(r"path='(\w+)'", str(row["config"]))
+            impl = "generated " + (m.group(1).replace("_", ".") if m else "mma.sync")
+            figures = [(impl, row["tflops"]), ("cuBLAS", row["cublas_tflops"]), ("Triton", row.get("triton_tflops"))]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"perf_plot.run_from_bench: row {row!r} lacks a field: {e}") from None
+        for who, value in figures:
+            if value is None or (dtype, n, who) in seen:
+                continue
+            seen.add((dtype, n, who))
+            results.append({"dtype": dtype, "n": n, "impl": who, "tflops": round(float(value), 1)})
+    return {"name": name, "date": date, "command": command, "device": device, "results": results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(description="Draw the performance plot, or add a benchmark run to results.json.")
+    p.add_argument("out", nargs="?", default=PLOT_NAME, help="the plot to write (SVG)")
+    p.add_argument("--add", metavar="BENCH_JSON", help="append the run that bench_gemm.py --json wrote")
+    p.add_argument("--name", help="the run's name (with --add)")
+    p.add_argument("--date", help="when it ran, e.g. '2026-11-25 10:00 UTC' (with --add)")
+    p.add_argument("--command", default="python benchmarks/bench_gemm.py", help="the command that measured it")
+    a = p.parse_args(argv)
+    if a.add:
+        if not (a.name and a.date):
+            p.error("--add needs --name and --date")
+        with open(a.add, encoding="utf-8") as f:
+            run = run_from_bench(json.load(f), a.name, a.date, a.command)
+        with open(RESULTS, encoding="utf-8") as f:
+            doc = json.load(f)
+        doc["runs"].append(run)
+        with open(RESULTS, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        print(f"added {len(run['results'])} figures to {RESULTS}")
+        return 0
+    print(write_plot(a.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
