@@ -204,7 +204,7 @@ class _Emitter:
                 dst = f"{x}_ws + ({g.smem.code(f'{x}_sw', 0, f'{x}_thr')}) * {self.eb}"
                 if first:
                     kcol = _sum(f"{x}_k", g.k.code)
-                    w(f"ok = {ktile} > 0 or {kcol} >= kres  # k >= 0: only k-tile 0 can be partial")
+                    w(f"ok = ({ktile} > 0) | ({kcol} >= kres)  # k >= 0: only k-tile 0 can be partial")
                     w(w.call(g.intrinsic, f"{dst}, {x}_gp[i] if ok else {op.name}, {n} if ok else 0")
                       + "  # zero-fills when not ok")
                 else:
@@ -377,7 +377,10 @@ class _Emitter:
         with w.block():
             w("for mm in range(MMA_M):")
             with w.block():
-                w("m = mm if n % 2 == 0 else MMA_M - 1 - mm")
+                if pow2(m.mma_m):
+                    w("m = mm ^ ((n & 1) * (MMA_M - 1))  # odd n: M backwards")
+                else:
+                    w("m = mm if n % 2 == 0 else MMA_M - 1 - mm")
                 w(f"fa = {_sum(m.a_word.code, _buf_words(buf, p.a.s2r.words))}  # A fragment words of atom m, buffer {buf}")
                 w(f"fb = {_sum(m.b_word.code, _buf_words(buf, p.b.s2r.words))}  # B fragment words of atom n")
                 w(f"c = {_sum(m.acc_m.code, m.acc_n.code)}  # accumulators of atom (m, n): {m.acc_layout}")
@@ -396,11 +399,11 @@ class _Emitter:
         w(f"# tv_C(identity (BM,BN)) = {e.cid}  (Thr,(FrgV,(RestM,RestN))) -> (m,n)")
         w(f"c_row = m0 + {e.thr_row}  # m of mode Thr")
         w(f"c_col = n0 + {e.thr_col}  # n of mode Thr")
-        w("c_full = m0 + BM <= M and n0 + BN <= N  # an interior tile: no predicates")
+        w("c_full = (m0 + BM <= M) & (n0 + BN <= N)  # an interior tile: no predicates")
         w("c_read = beta != 0  # C is read only when beta != 0 (BLAS: C may hold NaN otherwise)")
         pair = e.pair_row is not None and out in ("f16", "bf16", "f32")
         if pair:
-            w(f"if c_full and not c_read and scn == 1 and (scm & 1) == 0 and (C & {2 * ob - 1}) == 0:")
+            w(f"if c_full & (beta == 0) & (scn == 1) & ((scm & 1) == 0) & ((C & {2 * ob - 1}) == 0):")
             with w.block():
                 w("# row-major C, an interior tile: accumulators 2p and 2p + 1 are adjacent columns")
                 w(f"c_base = C + (int64(c_row) * scm + c_col) * {ob}")
@@ -440,7 +443,7 @@ class _Emitter:
             with w.block():
                 w(f"row = c_row + {e.row}  # m of mode FrgV")
                 w(f"col = c_col + {e.col}  # n of mode FrgV")
-                w("if row < M and col < N:")
+                w("if (row < M) & (col < N):")
                 with w.block():
                     w(f"v = alpha * {spilled}")
                     w(f"ca = C + (int64(row) * scm + int64(col) * scn) * {ob}")
