@@ -205,8 +205,8 @@ class _Emitter:
                 if first:
                     kcol = _sum(f"{x}_k", g.k.code)
                     w(f"ok = ({ktile} > 0) | ({kcol} >= kres)  # k >= 0: only k-tile 0 can be partial")
-                    w(w.call(g.intrinsic, f"{dst}, {x}_gp[i] if ok else {op.name}, {n} if ok else 0")
-                      + "  # zero-fills when not ok")
+                    w(w.call(g.intrinsic, f"{dst}, {op.name} + ok * ({x}_gp[i] - {op.name}), ok * {n}")
+                      + f"  # not ok: reads 0 bytes at {op.name}, zero-fills")
                 else:
                     w(w.call(g.intrinsic, f"{dst}, {x}_gp[i], {n}"))
                 w(f"{x}_gp[i] += {x}_ktile")
