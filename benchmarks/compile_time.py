@@ -3,6 +3,8 @@
     python benchmarks/compile_time.py            # on a GPU machine (torch, triton)
     python benchmarks/compile_time.py --cpu      # no GPU: codegen.compile_ptx only
     [--dtypes f16,bf16,tf32,f32,f64] [--json out.json]
+    [--path mma.sync]   # GPU: the mma.sync kernels even where the Hopper path would run
+    [--as-gpu]          # --cpu: the GPU run's kernels (1024^3 plan, B MN-major) instead of the defaults
 
 Every cold figure runs in a new process with empty caches (a fresh ``LAYOUTALG_CACHE``,
 which holds the generated modules and numba's cache of their binaries); "cached" runs a
@@ -37,7 +39,8 @@ tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32
        "f64": torch.float64}[name]
 A = torch.randn(1024, 1024, device="cuda", dtype=tdt)
 B = torch.randn(1024, 1024, device="cuda", dtype=tdt)
-C = codegen.gemm(A, B, precision="tf32" if name == "tf32" else None)
+cfg = codegen.GemmConfig.default(name, 1024, 1024, 1024) if sys.argv[2] == "mma.sync" else None
+C = codegen.gemm(A, B, precision="tf32" if name == "tf32" else None, config=cfg)
 torch.cuda.synchronize()
 t3 = time.perf_counter()
 ref = A.double() @ B.double()
@@ -84,13 +87,18 @@ t0 = time.perf_counter()
 import codegen
 from codegen import GemmConfig
 t1 = time.perf_counter()
-cfg = GemmConfig.default(sys.argv[1])
-ptx = codegen.compile_ptx(cfg, cc=(9, 0))
+as_gpu = sys.argv[2] == "as-gpu"
+cfg = GemmConfig.default(sys.argv[1], 1024, 1024, 1024) if as_gpu else GemmConfig.default(sys.argv[1])
+b_major = "MN" if as_gpu else "K"
+c0 = time.process_time()
+ptx = codegen.compile_ptx(cfg, cc=(9, 0), b_major=b_major)
+c1 = time.process_time()
 t2 = time.perf_counter()
-codegen.compile_ptx(cfg, cc=(9, 0))
+codegen.compile_ptx(cfg, cc=(9, 0), b_major=b_major)
 t3 = time.perf_counter()
-print(json.dumps({"import_codegen_s": t1 - t0, "compile_ptx_s": t2 - t1, "again_same_process_s": t3 - t2,
-                  "ptx_chars": len(ptx), "source_lines": len(codegen.emit_gemm_source(cfg).splitlines())}))
+print(json.dumps({"import_codegen_s": t1 - t0, "compile_ptx_s": t2 - t1, "compile_ptx_cpu_s": c1 - c0,
+                  "again_same_process_s": t3 - t2, "ptx_chars": len(ptx),
+                  "source_lines": len(codegen.emit_gemm_source(cfg, b_major=b_major).splitlines())}))
 """
 
 
@@ -114,11 +122,11 @@ def _env(cache):
     return env
 
 
-def cold_and_cached(code, name):
+def cold_and_cached(code, name, variant):
     with tempfile.TemporaryDirectory() as cache:
         env = _env(cache)
-        cold = _child(code, [name], env)
-        cached = _child(code, [name], env)
+        cold = _child(code, [name, variant], env)
+        cached = _child(code, [name, variant], env)
     return cold, cached
 
 
@@ -162,13 +170,18 @@ def main(argv=None):
     p.add_argument("--cpu", action="store_true", help="no GPU: time codegen.compile_ptx only")
     p.add_argument("--dtypes", default="f16,bf16,tf32,f32,f64")
     p.add_argument("--json", default=None)
+    p.add_argument("--path", default="default", choices=("default", "mma.sync"),
+                   help="GPU: 'mma.sync' passes the mma.sync plan as config (no Hopper kernel)")
+    p.add_argument("--as-gpu", action="store_true", help="--cpu: the kernels the GPU run compiles "
+                   "(the 1024^3 plan, B MN-major) instead of the default plans with K-major B")
     a = p.parse_args(argv)
     out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cases": []}
     if a.cpu:
         for name in a.dtypes.split(","):
-            cold, cached = cold_and_cached(_CPU_CHILD, name)
+            cold, cached = cold_and_cached(_CPU_CHILD, name, "as-gpu" if a.as_gpu else "default")
             out["cases"].append({"dtype": name, "cold": cold, "cached": cached})
-            print(f"{name:5s} compile_ptx cold {cold['compile_ptx_s']:.2f}s (import {cold['import_codegen_s']:.2f}s, "
+            print(f"{name:5s} compile_ptx cold {cold['compile_ptx_s']:.2f}s, CPU {cold['compile_ptx_cpu_s']:.2f}s "
+                  f"(import {cold['import_codegen_s']:.2f}s, "
                   f"again in-process {cold['again_same_process_s'] * 1e3:.1f} ms, {cold['source_lines']} source lines); "
                   f"cached in a new process {cached['compile_ptx_s']:.2f}s", flush=True)
     else:
@@ -176,7 +189,7 @@ def main(argv=None):
 
         out["device"] = torch.cuda.get_device_name()
         for name in a.dtypes.split(","):
-            cold, cached = cold_and_cached(_GPU_CHILD, name)
+            cold, cached = cold_and_cached(_GPU_CHILD, name, a.path)
             out["cases"].append({"dtype": name, "cold": cold, "cached": cached})
             print(f"{name:5s} first call cold {cold['first_call_s']:.2f}s (import codegen {cold['import_codegen_s']:.2f}s), "
                   f"cached {cached['first_call_s']:.2f}s; rel_err {cold['rel_err']:.1e}", flush=True)

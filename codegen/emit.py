@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from layoutalg import ComposedLayout
 
-from .index import pow2
+from .index import log2, pow2
 from .index import paren
 from .plan import CopyKind, GemmPlan
 
@@ -204,9 +204,9 @@ class _Emitter:
                 dst = f"{x}_ws + ({g.smem.code(f'{x}_sw', 0, f'{x}_thr')}) * {self.eb}"
                 if first:
                     kcol = _sum(f"{x}_k", g.k.code)
-                    w(f"ok = {ktile} > 0 or {kcol} >= kres  # k >= 0: only k-tile 0 can be partial")
-                    w(w.call(g.intrinsic, f"{dst}, {x}_gp[i] if ok else {op.name}, {n} if ok else 0")
-                      + "  # zero-fills when not ok")
+                    w(f"ok = ({ktile} > 0) | ({kcol} >= kres)  # k >= 0: only k-tile 0 can be partial")
+                    w(w.call(g.intrinsic, f"{dst}, {op.name} + ok * ({x}_gp[i] - {op.name}), ok * {n}")
+                      + f"  # not ok: reads 0 bytes at {op.name}, zero-fills")
                 else:
                     w(w.call(g.intrinsic, f"{dst}, {x}_gp[i], {n}"))
                 w(f"{x}_gp[i] += {x}_ktile")
@@ -242,23 +242,25 @@ class _Emitter:
         w(f"{x}_rsw = {_sw_code(f'{x}_rthr', sw)}  # {sw or 'no swizzle'}")
 
     def frag_load(self, op, buf):
-        """Load k-block ``kb`` (a variable) of one operand's fragments into buffer ``buf``."""
-        w, s, cfg = self.w, op.s2r, self.cfg
+        """Load k-block ``kb`` (a variable) of one operand's fragments into register buffer
+        ``buf`` (0 or 1, or code for it)."""
+        w, s = self.w, op.s2r
         x = op.name.lower()
         frag = f"{x}_frag"
         w(f"for r in range({s.copies}):  # copy (r, kb) of mode (CpyR,CpyK)")
         with w.block():
-            w(f"f = {s.word}  # fragment word of copy r: retiled fragment {s.frag}")
+            word = _sum(s.word.code, _buf_words(buf, s.words))
+            w(f"f = {word}  # fragment word of copy r in buffer {buf}: retiled fragment {s.frag}")
             if s.kind is CopyKind.LDMATRIX:
                 off = s.smem.code(f"{x}_rsw", 0, f"{x}_rthr")
-                lhs = ", ".join(f"{frag}[{buf}, f + {j}]" if j else f"{frag}[{buf}, f]" for j in s.value_words)
-                w(f"{lhs} = {w.call(s.intrinsic, f'{x}_rs + ({off}) * {self.eb}')}")
+                w(w.call(_frag_form(s.intrinsic), f"{frag}, f, {x}_rs + ({off}) * {self.eb}")
+                  + f"  # words f..f+{len(s.value_words) - 1}")
             else:   # one shared load per register; f32 and f64 registers hold the values
                 conv = {"f32": "u32_as_f32", "f64": "u64_as_f64"}.get(self.plan.etype.name)
                 for j, c in zip(s.value_words, s.value_offsets):
                     off = s.smem.code(f"{x}_rsw", c, f"{x}_rthr")
                     load = w.call(s.intrinsic, f"{x}_rs + ({off}) * {self.eb}")
-                    w(f"{frag}[{buf}, f + {j}] = {w.call(conv, load) if conv else load}  # value +{c}")
+                    w(f"{frag}[{_sum('f', str(j))}] = {w.call(conv, load) if conv else load}  # value +{c}")
 
     # ---- registers ---------------------------------------------------------
     def registers(self):
@@ -266,8 +268,10 @@ class _Emitter:
         fty = self.frag_type()
         acc_t = "float64" if p.etype.name == "f64" else "float32"
         w("# ---- registers: A/B fragments double-buffered across k-blocks; accumulators ------")
-        w(f"a_frag = cuda.local.array((2, {p.a.s2r.words}), {fty})  # per k-block: fragment {p.a.s2r.frag}")
-        w(f"b_frag = cuda.local.array((2, {p.b.s2r.words}), {fty})  # per k-block: fragment {p.b.s2r.frag}")
+        for op in p.operands:
+            n = op.s2r.words
+            w(f"{op.name.lower()}_frag = cuda.local.array({2 * n}, {fty})  # buffers 0 and 1 of {n} words: "
+              f"one k-block of fragment {op.s2r.frag}")
         w(f"acc = cuda.local.array({p.epilogue.acc_size}, {acc_t})  # (MMA,(MMA_M,MMA_N)) {p.mma.acc_layout}")
         w(f"for i in range({p.epilogue.acc_size}):")
         with w.block():
@@ -367,22 +371,24 @@ class _Emitter:
 
     def mma(self, buf):
         w, m = self.w, self.plan.mma
+        p = self.plan
         w(f"# MMAs of this k-block: {m.mma_m} x {m.mma_n} atoms, serpentine over M so B stays in registers")
         w("for n in range(MMA_N):")
         with w.block():
             w("for mm in range(MMA_M):")
             with w.block():
-                w("m = mm if n % 2 == 0 else MMA_M - 1 - mm")
-                w(f"fa = {m.a_word}  # A fragment words of atom m")
-                w(f"fb = {m.b_word}  # B fragment words of atom n")
-                w(f"c = {_sum(m.acc_m.code, m.acc_n.code)}  # accumulators of atom (m, n): {m.acc_layout}")
-                a = [f"a_frag[{buf}, fa + {j}]" if j else f"a_frag[{buf}, fa]" for j in m.a_regs]
-                b = [f"b_frag[{buf}, fb + {j}]" if j else f"b_frag[{buf}, fb]" for j in m.b_regs]
-                c = [f"acc[c + {j}]" if j else "acc[c]" for j in m.acc_regs]
-                if m.intrinsic is None:   # UniversalFMA: one multiply-add on CUDA cores
-                    w(f"{c[0]} += {a[0]} * {b[0]}")
+                if pow2(m.mma_m):
+                    w("m = mm ^ ((n & 1) * (MMA_M - 1))  # odd n: M backwards")
                 else:
-                    w(f"{', '.join(c)} = {w.call(m.intrinsic, ', '.join(a + b + c))}")
+                    w("m = mm if n % 2 == 0 else MMA_M - 1 - mm")
+                w(f"fa = {_sum(m.a_word.code, _buf_words(buf, p.a.s2r.words))}  # A fragment words of atom m, buffer {buf}")
+                w(f"fb = {_sum(m.b_word.code, _buf_words(buf, p.b.s2r.words))}  # B fragment words of atom n")
+                w(f"c = {_sum(m.acc_m.code, m.acc_n.code)}  # accumulators of atom (m, n): {m.acc_layout}")
+                if m.intrinsic is None:   # UniversalFMA: one multiply-add on CUDA cores
+                    w("acc[c] += a_frag[fa] * b_frag[fb]")
+                else:
+                    w(w.call(_frag_form(m.intrinsic), "acc, c, a_frag, fa, b_frag, fb")
+                      + f"  # acc[c:c+{len(m.acc_regs)}] += A[fa:fa+{len(m.a_regs)}] B[fb:fb+{len(m.b_regs)}]")
 
     # ---- epilogue ----------------------------------------------------------
     def epilogue(self):
@@ -393,11 +399,11 @@ class _Emitter:
         w(f"# tv_C(identity (BM,BN)) = {e.cid}  (Thr,(FrgV,(RestM,RestN))) -> (m,n)")
         w(f"c_row = m0 + {e.thr_row}  # m of mode Thr")
         w(f"c_col = n0 + {e.thr_col}  # n of mode Thr")
-        w("c_full = m0 + BM <= M and n0 + BN <= N  # an interior tile: no predicates")
+        w("c_full = (m0 + BM <= M) & (n0 + BN <= N)  # an interior tile: no predicates")
         w("c_read = beta != 0  # C is read only when beta != 0 (BLAS: C may hold NaN otherwise)")
         pair = e.pair_row is not None and out in ("f16", "bf16", "f32")
         if pair:
-            w(f"if c_full and not c_read and scn == 1 and (scm & 1) == 0 and (C & {2 * ob - 1}) == 0:")
+            w(f"if c_full & (beta == 0) & (scn == 1) & ((scm & 1) == 0) & ((C & {2 * ob - 1}) == 0):")
             with w.block():
                 w("# row-major C, an interior tile: accumulators 2p and 2p + 1 are adjacent columns")
                 w(f"c_base = C + (int64(c_row) * scm + c_col) * {ob}")
@@ -437,7 +443,7 @@ class _Emitter:
             with w.block():
                 w(f"row = c_row + {e.row}  # m of mode FrgV")
                 w(f"col = c_col + {e.col}  # n of mode FrgV")
-                w("if row < M and col < N:")
+                w("if (row < M) & (col < N):")
                 with w.block():
                     w(f"v = alpha * {spilled}")
                     w(f"ca = C + (int64(row) * scm + int64(col) * scn) * {ob}")
@@ -464,6 +470,18 @@ class _Emitter:
         if out == "f32":
             return w.call("u32_as_f32", w.call("ld_global_b32", addr))
         return w.call("u64_as_f64", w.call("ld_global_b64", addr))
+
+
+def _buf_words(buf, words):
+    """Code for the first word of register buffer ``buf`` (0, 1 or code) of ``words`` words."""
+    if buf.isdigit():
+        return str(int(buf) * words)
+    return f"(({buf}) << {log2(words)})" if pow2(words) else f"({buf}) * {words}"
+
+
+def _frag_form(name):
+    """The fragment form of an MMA or ldmatrix intrinsic (register arrays in, register arrays out)."""
+    return f"{name}_frag"
 
 
 def _sum(*parts):

@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import hashlib
 import importlib.util
 import os
@@ -24,7 +26,7 @@ from .config import GemmConfig
 from .emit import KERNEL_NAME, emit_source
 from .plan import GemmPlan, make_plan
 
-__all__ = ["CompiledGemm", "KernelKey", "get_kernel", "cache_dir", "kernel_signature", "compile_ptx_text"]
+__all__ = ["CompiledGemm", "KernelKey", "get_kernel", "cache_dir", "kernel_signature", "compile_ptx_text", "gc_paused"]
 
 _MEM = {}
 _PTX = {}
@@ -209,13 +211,30 @@ def compile_ptx_text(key: KernelKey, cc):
     except OSError:
         ptx = None
     if not ptx:
-        from numba import cuda
+        with gc_paused():
+            from numba import cuda
 
-        ptx, _ = cuda.compile_ptx(getattr(_load_module(k.source), KERNEL_NAME), kernel_signature(key.config),
-                                  cc=tuple(cc), **_launch_bounds(key.config))
+            ptx, _ = cuda.compile_ptx(getattr(_load_module(k.source), KERNEL_NAME), kernel_signature(key.config),
+                                      cc=tuple(cc), **_launch_bounds(key.config))
         _write(path, ptx.encode())
     _PTX[tag] = ptx
     return ptx
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Python's cyclic garbage collector off for the duration (restored after).
+
+    numba's front end allocates hundreds of thousands of short-lived objects while it
+    types and lowers a kernel, and the collector's passes over them cost about a sixth
+    of a cold compile (importing numba included); the garbage is collected afterwards."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 @functools.cache

@@ -149,6 +149,44 @@ def test_ptxas_reports_no_spills_and_no_stack():
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in out, out
 
 
+@pytest.mark.parametrize("dtype,intrinsic", [("f16", "mma_m16n8k16_f32f16_frag"), ("bf16", "mma_m16n8k16_f32bf16_frag"),
+                                             ("tf32", "mma_m16n8k8_f32tf32_frag"),
+                                             ("f64", "mma_m8n8k4_f64_frag")])
+def test_mmas_are_one_call_on_register_arrays(dtype, intrinsic):
+    """numba's front end pays for every statement: an MMA is one call of a fragment form on
+    1-D register arrays, not a tuple assignment indexing fragment words one by one."""
+    import re
+
+    src = emit_gemm_source(GemmConfig.default(dtype), "K", "MN")
+    assert re.search(rf"^\s*{intrinsic}\(acc, c, a_frag, fa, b_frag, fb\)", src, re.M)
+    assert not re.search(r"[ab]_frag\[[^]]*,", src)          # no 2-D fragment indexing
+    assert not re.search(r"acc\[c\], acc\[c \+ 1\]", src)     # no unpacked accumulator tuples
+    if dtype in ("f16", "bf16"):
+        assert "ldmatrix_x4_frag(a_frag, f," in src and "ldmatrix_x4_trans_frag(b_frag, f," in src
+
+
+def test_gc_paused_restores_the_collector_state():
+    import gc
+
+    from codegen.kernel import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError):
+        with gc_paused():
+            raise ValueError("compile failed")
+    assert gc.isenabled()                 # re-enabled after an error too
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()         # a collector the caller had switched off stays off
+    finally:
+        gc.enable()
+
+
 def test_compile_ptx_is_cached_in_memory():
     import time
 

@@ -337,6 +337,92 @@ def test_operand_type_errors_name_atom_and_operand():
         cuda.compile_ptx(bad_addr, (nt.float32[::1],), cc=(9, 0))
 
 
+def k_tuple_forms(c, x, y):
+    sm = cuda.shared.array(0, U8)
+    base = smem_addr(sm, 0)
+    tid = cuda.threadIdx.x
+    a = ldmatrix_x4(base + tid * 16)
+    b = ldmatrix_x4_trans(base + 4096 + tid * 16)
+    d = mma_m16n8k16_f32bf16(a[0], a[1], a[2], a[3], b[0], b[1], x[0], x[1], x[2], x[3])
+    d = mma_m16n8k8_f32tf32(a[0], a[1], a[2], a[3], b[2], b[3], d[0], d[1], d[2], d[3])
+    e = mma_m8n8k4_f64(y[0], y[1], y[2], y[3])
+    for i in range(4):
+        c[tid * 6 + i] = d[i]
+    c[tid * 6 + 4] = e[0]
+    c[tid * 6 + 5] = e[1]
+
+
+def k_fragment_forms(c, x, y):
+    sm = cuda.shared.array(0, U8)
+    base = smem_addr(sm, 0)
+    tid = cuda.threadIdx.x
+    fa = cuda.local.array(4, nt.uint32)
+    fb = cuda.local.array(8, nt.uint32)
+    acc = cuda.local.array(4, nt.float32)
+    acc64 = cuda.local.array(4, nt.float64)
+    for i in range(4):
+        acc[i] = x[i]
+        acc64[i] = y[i]
+    ldmatrix_x4_frag(fa, 0, base + tid * 16)
+    ldmatrix_x4_trans_frag(fb, 4, base + 4096 + tid * 16)
+    mma_m16n8k16_f32bf16_frag(acc, 0, fa, 0, fb, 4)
+    mma_m16n8k8_f32tf32_frag(acc, 0, fa, 0, fb, 6)
+    mma_m8n8k4_f64_frag(acc64, 2, acc64, 0, acc64, 1)
+    for i in range(4):
+        c[tid * 6 + i] = acc[i]
+    c[tid * 6 + 4] = acc64[2]
+    c[tid * 6 + 5] = acc64[3]
+
+
+def _instructions(ptx):
+    """The opcodes of a kernel's PTX body, in order (registers and names aside)."""
+    body = ptx[ptx.index("{"):]
+    return [ln.split()[0] for ln in body.splitlines()
+            if ln.strip() and not ln.strip().startswith(("//", ".", "{", "}", "$", "ret"))
+            and not ln.strip().endswith(":")]
+
+
+@needs_cuda_target
+def test_fragment_forms_compile_to_the_tuple_forms_instructions():
+    """The fragment forms (register arrays in and out) give the instructions of the tuple
+    forms: the same MMAs and ldmatrix, and no local memory."""
+    sig = (nt.float64[::1], nt.float32[::1], nt.float64[::1])
+    want, _ = cuda.compile_ptx(k_tuple_forms, sig, cc=(9, 0))
+    got, _ = cuda.compile_ptx(k_fragment_forms, sig, cc=(9, 0))
+    assert ".local" not in got
+    for op in ("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "mma.sync.aligned.m16n8k8.row.col.f32.tf32",
+               "mma.sync.aligned.m8n8k4.row.col.f64", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+               "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"):
+        assert got.count(op) == want.count(op) == 1, op
+    assert sorted(_instructions(got)) == sorted(_instructions(want))
+
+
+@needs_cuda_target
+def test_fragment_forms_want_register_arrays():
+    def two_d(c):
+        acc = cuda.local.array((2, 4), nt.float32)
+        fa = cuda.local.array(4, nt.uint32)
+        mma_m16n8k16_f32f16_frag(acc, 0, fa, 0, fa, 0)
+
+    with pytest.raises(TypeError, match=r"mma_m16n8k16_f32f16_frag: operand 'acc' must be a 1-D register array"):
+        cuda.compile_ptx(two_d, (nt.float32[::1],), cc=(9, 0))
+
+    def f16_acc(c):
+        acc = cuda.local.array(4, nt.float64)
+        fa = cuda.local.array(4, nt.uint32)
+        mma_m16n8k16_f32f16_frag(acc, 0, fa, 0, fa, 0)
+
+    with pytest.raises(TypeError, match=r"mma_m16n8k16_f32f16_frag: operand 'acc' must hold float32"):
+        cuda.compile_ptx(f16_acc, (nt.float32[::1],), cc=(9, 0))
+
+    def float_frag(c):
+        f = cuda.local.array(4, nt.float32)
+        ldmatrix_x4_frag(f, 0, 0)
+
+    with pytest.raises(TypeError, match=r"ldmatrix_x4_frag: operand 'frag' must be a 1-D register array"):
+        cuda.compile_ptx(float_frag, (nt.float32[::1],), cc=(9, 0))
+
+
 # ---------------------------------------------------------------------------
 # ptxas: a small multi-stage main loop keeps its fragments in registers
 # ---------------------------------------------------------------------------
@@ -514,6 +600,45 @@ _SIM_SCRIPT = textwrap.dedent(
     k_blocks[3, 32, 0, 256](a, b, d)
     ref = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64))
     results["blocks_max_err"] = float(np.max(np.abs(d - ref)))
+    # the fragment forms against the tuple forms, one warp, random registers
+    @cuda.jit
+    def k_frags(regs, accs, y, out):
+        t = cuda.threadIdx.x
+        fa = cuda.local.array(6, np.uint32)
+        fb = cuda.local.array(4, np.uint32)
+        acc = cuda.local.array(8, np.float32)
+        acc64 = cuda.local.array(4, np.float64)
+        for i in range(4):
+            fa[2 + i] = regs[t, i]
+            acc[4 + i] = accs[t, i]
+            acc64[i] = y[t, i]
+        fb[1] = regs[t, 4]
+        fb[2] = regs[t, 5]
+        d = mma_m16n8k16_f32bf16(regs[t, 0], regs[t, 1], regs[t, 2], regs[t, 3], regs[t, 4], regs[t, 5],
+                                 accs[t, 0], accs[t, 1], accs[t, 2], accs[t, 3])
+        d = mma_m16n8k8_f32tf32(regs[t, 0], regs[t, 1], regs[t, 2], regs[t, 3], regs[t, 4], regs[t, 5],
+                                d[0], d[1], d[2], d[3])
+        e = mma_m8n8k4_f64(y[t, 0], y[t, 1], y[t, 2], y[t, 3])
+        mma_m16n8k16_f32bf16_frag(acc, 4, fa, 2, fb, 1)
+        mma_m16n8k8_f32tf32_frag(acc, 4, fa, 2, fb, 1)
+        mma_m8n8k4_f64_frag(acc64, 2, acc64, 0, acc64, 1)
+        for i in range(4):
+            out[t, i] = d[i] - acc[4 + i]
+        out[t, 4] = e[0] - acc64[2]
+        out[t, 5] = e[1] - acc64[3]
+        try:
+            mma_m16n8k16_f32f16_frag(acc, 6, fa, 0, fb, 0)
+        except IndexError as err:
+            if t == 0:
+                out[0, 6] = 1.0 if "outside its 8 words" in str(err) else 2.0
+
+    regs = rng.integers(0, 1 << 32, (32, 6), dtype=np.uint64).astype(np.uint32) & np.uint32(0x3C7F3C7F)
+    accs = rng.standard_normal((32, 4)).astype(np.float32)
+    y = rng.standard_normal((32, 4))
+    fout = np.full((32, 7), np.nan)
+    k_frags[1, 32](regs, accs, y, fout)
+    results["frag_forms_max_diff"] = float(np.max(np.abs(fout[:, :6])))
+    results["frag_forms_range_error"] = float(fout[0, 6])
     addrs = np.zeros(2, np.float32)
     k_addrs[1, 1, 0, 256](addrs)
     results["static_addr"] = float(addrs[0])
@@ -539,3 +664,5 @@ def test_sim_errors_and_multi_block(tmp_path):
     assert r["bad_src_size"][0] == "ValueError" and "src_size must be in [0, 8]" in r["bad_src_size"][1]
     assert r["blocks_max_err"] < 1e-4
     assert r["dynamic_addr"] == 0.0 and r["static_addr"] == 1024.0
+    assert r["frag_forms_max_diff"] == 0.0          # the same products, bit for bit
+    assert r["frag_forms_range_error"] == 1.0       # words past the array: an IndexError naming them

@@ -10,6 +10,11 @@ ATOM_NAMES = (
     "mma_m16n8k16_f32bf16",
     "mma_m16n8k8_f32tf32",
     "mma_m8n8k4_f64",
+    # the same, reading and writing register arrays (fragment forms)
+    "mma_m16n8k16_f32f16_frag",
+    "mma_m16n8k16_f32bf16_frag",
+    "mma_m16n8k8_f32tf32_frag",
+    "mma_m8n8k4_f64_frag",
     # ldmatrix
     "ldmatrix_x1",
     "ldmatrix_x2",
@@ -17,6 +22,8 @@ ATOM_NAMES = (
     "ldmatrix_x1_trans",
     "ldmatrix_x2_trans",
     "ldmatrix_x4_trans",
+    "ldmatrix_x4_frag",
+    "ldmatrix_x4_trans_frag",
     # cp.async
     "cp_async_ca_4",
     "cp_async_ca_8",

@@ -264,6 +264,102 @@ def mma_m8n8k4_f64(typingctx, a0, b0, c0, c1):
 
 
 # ---------------------------------------------------------------------------
+# fragment forms: the same instructions, reading and writing register arrays
+# ---------------------------------------------------------------------------
+#
+# A kernel keeps its fragments and accumulators in ``cuda.local.array``s, which NVVM
+# promotes to registers once the loops around them are unrolled.  The fragment forms take
+# those arrays and the first word of each operand, so that one MMA or one ldmatrix is one
+# call in the kernel's source instead of a statement that indexes ten array elements:
+# numba's front end types and lowers every indexing separately, and its cost grows with
+# the number of statements.  The PTX after NVVM is the same.
+
+
+def _want_words(op: str, name: str, ty, kinds) -> None:
+    if not isinstance(ty, types.Array) or ty.ndim != 1 or not isinstance(ty.dtype, kinds):
+        raise TypeError(f"{op}: operand {name!r} must be a 1-D register array "
+                        f"(cuda.local.array) of {kinds if isinstance(kinds, type) else kinds[0]}, got {ty}")
+
+
+def _word_ptrs(context, builder, aryty, ary, idxty, idx, n):
+    """Pointers to words ``idx .. idx + n - 1`` of a 1-D array."""
+    from numba.cuda import cgutils
+
+    a = context.make_array(aryty)(context, builder, ary)
+    i = context.cast(builder, idx, idxty, types.intp)
+    return [cgutils.get_item_pointer(context, builder, aryty, a, [builder.add(i, ir.Constant(i.type, k))])
+            for k in range(n)]
+
+
+def _mma_frag(op, ptx, na, nb, nc, reg, acc_ty, acc, c, a, fa, b, fb):
+    """``acc[c:c+nc] = mma(a[fa:fa+na], b[fb:fb+nb], acc[c:c+nc])`` through the asm ``ptx``."""
+    _want_words(op, "acc", acc, types.Float)
+    _want_words(op, "a", a, (types.Integer, types.Float))
+    _want_words(op, "b", b, (types.Integer, types.Float))
+    for name, ty in (("c", c), ("fa", fa), ("fb", fb)):
+        _want_int(op, name, ty)
+    if acc.dtype != acc_ty:
+        raise TypeError(f"{op}: operand 'acc' must hold {acc_ty}, got {acc}")
+    sig = types.void(acc, c, a, fa, b, fb)
+    lty = _F64 if reg == "d" else _I32
+    cty = _F64 if acc_ty == types.float64 else _F32
+    cons = ",".join([f"={reg if reg == 'd' else 'f'}"] * nc + [reg] * (na + nb) + [str(i) for i in range(nc)])
+
+    def codegen(context, builder, sig, args):
+        tacc, tc, ta, tfa, tb, tfb = sig.args
+        vacc, vc, va, vfa, vb, vfb = args
+        cp = _word_ptrs(context, builder, tacc, vacc, tc, vc, nc)
+        ins = []
+        for ty, ptrs in ((ta, _word_ptrs(context, builder, ta, va, tfa, vfa, na)),
+                         (tb, _word_ptrs(context, builder, tb, vb, tfb, vfb, nb))):
+            for p in ptrs:
+                v = builder.load(p)
+                ins.append(_as_f64(context, builder, v, ty.dtype) if reg == "d" else _as_i32(context, builder, v, ty.dtype))
+        ins += [builder.load(p) for p in cp]
+        res = _asm(builder, ir.LiteralStructType([cty] * nc), [lty] * (na + nb) + [cty] * nc, ptx, cons, ins, False)
+        for k, p in enumerate(cp):
+            builder.store(builder.extract_value(res, k), p)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def mma_m16n8k16_f32f16_frag(typingctx, acc, c, a, fa, b, fb):
+    """:func:`mma_m16n8k16_f32f16` on register arrays: ``acc[c:c+4] = A @ B + acc[c:c+4]``
+    with A in ``a[fa:fa+4]`` and B in ``b[fb:fb+2]`` (b32 words, two f16 each).
+
+    ``acc``: a 1-D float32 ``cuda.local.array``; ``a``, ``b``: 1-D arrays of 32-bit words;
+    ``c``, ``fa``, ``fb``: integers (constants once the loops around the call are unrolled).
+    """
+    return _mma_frag("mma_m16n8k16_f32f16_frag", _MMA16816_PTX.format(ab="f16"), 4, 2, 4, "r",
+                     types.float32, acc, c, a, fa, b, fb)
+
+
+@intrinsic
+def mma_m16n8k16_f32bf16_frag(typingctx, acc, c, a, fa, b, fb):
+    """:func:`mma_m16n8k16_f32bf16` on register arrays, as :func:`mma_m16n8k16_f32f16_frag`."""
+    return _mma_frag("mma_m16n8k16_f32bf16_frag", _MMA16816_PTX.format(ab="bf16"), 4, 2, 4, "r",
+                     types.float32, acc, c, a, fa, b, fb)
+
+
+@intrinsic
+def mma_m16n8k8_f32tf32_frag(typingctx, acc, c, a, fa, b, fb):
+    """:func:`mma_m16n8k8_f32tf32` on register arrays: A in ``a[fa:fa+4]``, B in
+    ``b[fb:fb+2]`` (tf32 bit patterns, or float32 values by their bits), ``acc[c:c+4]``."""
+    return _mma_frag("mma_m16n8k8_f32tf32_frag", _MMA1688_TF32_PTX, 4, 2, 4, "r",
+                     types.float32, acc, c, a, fa, b, fb)
+
+
+@intrinsic
+def mma_m8n8k4_f64_frag(typingctx, acc, c, a, fa, b, fb):
+    """:func:`mma_m8n8k4_f64` on register arrays: ``acc[c:c+2] = a[fa] * b[fb] + acc[c:c+2]``
+    (the 8x4 by 4x8 product of the warp), all float64."""
+    return _mma_frag("mma_m8n8k4_f64_frag", "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 "
+                     "{$0,$1}, {$2}, {$3}, {$4,$5};", 1, 1, 2, "d", types.float64, acc, c, a, fa, b, fb)
+
+
+# ---------------------------------------------------------------------------
 # ldmatrix
 # ---------------------------------------------------------------------------
 
@@ -335,6 +431,42 @@ for _n, _fn in ((1, ldmatrix_x1), (2, ldmatrix_x2), (4, ldmatrix_x4)):
 for _n, _fn in ((1, ldmatrix_x1_trans), (2, ldmatrix_x2_trans), (4, ldmatrix_x4_trans)):
     _fn.__doc__ = _LDSM_DOC.format(n=_n, t=".trans", layout=_LDSM_T)
 del _n, _fn
+
+
+def _ldmatrix_frag(op, n, trans, frag, f, addr):
+    _want_words(op, "frag", frag, types.Integer)
+    _want_int(op, "f", f)
+    _want_int(op, "addr", addr)
+    sig = types.void(frag, f, addr)
+    text = (
+        f"ldmatrix.sync.aligned.m8n8.x{n}{'.trans' if trans else ''}.shared.b16 "
+        f"{_regs(0, n)}, [${n}];"
+    )
+    constraints = ",".join(["=r"] * n + ["r", _MEM])
+
+    def codegen(context, builder, sig, args):
+        tfrag, tf, taddr = sig.args
+        a = _as_i32(context, builder, args[2], taddr)
+        res = _asm(builder, ir.LiteralStructType([_I32] * n), [_I32], text, constraints, [a], True)
+        for k, p in enumerate(_word_ptrs(context, builder, tfrag, args[0], tf, args[1], n)):
+            builder.store(context.cast(builder, builder.extract_value(res, k), types.uint32, tfrag.dtype), p)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def ldmatrix_x4_frag(typingctx, frag, f, addr):
+    """:func:`ldmatrix_x4` into a register array: ``frag[f:f+4] = ldmatrix_x4(addr)``.
+
+    ``frag``: a 1-D integer ``cuda.local.array`` (the words keep their 32 bits)."""
+    return _ldmatrix_frag("ldmatrix_x4_frag", 4, False, frag, f, addr)
+
+
+@intrinsic
+def ldmatrix_x4_trans_frag(typingctx, frag, f, addr):
+    """:func:`ldmatrix_x4_trans` into a register array: ``frag[f:f+4] = ldmatrix_x4_trans(addr)``."""
+    return _ldmatrix_frag("ldmatrix_x4_trans_frag", 4, True, frag, f, addr)
 
 
 # ---------------------------------------------------------------------------

@@ -527,6 +527,58 @@ def mma_m8n8k4_f64(a0, b0, c0, c1):
 
 
 # ---------------------------------------------------------------------------
+# fragment forms (register arrays)
+# ---------------------------------------------------------------------------
+
+
+def _frag_words(op: str, name: str, arr, first, n: int) -> int:
+    if not isinstance(arr, np.ndarray) or arr.ndim != 1:
+        raise TypeError(f"{op}: operand {name!r} must be a 1-D register array, got {type(arr).__name__}")
+    i = _as_int(op, f"the index of {name}", first)
+    if i < 0 or i + n > arr.shape[0]:
+        raise IndexError(f"{op}: words {i}..{i + n - 1} of {name!r} are outside its {arr.shape[0]} words")
+    return i
+
+
+def _mma_frag(op, fn, na, nb, nc, acc, c, a, fa, b, fb):
+    c, fa, fb = (_frag_words(op, "acc", acc, c, nc), _frag_words(op, "a", a, fa, na), _frag_words(op, "b", b, fb, nb))
+    acc[c:c + nc] = fn(*a[fa:fa + na], *b[fb:fb + nb], *acc[c:c + nc])
+
+
+def mma_m16n8k16_f32f16_frag(acc, c, a, fa, b, fb):
+    """Simulated :func:`codegen.intrinsics.ptx.mma_m16n8k16_f32f16_frag`:
+    ``acc[c:c+4] = mma(a[fa:fa+4], b[fb:fb+2], acc[c:c+4])``."""
+    _mma_frag("mma_m16n8k16_f32f16_frag", mma_m16n8k16_f32f16, 4, 2, 4, acc, c, a, fa, b, fb)
+
+
+def mma_m16n8k16_f32bf16_frag(acc, c, a, fa, b, fb):
+    """Simulated :func:`codegen.intrinsics.ptx.mma_m16n8k16_f32bf16_frag`."""
+    _mma_frag("mma_m16n8k16_f32bf16_frag", mma_m16n8k16_f32bf16, 4, 2, 4, acc, c, a, fa, b, fb)
+
+
+def mma_m16n8k8_f32tf32_frag(acc, c, a, fa, b, fb):
+    """Simulated :func:`codegen.intrinsics.ptx.mma_m16n8k8_f32tf32_frag`."""
+    _mma_frag("mma_m16n8k8_f32tf32_frag", mma_m16n8k8_f32tf32, 4, 2, 4, acc, c, a, fa, b, fb)
+
+
+def mma_m8n8k4_f64_frag(acc, c, a, fa, b, fb):
+    """Simulated :func:`codegen.intrinsics.ptx.mma_m8n8k4_f64_frag`."""
+    _mma_frag("mma_m8n8k4_f64_frag", mma_m8n8k4_f64, 1, 1, 2, acc, c, a, fa, b, fb)
+
+
+def ldmatrix_x4_frag(frag, f, addr):
+    """Simulated :func:`codegen.intrinsics.ptx.ldmatrix_x4_frag`: ``frag[f:f+4] = ldmatrix_x4(addr)``."""
+    f = _frag_words("ldmatrix_x4_frag", "frag", frag, f, 4)
+    frag[f:f + 4] = ldmatrix_x4(addr)
+
+
+def ldmatrix_x4_trans_frag(frag, f, addr):
+    """Simulated :func:`codegen.intrinsics.ptx.ldmatrix_x4_trans_frag`."""
+    f = _frag_words("ldmatrix_x4_trans_frag", "frag", frag, f, 4)
+    frag[f:f + 4] = ldmatrix_x4_trans(addr)
+
+
+# ---------------------------------------------------------------------------
 # ldmatrix
 # ---------------------------------------------------------------------------
 
