@@ -75,10 +75,11 @@ def compile_wgmma_ptx(key, cc=CC):
         with open(path) as f:
             ptx = f.read()
     except OSError:
-        from numba import cuda
+        with K.gc_paused():
+            from numba import cuda
 
-        ptx, _ = cuda.compile_ptx(getattr(K._load_module(base.source), KERNEL_NAME), wgmma_signature(), cc=cc,
-                                  launch_bounds=bounds)
+            ptx, _ = cuda.compile_ptx(getattr(K._load_module(base.source), KERNEL_NAME), wgmma_signature(), cc=cc,
+                                      launch_bounds=bounds)
         K._write(path, ptx.encode())
     K._PTX[tag] = ptx
     return ptx
