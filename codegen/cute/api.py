@@ -9,7 +9,7 @@ numba's simulator, :mod:`codegen.cute` exports the twins of :mod:`codegen.cute.s
 from __future__ import annotations
 
 __all__ = [
-    "make_tensor", "make_shared_tensor", "make_fragment_like", "make_identity_tensor",
+    "make_tensor", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
     "local_tile", "local_partition", "size", "copy", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C",
 ]
@@ -34,6 +34,10 @@ global of the kernel's module); the array's own shape and strides are not used.
 make_shared_tensor = _device_only("make_shared_tensor")
 make_shared_tensor.__doc__ = """``make_shared_tensor(dtype, layout)``: a fresh static shared array of
 ``cosize(layout)`` elements (128-byte aligned) viewed through ``layout``."""
+dynamic_shared_tensor = _device_only("dynamic_shared_tensor")
+dynamic_shared_tensor.__doc__ = """``dynamic_shared_tensor(dtype, layout, byte_offset)``: a view of the kernel's
+dynamic shared memory (the launch's 4th parameter) from ``byte_offset`` (a multiple of 128)
+through ``layout``.  For more than 48 KiB of shared memory."""
 make_fragment_like = _device_only("make_fragment_like")
 make_fragment_like.__doc__ = """``make_fragment_like(tensor[, dtype])``: a register tensor shaped like
 ``tensor`` (CuTe's compact fragment layout), uninitialised."""

@@ -139,6 +139,11 @@ def _lower_copy(context, builder, sig, args):
                                        (src.smem_addr(s.src),))
             nregs = rsig.return_type.count
             regs = [builder.extract_value(res, i) for i in range(nregs)]
+            if _word_pairs(dst, s.dst, bits):
+                per = 32 // bits
+                for r in range(nregs):
+                    builder.store(regs[r], _word_ptr(builder, dst, s.dst[r * per]), align=4)
+                continue
             for j, d in enumerate(s.dst):
                 r, sh = divmod(j * bits, 32)
                 v = regs[r]
@@ -169,9 +174,26 @@ class _Gemm(AbstractTemplate):
         return signature(types.none, *args)
 
 
+def _word_pairs(mem, offs, bits):
+    """True when the values of each b32 register are adjacent, aligned words of a register
+    fragment, so one 32-bit load or store moves them (fewer instructions before unrolling)."""
+    per = 32 // bits
+    if per == 1 or mem.ty.space != "rmem" or mem.ty.swizzle is not None or mem.ty.align % per:
+        return False
+    return all(offs[i] % per == 0 and tuple(offs[i:i + per]) == tuple(range(offs[i], offs[i] + per))
+               for i in range(0, len(offs), per))
+
+
+def _word_ptr(builder, mem, off):
+    return builder.bitcast(mem.at(off), _I32.as_pointer())
+
+
 def _pack(builder, mem, offs, bits):
     """b32 registers holding the values at ``offs`` (lower index in the lower bits)."""
     per = 32 // bits
+    if _word_pairs(mem, offs, bits):
+        return [builder.load(_word_ptr(builder, mem, offs[r * per]), align=4)
+                for r in range(len(offs) // per)]
     regs = []
     for r in range(len(offs) // per):
         acc = None

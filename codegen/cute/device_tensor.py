@@ -28,7 +28,7 @@ from .offsets import (
     CuteError, I64, Leaf, add_offset, as_ir, emit_swizzle, emit_terms, leaves, slice_spec,
     spec_of_type,
 )
-from .types import CoordTensorType, LayoutType, TensorType
+from .types import ALIGN_ZERO, CoordTensorType, LayoutType, TensorType
 
 __all__ = ["typing_error", "tensor_proxy", "make_tensor_value", "element_pointer", "lower_slice",
            "SHARED_ALIGN"]
@@ -108,8 +108,29 @@ def _element_type(ty):
     return ty.dtype
 
 
-def _sliced_type(ty, sub):
-    return _element_type(ty) if sub is None else ty.with_layout(sub)
+def _sliced_type(ty, sub, terms=()):
+    """The element type, or the sub-tensor's type (with the alignment the terms keep)."""
+    if sub is None:
+        return _element_type(ty)
+    if isinstance(ty, CoordTensorType):
+        return ty.with_layout(sub)
+    return ty.with_layout(sub, offset_alignment(ty.align, terms))
+
+
+def offset_alignment(align, terms):
+    """What the run-time offset stays a multiple of after adding ``terms``."""
+    from math import gcd
+
+    from .offsets import _mode_leaves, host_offset
+
+    for t in terms:
+        if t.leaf.value is not None:
+            align = gcd(align, abs(host_offset([t])))
+        else:
+            for s, _, d in _mode_leaves(t.shape, t.stride):
+                if s > 1 and isinstance(d, int):
+                    align = gcd(align, abs(d))
+    return align or ALIGN_ZERO
 
 
 def _literal_ints(op, ty, what):
@@ -172,7 +193,14 @@ class _MakeShared(AbstractTemplate):
             raise CuteError(f"make_shared_tensor: expected (dtype, layout), got {args}")
         dt = _dtype_of("make_shared_tensor", args[0])
         sw, _, inner = _layout_of("make_shared_tensor", args[1])
-        return signature(TensorType(dt, "smem", sw, inner), *args)
+        _, off, _ = _layout_of("make_shared_tensor", args[1])
+        return signature(TensorType(dt, "smem", sw, inner, _gcd(ALIGN_ZERO, off)), *args)
+
+
+def _gcd(a, b):
+    from math import gcd
+
+    return gcd(a, b)
 
 
 _smem_ids = itertools.count()
@@ -193,10 +221,44 @@ def _lower_make_shared(context, builder, sig, args):
     return make_tensor_value(context, builder, ty, ptr, off)
 
 
+@_treg.register_global(api.dynamic_shared_tensor)
+class _DynamicShared(AbstractTemplate):
+    @_typed("dynamic_shared_tensor")
+    def generic(self, args, kws):
+        if len(args) != 3:
+            raise CuteError(f"dynamic_shared_tensor: expected (dtype, layout, byte_offset), got {args}")
+        dt = _dtype_of("dynamic_shared_tensor", args[0])
+        sw, _, inner = _layout_of("dynamic_shared_tensor", args[1])
+        off = _literal_ints("dynamic_shared_tensor", args[2], "the byte offset")
+        if not isinstance(off, int) or off < 0 or off % SHARED_ALIGN:
+            raise CuteError(f"dynamic_shared_tensor: byte offset {off!r} must be a non-negative "
+                            f"multiple of {SHARED_ALIGN}")
+        base = _layout_of("dynamic_shared_tensor", args[1])[1]
+        return signature(TensorType(dt, "smem", sw, inner, _gcd(ALIGN_ZERO, base)), *args)
+
+
+@_ireg.lower(api.dynamic_shared_tensor, types.Any, LayoutType, types.Any)
+def _lower_dynamic_shared(context, builder, sig, args):
+    ty = sig.return_type
+    _, off, _ = _layout_of("dynamic_shared_tensor", sig.args[1])
+    name = "_cute_dynamic_smem"
+    gv = builder.module.globals.get(name)
+    if gv is None:
+        arrty = ir.ArrayType(ir.IntType(8), 0)
+        gv = cgutils.add_global_variable(builder.module, arrty, name, 3)
+        gv.linkage = "external"
+        gv.align = SHARED_ALIGN
+    ptr = builder.addrspacecast(gv, ir.PointerType(gv.type.pointee), "generic")
+    ptr = builder.bitcast(ptr, ir.IntType(8).as_pointer())
+    ptr = builder.gep(ptr, [ir.Constant(I64, int(sig.args[2].literal_value))])
+    ptr = builder.bitcast(ptr, context.get_data_type(ty.dtype).as_pointer())
+    return make_tensor_value(context, builder, ty, ptr, off)
+
+
 def fragment_type(op, layout, dtype):
     """The register tensor type CuTe's ``make_fragment_like`` gives for ``layout``."""
     frag = la.make_fragment_like(layout, np.float32).layout
-    return TensorType(dtype, "rmem", None, frag)
+    return TensorType(dtype, "rmem", None, frag, ALIGN_ZERO)
 
 
 def alloc_fragment(context, builder, ty):
@@ -204,6 +266,7 @@ def alloc_fragment(context, builder, ty):
     elty = context.get_data_type(ty.dtype)
     n = la.cosize(ty.layout)
     arr = cgutils.alloca_once(builder, ir.ArrayType(elty, max(n, 1)))
+    arr.align = 16
     ptr = builder.bitcast(arr, elty.as_pointer())
     return make_tensor_value(context, builder, ty, ptr, 0)
 
@@ -263,10 +326,10 @@ class _GetItem(AbstractTemplate):
         ty, idx = args
         op = _index_op(ty)
         try:
-            sub, _ = slice_spec(op, ty.layout, spec_of_type(idx, what=op))
+            sub, terms = slice_spec(op, ty.layout, spec_of_type(idx, what=op))
         except (CuteError, la.LayoutError) as e:
             raise typing_error(op, e) from None
-        return signature(_sliced_type(ty, sub), *args)
+        return signature(_sliced_type(ty, sub, terms), *args)
 
 
 @_ireg.lower(operator.getitem, TensorType, types.Any)
@@ -383,8 +446,8 @@ class _LocalTile(AbstractTemplate):
     def generic(self, args, kws):
         if len(args) not in (3, 4) or not isinstance(args[0], ANY_TENSOR):
             raise CuteError(f"local_tile: expected (tensor, tiler, coord[, proj]), got {args}")
-        sub, _ = _tile_spec("local_tile", args[0], args[1], args[2], args[3] if len(args) == 4 else None)
-        return signature(_sliced_type(args[0], sub), *args)
+        sub, terms = _tile_spec("local_tile", args[0], args[1], args[2], args[3] if len(args) == 4 else None)
+        return signature(_sliced_type(args[0], sub, terms), *args)
 
 
 @_ireg.lower(api.local_tile, types.Any, types.Any, types.Any)
@@ -441,8 +504,8 @@ class _LocalPartition(AbstractTemplate):
             raise CuteError(f"local_partition: thread index must be an integer, got {args[2]}")
         thr = _layout_of("local_partition", args[1])[2]
         proj = _literal_ints("local_partition", args[3], "the projection") if len(args) == 4 else None
-        sub, _ = _partition_spec("local_partition", args[0], thr, proj)
-        return signature(_sliced_type(args[0], sub), *args)
+        sub, terms = _partition_spec("local_partition", args[0], thr, proj)
+        return signature(_sliced_type(args[0], sub, terms), *args)
 
 
 @_ireg.lower(api.local_partition, types.Any, types.Any, types.Any)

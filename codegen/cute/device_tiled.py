@@ -107,10 +107,10 @@ class _ThrCopyAttrs(AttributeTemplate):
         if len(args) != 1 or not isinstance(args[0], ANY_TENSOR):
             raise typing_error(op, CuteError(f"expected a tensor, got {args}"))
         try:
-            sub, _ = _copy_partition(op, ty.tiled_copy, args[0], which)
+            sub, terms = _copy_partition(op, ty.tiled_copy, args[0], which)
         except (CuteError, la.LayoutError) as e:
             raise typing_error(op, e) from None
-        return signature(_sliced_type(args[0], sub), *args)
+        return signature(_sliced_type(args[0], sub, terms), *args)
 
     @bound_function("ThrCopy.partition_S")
     def resolve_partition_S(self, ty, args, kws):
@@ -191,10 +191,10 @@ class _ThrMMAAttrs(AttributeTemplate):
         if len(args) != 1 or not isinstance(args[0], ANY_TENSOR):
             raise typing_error(op, CuteError(f"expected a tensor, got {args}"))
         try:
-            sub, _ = _mma_partition(op, ty.tiled_mma, args[0], which)
+            sub, terms = _mma_partition(op, ty.tiled_mma, args[0], which)
         except (CuteError, la.LayoutError) as e:
             raise typing_error(op, e) from None
-        return signature(_sliced_type(args[0], sub), *args)
+        return signature(_sliced_type(args[0], sub, terms), *args)
 
     def _frag(self, which, ty, args):
         op = f"ThrMMA.partition_fragment_{which}"

@@ -26,7 +26,7 @@ from .checks import check_divides, shared_cosize
 from .offsets import CuteError
 
 __all__ = [
-    "SimEngine", "make_tensor", "make_shared_tensor", "make_fragment_like", "make_identity_tensor",
+    "SimEngine", "make_tensor", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
     "local_tile", "local_partition", "size", "copy", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C",
 ]
@@ -88,6 +88,24 @@ def make_shared_tensor(dtype, layout):
     arr = allocs.get(key)
     if arr is None:
         arr = allocs.setdefault(key, np.zeros(shared_cosize(layout), _np_dtype(dtype)))
+    return Tensor(SimEngine(arr, 0, "smem"), layout)
+
+
+def dynamic_shared_tensor(dtype, layout, byte_offset):
+    """A view of the block's dynamic shared memory from ``byte_offset`` through ``layout``."""
+    from numba.cuda.simulator.kernel import _get_kernel_context
+
+    if not isinstance(layout, (Layout, ComposedLayout)):
+        raise CuteError(f"dynamic_shared_tensor: expected a Layout or ComposedLayout, got {layout!r}")
+    if byte_offset % 128:
+        raise CuteError(f"dynamic_shared_tensor: byte offset {byte_offset} must be a multiple of 128")
+    dyn = _get_kernel_context()._shared._dynshared
+    dt = _np_dtype(dtype)
+    n = shared_cosize(layout)
+    if byte_offset + n * dt.itemsize > dyn.nbytes:
+        raise CuteError(f"dynamic_shared_tensor: {n} {dt} elements at byte {byte_offset} exceed the "
+                        f"launch's {dyn.nbytes} bytes of dynamic shared memory")
+    arr = np.frombuffer(dyn.data, dtype=dt, count=n, offset=byte_offset)
     return Tensor(SimEngine(arr, 0, "smem"), layout)
 
 

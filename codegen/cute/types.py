@@ -28,7 +28,7 @@ from layoutalg import ComposedLayout, Layout, Swizzle, TiledCopy, TiledMMA
 
 __all__ = [
     "LayoutType", "TensorType", "CoordTensorType", "TiledCopyType", "TiledMMAType",
-    "ThrCopyType", "ThrMMAType", "MEMORY_SPACES",
+    "ThrCopyType", "ThrMMAType", "MEMORY_SPACES", "ALIGN_ZERO",
 ]
 
 #: Where a tensor's elements live: "gmem" (an array argument, or any array passed to
@@ -48,10 +48,18 @@ class LayoutType(types.Dummy):
         return self.layout
 
 
-class TensorType(types.Type):
-    """A tensor over memory: element type, memory space, swizzle (or None) and layout."""
+#: ``TensorType.align`` of a tensor whose run-time offset is 0 (a fresh fragment or shared tensor).
+ALIGN_ZERO = 1 << 30
 
-    def __init__(self, dtype, space, swizzle, layout):
+
+class TensorType(types.Type):
+    """A tensor over memory: element type, memory space, swizzle (or None) and layout.
+
+    ``align``: the run-time offset is known to be a multiple of it (in elements); it lets
+    ``gemm`` and ``copy`` move two 16-bit register values as one 32-bit word.
+    """
+
+    def __init__(self, dtype, space, swizzle, layout, align=1):
         if space not in MEMORY_SPACES:
             raise ValueError(f"TensorType: memory space {space!r} not in {MEMORY_SPACES}")
         if not isinstance(layout, Layout):
@@ -60,15 +68,18 @@ class TensorType(types.Type):
         self.space = space
         self.swizzle = swizzle if isinstance(swizzle, Swizzle) and swizzle.bits else None
         self.layout = layout
+        self.align = int(align)
         sw = f"{self.swizzle} o " if self.swizzle is not None else ""
-        super().__init__(name=f"Tensor[{dtype},{space},{sw}{layout}]")
+        al = f",align={self.align}" if self.align != 1 else ""
+        super().__init__(name=f"Tensor[{dtype},{space},{sw}{layout}{al}]")
 
     @property
     def key(self):
-        return (self.dtype, self.space, self.swizzle, self.layout)
+        return (self.dtype, self.space, self.swizzle, self.layout, self.align)
 
-    def with_layout(self, layout):
-        return TensorType(self.dtype, self.space, self.swizzle, layout)
+    def with_layout(self, layout, align=None):
+        return TensorType(self.dtype, self.space, self.swizzle, layout,
+                          self.align if align is None else align)
 
     def describe(self):
         """The tensor as a user wrote it: ``smem float16 Sw<3,3,3> o (128,32):(32,1)``."""
