@@ -94,6 +94,7 @@ def _copy_args(args):
 
 @_treg.register_global(api.copy)
 class _Copy(AbstractTemplate):
+    prefer_literal = True
     def generic(self, args, kws):
         try:
             tc, src, dst = _copy_args(args)
@@ -161,6 +162,7 @@ _ireg.lower(api.copy, TensorType, TensorType)(_lower_copy)
 
 @_treg.register_global(api.gemm)
 class _Gemm(AbstractTemplate):
+    prefer_literal = True
     def generic(self, args, kws):
         try:
             if len(args) != 4 or not isinstance(args[0], TiledMMAType):

@@ -41,13 +41,17 @@ ANY_TENSOR = (TensorType, CoordTensorType)
 
 
 def typing_error(op, err):
-    """A ``TypingError`` for a user's mistake, naming the call; keeps numba's own errors."""
+    """A :class:`CuteError` for a user's mistake, naming the call; keeps numba's own errors.
+
+    Not a numba error on purpose: numba lets other exceptions out of type inference as
+    they are, so the kernel's author reads this message, not a list of rejected overloads.
+    """
     if isinstance(err, TypingError):
         return err
     msg = str(err)
     if not msg.startswith(op):
         msg = f"{op}: {msg}"
-    return TypingError(msg)
+    return CuteError(msg)
 
 
 def _typed(op):
@@ -170,6 +174,7 @@ def _dtype_of(op, ty):
 
 @_treg.register_global(api.make_tensor)
 class _MakeTensor(AbstractTemplate):
+    prefer_literal = True
     @_typed("make_tensor")
     def generic(self, args, kws):
         if len(args) != 2 or not isinstance(args[0], types.Array):
@@ -187,6 +192,7 @@ def _lower_make_tensor(context, builder, sig, args):
 
 @_treg.register_global(api.make_shared_tensor)
 class _MakeShared(AbstractTemplate):
+    prefer_literal = True
     @_typed("make_shared_tensor")
     def generic(self, args, kws):
         if len(args) != 2:
@@ -223,6 +229,7 @@ def _lower_make_shared(context, builder, sig, args):
 
 @_treg.register_global(api.dynamic_shared_tensor)
 class _DynamicShared(AbstractTemplate):
+    prefer_literal = True
     @_typed("dynamic_shared_tensor")
     def generic(self, args, kws):
         if len(args) != 3:
@@ -273,6 +280,7 @@ def alloc_fragment(context, builder, ty):
 
 @_treg.register_global(api.make_fragment_like)
 class _MakeFragmentLike(AbstractTemplate):
+    prefer_literal = True
     @_typed("make_fragment_like")
     def generic(self, args, kws):
         if len(args) not in (1, 2):
@@ -297,6 +305,7 @@ def _lower_fragment_like(context, builder, sig, args):
 
 @_treg.register_global(api.make_identity_tensor)
 class _MakeIdentity(AbstractTemplate):
+    prefer_literal = True
     @_typed("make_identity_tensor")
     def generic(self, args, kws):
         if len(args) != 1:
@@ -320,6 +329,7 @@ def _index_op(ty):
 
 @_treg.register_global(operator.getitem)
 class _GetItem(AbstractTemplate):
+    prefer_literal = True
     def generic(self, args, kws):
         if len(args) != 2 or not isinstance(args[0], ANY_TENSOR):
             return None
@@ -343,10 +353,11 @@ def _lower_getitem(context, builder, sig, args):
 
 @_treg.register_global(operator.setitem)
 class _SetItem(AbstractTemplate):
+    prefer_literal = True
     def generic(self, args, kws):
         if len(args) != 3 or not isinstance(args[0], TensorType):
             if len(args) == 3 and isinstance(args[0], CoordTensorType):
-                raise TypingError(f"tensor[...] = value: the {args[0].describe()} is read-only")
+                raise CuteError(f"tensor[...] = value: the {args[0].describe()} is read-only")
             return None
         ty, idx, val = args
         op = f"tensor[...] = value of the {ty.describe()}"
@@ -355,10 +366,10 @@ class _SetItem(AbstractTemplate):
         except (CuteError, la.LayoutError) as e:
             raise typing_error(op, e) from None
         if sub is not None:
-            raise TypingError(f"{op}: coordinate {idx} leaves modes {sub}; assign to one element "
-                              f"(or use copy/fill)")
+            raise CuteError(f"{op}: coordinate {idx} leaves modes {sub}; assign to one element "
+                            f"(or use copy/fill)")
         if not isinstance(val, (types.Number, types.Boolean)):
-            raise TypingError(f"{op}: cannot store a {val} into a {ty.dtype} element")
+            raise CuteError(f"{op}: cannot store a {val} into a {ty.dtype} element")
         return signature(types.none, ty, idx, ty.dtype)
 
 
@@ -376,6 +387,7 @@ def _lower_setitem(context, builder, sig, args):
 
 @_treg.register_global(api.size)
 class _Size(AbstractTemplate):
+    prefer_literal = True
     @_typed("size")
     def generic(self, args, kws):
         if len(args) not in (1, 2):
@@ -442,6 +454,7 @@ def _tile_spec(op, ty, tiler_ty, coord_ty, proj_ty):
 
 @_treg.register_global(api.local_tile)
 class _LocalTile(AbstractTemplate):
+    prefer_literal = True
     @_typed("local_tile")
     def generic(self, args, kws):
         if len(args) not in (3, 4) or not isinstance(args[0], ANY_TENSOR):
@@ -496,6 +509,7 @@ def _partition_spec(op, ty, thr_layout, proj):
 
 @_treg.register_global(api.local_partition)
 class _LocalPartition(AbstractTemplate):
+    prefer_literal = True
     @_typed("local_partition")
     def generic(self, args, kws):
         if len(args) not in (3, 4) or not isinstance(args[0], ANY_TENSOR):
@@ -527,6 +541,7 @@ def _lower_local_partition(context, builder, sig, args):
 
 @_treg.register_global(api.clear)
 class _Clear(AbstractTemplate):
+    prefer_literal = True
     @_typed("clear")
     def generic(self, args, kws):
         if len(args) != 1 or not isinstance(args[0], TensorType):
@@ -536,6 +551,7 @@ class _Clear(AbstractTemplate):
 
 @_treg.register_global(api.fill)
 class _Fill(AbstractTemplate):
+    prefer_literal = True
     @_typed("fill")
     def generic(self, args, kws):
         if len(args) != 2 or not isinstance(args[0], TensorType) or not isinstance(args[1], types.Number):

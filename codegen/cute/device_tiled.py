@@ -250,6 +250,8 @@ for _w in "ABC":
 def _make_fragment(which, fn):
     @_treg.register_global(fn)
     class _MakeFragment(AbstractTemplate):
+        prefer_literal = True
+
         def generic(self, args, kws):
             op = f"make_fragment_{which}"
             if len(args) != 2 or not isinstance(args[0], ThrMMAType) or not isinstance(args[1], TensorType):

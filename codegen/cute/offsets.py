@@ -152,8 +152,9 @@ def slice_spec(op, layout, spec):
     go(layout.shape, layout.stride, spec)
     if not kept:
         return None, terms
-    if len(kept) == 1:
-        return Layout._make(*kept[0]), terms
+    if spec is None:
+        return layout, terms
+    # as the host's slice: the kept modes, spliced into one tuple (a 1-tuple for one mode)
     return Layout._make(tuple(k[0] for k in kept), tuple(k[1] for k in kept)), terms
 
 
