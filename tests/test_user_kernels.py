@@ -38,6 +38,7 @@ KERNELS = {
     "f16_multistage": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
                        "cp.async.cg.shared.global", "cp.async.wait_group 1"],
     "transpose": ["ld.global.v4.f32", "st.global.v4", "ld.shared.v4"],
+    "identity_predicate": ["setp.", "fma.rn.f32"],
 }
 
 
