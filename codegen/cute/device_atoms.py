@@ -17,7 +17,7 @@ from ..intrinsics import ptx as _ptx
 from . import api
 from .atom_plan import TensorInfo, copy_plan, mma_plan
 from .device_tensor import element_pointer, tensor_proxy, typing_error
-from .offsets import CuteError, add_offset
+from .offsets import CuteError, add_offset, emit_swizzle
 from .types import CoordTensorType, TensorType, TiledCopyType, TiledMMAType
 
 __all__ = ["tensor_info", "call_intrinsic"]
@@ -72,9 +72,15 @@ class _Mem:
                                self.ptr, add_offset(self.builder, self.off, off))
 
     def smem_addr(self, off):
-        p = self.at(off)
-        s = self.builder.addrspacecast(p, ir.PointerType(p.type.pointee, 3))
-        return self.builder.ptrtoint(s, _I32)
+        """The 32-bit shared address of an element: the swizzle and the scaling in 32-bit
+        arithmetic (shared offsets fit), half the cost of 64-bit integer operations."""
+        b = self.builder
+        base = b.ptrtoint(b.addrspacecast(self.ptr, ir.PointerType(self.ptr.type.pointee, 3)), _I32)
+        x = add_offset(b, self.off, off)
+        x = ir.Constant(_I32, x) if isinstance(x, int) else b.trunc(x, _I32)
+        x = emit_swizzle(b, self.ty.swizzle, x)
+        nbytes = self.context.get_abi_sizeof(self.ptr.type.pointee)
+        return b.add(base, b.mul(x, ir.Constant(_I32, nbytes)))
 
     def gmem_addr(self, off):
         p = self.at(off)

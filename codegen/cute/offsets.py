@@ -253,6 +253,7 @@ def emit_swizzle(builder, sw, x):
         return x
     if isinstance(x, int):
         return sw(x)
-    y = builder.and_(x, const64(sw.yyy_mask))
-    y = builder.lshr(y, const64(sw.shift)) if sw.shift >= 0 else builder.shl(y, const64(-sw.shift))
+    c = lambda v: ir.Constant(x.type, v)      # noqa: E731  (i64 offsets, i32 shared addresses)
+    y = builder.and_(x, c(sw.yyy_mask))
+    y = builder.lshr(y, c(sw.shift)) if sw.shift >= 0 else builder.shl(y, c(-sw.shift))
     return builder.xor(x, y)
