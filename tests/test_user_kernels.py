@@ -323,3 +323,20 @@ def test_bad_input_is_a_compile_time_error_naming_the_values(fn, sig, patterns):
 def test_called_outside_a_kernel_says_so():
     with pytest.raises(RuntimeError, match="only callable inside a numba.cuda kernel"):
         cute.make_tensor(np.zeros(4), LAY)
+
+
+def test_module_docstrings_run():
+    """The ``==``/``>>>`` examples of the codegen.cute modules hold."""
+    import doctest
+
+    import codegen.cute.atom_plan
+    import codegen.cute.checks
+    import codegen.cute.launch
+    import codegen.cute.offsets
+    import codegen.cute.types
+
+    for mod in (codegen.cute.offsets, codegen.cute.checks, codegen.cute.atom_plan, codegen.cute.types,
+                codegen.cute.launch):
+        res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+        assert res.failed == 0, mod.__name__
+        assert res.attempted > 0, mod.__name__

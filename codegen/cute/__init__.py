@@ -24,11 +24,13 @@ from .. import intrinsics as _intrinsics
 
 SIMULATED = _intrinsics.SIMULATED
 
+from .offsets import CuteError  # noqa: E402  (the error of a bad kernel, on both backends)
+
 __all__ = [
     "make_tensor", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
     "local_tile", "local_partition", "size", "copy", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C", "cp_async_fence", "cp_async_wait",
-    "SIMULATED",
+    "SIMULATED", "CuteError",
 ]
 
 if SIMULATED:
