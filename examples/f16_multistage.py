@@ -20,6 +20,7 @@ import numpy as np
 from numba import cuda
 
 from codegen import cute
+from layoutalg.tiled_copy import make_tiled_copy_impl
 from layoutalg import (
     CopyAtom, Layout, Swizzle, composition, cosize, make_tiled_copy, make_tiled_copy_A,
     make_tiled_copy_B, make_tiled_mma, tile_to_shape,
@@ -40,6 +41,10 @@ G2S = make_tiled_copy(CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", "f16"),
                       Layout((32, 8), (8, 1)), Layout((1, 8)))        # (T32,T8) x (V1,V8) -> 32x64
 S2R_A = make_tiled_copy_A(CopyAtom("SM75_U32x4_LDSM_N", "f16"), MMA)
 S2R_B = make_tiled_copy_B(CopyAtom("SM75_U32x4_LDSM_N", "f16"), MMA)
+# registers -> global for the f16 result: the MMA's C thread-value layout, two adjacent f16
+# (one 32-bit store) a call; make_tiled_copy_C would insist on C's own type (f32)
+R2G_C = make_tiled_copy_impl(CopyAtom("UniversalCopy_32", "f16"), MMA.get_layoutC_TV(),
+                             (MMA.tile_size_mnk[0], MMA.tile_size_mnk[1]))
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,11 @@ def make_gemm(M, N, K):
                     read = read + 1 if read < STAGES - 1 else 0
                 cute.gemm(MMA, tCrC, tCrA[None, None, kb], tCrB[None, None, kb])
 
-        cute.copy(tCrC, tCgC)                     # f32 -> f16
+        # epilogue: convert in registers, then 32-bit stores of adjacent f16 pairs
+        tCrC16 = cute.make_fragment_like(tCrC, np.float16)
+        cute.copy(tCrC, tCrC16)                   # f32 -> f16
+        r2g = R2G_C.get_slice(tid)
+        cute.copy(R2G_C, r2g.retile_S(tCrC16), r2g.partition_D(gC))
 
     return UserGemm(f16_gemm, M, N, K, (M // BM, N // BN), MMA.size, SMEM_BYTES)
 

@@ -36,6 +36,7 @@ KERNELS = {
     "tf32_ldmatrix": ["mma.sync.aligned.m16n8k8", "ldmatrix.sync.aligned.m8n8.x4.shared.b16"],
     "tf32_double_buffer": ["cp.async.cg.shared.global", "cp.async.wait_group 1", "ldmatrix.sync.aligned.m8n8.x4"],
     "f16_multistage": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
+                       "st.global.v2.u16",
                        "cp.async.cg.shared.global", "cp.async.wait_group 1"],
     "transpose": ["ld.global.v4.f32", "st.global.v4", "ld.shared.v4"],
     "identity_predicate": ["setp.", "fma.rn.f32"],
