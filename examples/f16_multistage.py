@@ -28,6 +28,7 @@ from layoutalg import (
 
 BM, BN, BK, STAGES = 128, 256, 64, 3
 MMA = make_tiled_mma("SM80_16x8x16_F32F16F16F32_TN", (2, 4, 1), (32, 64, 16))   # 256 threads
+GROUP_M = 8                                                                     # CTA rasterization
 KBLOCKS = BK // 16                                                              # k-blocks a k-tile
 PENDING = STAGES - 2                    # cp.async groups left in flight at a wait (a constant)
 
@@ -68,11 +69,17 @@ def make_gemm(M, N, K):
     LB = Layout((N, K), (K, 1))               # (N,K) -> offset
     LC = Layout((M, N), (N, 1))               # (M,N) -> offset
     K_TILES = K // BK
+    NBM, NBN = M // BM, N // BN
+    g = GROUP_M if NBM % GROUP_M == 0 else 1
+    # block -> tile index bm + NBM * bn: runs of g tiles down M, then the next column of
+    # tiles, so that the CTAs running at once share their A and B tiles in L2
+    RASTER = Layout(((g, NBN), NBM // g), ((1, NBM), g))     # (bid) -> tile index
 
     @cuda.jit
     def f16_gemm(A, B, C):
         tid = cuda.threadIdx.x
-        bm, bn = cuda.blockIdx.x, cuda.blockIdx.y
+        tile = RASTER(cuda.blockIdx.x)          # a layout evaluated at run time
+        bm, bn = tile % NBM, tile // NBM
         gA = cute.local_tile(cute.make_tensor(A, LA), (BM, BK), (bm, None))   # (BM,BK,k)
         gB = cute.local_tile(cute.make_tensor(B, LB), (BN, BK), (bn, None))   # (BN,BK,k)
         gC = cute.local_tile(cute.make_tensor(C, LC), (BM, BN), (bm, bn))     # (BM,BN)
@@ -141,7 +148,7 @@ def make_gemm(M, N, K):
         r2g = R2G_C.get_slice(tid)
         cute.copy(R2G_C, r2g.retile_S(tCrC16), r2g.partition_D(gC))
 
-    return UserGemm(f16_gemm, M, N, K, (M // BM, N // BN), MMA.size, SMEM_BYTES)
+    return UserGemm(f16_gemm, M, N, K, (NBM * NBN,), MMA.size, SMEM_BYTES)
 
 
 def launch(g, a, b, c, stream=0):

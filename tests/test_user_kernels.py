@@ -21,6 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from numba import cuda
+
 from codegen import cute
 from layoutalg import CopyAtom, Layout, Swizzle, composition, make_tiled_copy, size
 from strategies import gen_layout, strategy
@@ -292,6 +294,15 @@ def _kernel_ldsm_misaligned(A):
     cute.copy(LDSM_A, thr.partition_S(s), thr.retile_D(frag))
 
 
+def _kernel_layout_partial(A):
+    A[0] = LAY(None, 1)
+
+
+def _kernel_layout_call(A):
+    i = cuda.threadIdx.x
+    A[i] = LAY(i) + LAY(i, 3) + SW(1, i)
+
+
 from layoutalg import make_tiled_copy_A, make_tiled_mma  # noqa: E402
 
 MMA_F16 = make_tiled_mma("SM80_16x8x16_F32F16F16F32_TN")
@@ -307,7 +318,15 @@ BAD = [
     (_kernel_fragment_dtype, "void(float32[::1])", [r"gemm", r"needs float16 A fragments", r"rmem float32"]),
     (_kernel_identity_write, "void(float32[::1])", [r"read-only", r"identity tensor"]),
     (_kernel_ldsm_misaligned, "void(float32[::1])", [r"copy", r"SM75_U32x4_LDSM_N", r"not contiguous"]),
+    (_kernel_layout_partial, "void(float32[::1])", [r"layout \(16,8\):\(8,1\)", r"leaves modes", r"unindexed"]),
 ]
+
+
+def test_layout_call_compiles_to_shifts_and_masks():
+    """``L(i)``, ``L(i, 3)`` and a swizzled ``S(1, i)`` in a kernel: no division."""
+    text = _compile(_kernel_layout_call, "void(float32[::1])")[0]
+    assert not re.search(r"\b(div|rem)\.[su]", text)
+    assert "xor.b" in text                                       # the swizzle
 
 
 @pytest.mark.parametrize("fn,sig,patterns", BAD, ids=[b[0].__name__ for b in BAD])
@@ -341,3 +360,112 @@ def test_module_docstrings_run():
         res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert res.failed == 0, mod.__name__
         assert res.attempted > 0, mod.__name__
+
+
+# ---- device typing and offsets against the host algebra, at every thread and tile --------------
+
+def _device_tensor(layout, dtype="float32", space="smem"):
+    from numba.cuda import types as nt
+
+    from codegen.cute.types import TensorType
+
+    return TensorType(getattr(nt, dtype), space, None, layout)
+
+
+def _host_tensor(layout):
+    from layoutalg import make_tensor
+
+    return make_tensor(np.zeros(max(1, _cosize(layout)), np.float32), layout)
+
+
+def _cosize(layout):
+    from layoutalg import cosize
+
+    return cosize(layout)
+
+
+def _offset_of(part):
+    return int(part.engine.offset)
+
+
+@pytest.mark.parametrize("which", ["S", "D"])
+def test_copy_partition_type_and_offset_equal_the_host_for_every_thread(which):
+    from layoutalg import make_tiled_copy_A, make_tiled_mma
+    from codegen.cute.device_tiled import _copy_partition
+    from codegen.cute.offsets import emit_terms
+
+    mma = make_tiled_mma("SM80_16x8x16_F32F16F16F32_TN", (2, 4, 1), (32, 64, 16))
+    for tc, lay in (
+        (make_tiled_copy(CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", "f16"), Layout((32, 8), (8, 1)), Layout((1, 8))),
+         Layout((128, 64, 3), (64, 1, 8192))),                                     # (BM,BK,PIPE) K-major
+        (make_tiled_copy_A(CopyAtom("SM75_U32x4_LDSM_N", "f16"), mma), Layout((128, 64), (64, 1))),
+        (make_tiled_copy(CopyAtom("UniversalCopy_32", "f32"), Layout((8, 8), (1, 8)), Layout((4, 1))),
+         Layout((32, 32), (1, 32))),
+    ):
+        ty = _device_tensor(lay, "float16")
+        sub, terms = _copy_partition("partition", tc, ty, which)
+        f = _jit(lambda b, a: emit_terms(b, terms, a), 1)
+        for tid in range(tc.size):
+            thr = tc.get_slice(tid)
+            host = (thr.partition_S if which == "S" else thr.partition_D)(_host_tensor(lay))
+            assert str(host.layout) == str(sub)
+            assert f(tid) == _offset_of(host), (tc, tid)
+
+
+@pytest.mark.parametrize("which", ["A", "B", "C"])
+def test_mma_partition_type_and_offset_equal_the_host_for_every_thread(which):
+    from layoutalg import make_tiled_mma
+    from codegen.cute.device_tensor import flat_coord_values
+    from codegen.cute.device_tiled import _mma_partition
+    from codegen.cute.offsets import emit_terms
+
+    for mma, shape in ((make_tiled_mma("SM80_16x8x16_F32F16F16F32_TN", (2, 4, 1), (32, 64, 16)), (128, 256, 64)),
+                       (make_tiled_mma("SM80_16x8x8_F32TF32TF32F32_TN", (2, 2, 1), (32, 32, 8)), (64, 32, 16))):
+        M, N, K = shape
+        lay = {"A": Layout((M, K), (K, 1)), "B": Layout((N, K), (1, N)), "C": Layout((M, N), (N, 1))}[which]
+        sub, terms = _mma_partition("partition", mma, _device_tensor(lay), which)
+        f = _jit(lambda b, a: emit_terms(b, terms, flat_coord_values(b, mma.thr_layout_vmnk, a[0])), 1)
+        for tid in range(mma.size):
+            thr = mma.get_slice(tid)
+            host = getattr(thr, f"partition_{which}")(_host_tensor(lay))
+            assert str(host.layout) == str(sub)
+            assert f(tid) == _offset_of(host), (which, tid)
+
+
+@pytest.mark.parametrize("proj", [None, (1, None, 1)])
+def test_local_tile_type_and_offset_equal_the_host_for_every_tile(proj):
+    from numba.cuda import types as nt
+
+    from layoutalg import local_tile
+    from codegen.cute.device_tensor import _tile_spec
+    from codegen.cute.offsets import emit_terms
+
+    lay = Layout((64, 96), (96, 1))                                  # (M,N) -> offset
+    tiler = (16, 8, 32) if proj else (16, 32)
+    tiler_ty = nt.Tuple([nt.IntegerLiteral(t) for t in tiler])
+    if proj:
+        coord_ty = nt.Tuple([nt.int64, nt.int64, nt.none])
+        proj_ty = nt.Tuple([nt.IntegerLiteral(1), nt.none, nt.IntegerLiteral(1)])
+    else:
+        coord_ty, proj_ty = nt.Tuple([nt.int64, nt.none]), None
+    sub, terms = _tile_spec("local_tile", _device_tensor(lay), tiler_ty, coord_ty, proj_ty)
+    f = _jit(lambda b, a: emit_terms(b, terms, a), 2)
+    for m in range(64 // 16):
+        crd = (m, 3, None) if proj else (m, None)
+        host = local_tile(_host_tensor(lay), tiler, crd, proj)
+        assert str(host.layout) == str(sub)
+        assert f(m, 3) == _offset_of(host)
+
+
+def test_local_partition_type_and_offset_equal_the_host_for_every_thread():
+    from layoutalg import local_partition
+    from codegen.cute.device_tensor import _partition_spec, flat_coord_values
+    from codegen.cute.offsets import emit_terms
+
+    lay, thr = Layout((32, 32), (32, 1)), Layout((8, 8), (8, 1))
+    sub, terms = _partition_spec("local_partition", _device_tensor(lay), thr, None)
+    f = _jit(lambda b, a: emit_terms(b, terms, flat_coord_values(b, thr, a[0])), 1)
+    for tid in range(64):
+        host = local_partition(_host_tensor(lay), thr, tid)
+        assert str(host.layout) == str(sub)
+        assert f(tid) == _offset_of(host)

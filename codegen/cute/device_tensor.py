@@ -17,7 +17,7 @@ from numba.cuda import cgutils, types
 from numba.cuda.core.errors import TypingError
 from numba.cuda.cudadecl import registry as _treg
 from numba.cuda.cudaimpl import registry as _ireg
-from numba.cuda.typing.templates import AbstractTemplate, signature
+from numba.cuda.typing.templates import AbstractTemplate, AttributeTemplate, bound_function, signature
 
 import layoutalg as la
 from layoutalg import ComposedLayout, Layout, Swizzle
@@ -579,3 +579,48 @@ def _lower_fill(context, builder, sig, args):
     v = context.cast(builder, args[1], sig.args[1], ty.dtype)
     _fill(context, builder, ty, args[0], v)
     return context.get_dummy_value()
+
+
+# ---- evaluating a layout: L(i), L(i, j), L((i, j), k) -------------------------------------
+
+@_treg.register_attr
+class _LayoutAttrs(AttributeTemplate):
+    key = LayoutType
+
+    @bound_function("Layout.__call__")
+    def resolve___call__(self, ty, args, kws):
+        op = f"layout {ty.layout}(...)"
+        try:
+            _, terms = _layout_call_terms(op, ty, args)
+        except (CuteError, la.LayoutError) as e:
+            raise typing_error(op, e) from None
+        return signature(types.int64, *args)
+
+
+def _layout_call_terms(op, ty, args):
+    sw, off, inner = _layout_of(op, ty)
+    if len(args) == 0:
+        raise CuteError(f"{op}: expected a coordinate")
+    crd = args[0] if len(args) == 1 else types.Tuple(list(args))
+    sub, terms = slice_spec(op, inner, spec_of_type(crd, what=op))
+    if sub is not None:
+        raise CuteError(f"{op}: coordinate {crd} leaves modes {sub} unindexed; in a kernel a layout is "
+                        f"evaluated at a full coordinate (slice a tensor instead)")
+    for t in terms:
+        for d in la.flatten(t.stride) if isinstance(t.stride, tuple) else (t.stride,):
+            if not isinstance(d, int):
+                raise CuteError(f"{op}: only layouts with integer strides can be evaluated in a kernel")
+    return crd, terms
+
+
+@_ireg.lower(LayoutType, LayoutType, types.VarArg(types.Any))
+def _lower_layout_call(context, builder, sig, args):
+    ty = sig.args[0]
+    sw, off, _ = _layout_of("layout(...)", ty)
+    crd, terms = _layout_call_terms("layout(...)", ty, sig.args[1:])
+    if len(sig.args) == 2:
+        vals = leaves(builder, sig.args[1], args[1])
+    else:
+        vals = [v for t, a in zip(sig.args[1:], args[1:]) for v in leaves(builder, t, a)]
+    x = add_offset(builder, off, emit_terms(builder, terms, vals))
+    return as_ir(emit_swizzle(builder, sw, x))
