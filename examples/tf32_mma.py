@@ -50,9 +50,9 @@ def tf32_gemm(A, B, C):
     tCsA = thr_mma.partition_A(sA)                # (MMA,MMA_M,MMA_K)
     tCsB = thr_mma.partition_B(sB)                # (MMA,MMA_N,MMA_K)
     tCgC = thr_mma.partition_C(gC)                # (MMA,MMA_M,MMA_N)
-    tCrA = thr_mma.partition_fragment_A(sA)
-    tCrB = thr_mma.partition_fragment_B(sB)
-    tCrC = thr_mma.partition_fragment_C(gC)
+    tCrA = cute.make_fragment_A(thr_mma, tCsA)     # registers shaped like tCsA (MoYe's name)
+    tCrB = cute.make_fragment_B(thr_mma, tCsB)
+    tCrC = cute.make_fragment_C(thr_mma, tCgC)
     cute.clear(tCrC)
 
     for k in range(cute.size(gA, 2)):

@@ -469,3 +469,40 @@ def test_local_partition_type_and_offset_equal_the_host_for_every_thread():
         host = local_partition(_host_tensor(lay), thr, tid)
         assert str(host.layout) == str(sub)
         assert f(tid) == _offset_of(host)
+
+
+MMA_BF16 = make_tiled_mma("SM80_16x8x16_F32BF16BF16F32_TN")
+MMA_F64 = make_tiled_mma("SM80_8x8x4_F64F64F64F64_TN")
+LA8, LB8, LC8 = Layout((8, 4)), Layout((8, 4)), Layout((8, 8))
+
+
+def _kernel_bf16(A):
+    thr = MMA_BF16.get_slice(cuda.threadIdx.x)
+    a = thr.partition_fragment_A(cute.make_shared_tensor(np.uint16, LA16))
+    b = thr.partition_fragment_B(cute.make_shared_tensor(np.uint16, LB16))
+    c = thr.partition_fragment_C(cute.make_shared_tensor(np.float32, LC16))
+    cute.fill(a, 1)
+    cute.fill(b, 2)
+    cute.clear(c)
+    cute.gemm(MMA_BF16, c, a, b)
+    A[cuda.threadIdx.x] = c[0]
+
+
+def _kernel_f64(A):
+    thr = MMA_F64.get_slice(cuda.threadIdx.x)
+    a = thr.partition_fragment_A(cute.make_shared_tensor(np.float64, LA8))
+    b = thr.partition_fragment_B(cute.make_shared_tensor(np.float64, LB8))
+    c = thr.partition_fragment_C(cute.make_shared_tensor(np.float64, LC8))
+    cute.fill(a, 1.5)
+    cute.fill(b, 2.0)
+    cute.clear(c)
+    cute.gemm(MMA_F64, c, a, b)
+    A[cuda.threadIdx.x] = c[0] + c[1]
+
+
+@pytest.mark.parametrize("fn,instr", [(_kernel_bf16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+                                      (_kernel_f64, "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64")])
+def test_bf16_and_f64_atoms_compile(fn, instr):
+    text = _compile(fn, "void(float64[::1])")[0]
+    assert instr in text
+    assert ".local" not in text
