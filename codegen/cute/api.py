@@ -66,4 +66,6 @@ make_fragment_A = _device_only("make_fragment_A")
 make_fragment_A.__doc__ = """``make_fragment_A(thr_mma, tCsA)``: a register fragment for the A
 operand shaped like the partition ``tCsA`` (MoYe's ``make_fragment_A``)."""
 make_fragment_B = _device_only("make_fragment_B")
+make_fragment_B.__doc__ = """``make_fragment_B(thr_mma, tCsB)``: a register fragment for the B operand."""
 make_fragment_C = _device_only("make_fragment_C")
+make_fragment_C.__doc__ = """``make_fragment_C(thr_mma, tCgC)``: a register fragment for the accumulators."""
