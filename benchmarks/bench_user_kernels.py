@@ -147,7 +147,9 @@ print(f"{t1 - t0} {t2 - t1}")
 
 
 def cold_compile():
-    env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join("/tmp", f"cute_cold_{os.getpid()}"))
+    import tempfile
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=tempfile.mkdtemp(prefix="cute_cold_"))   # nothing cached
     r = subprocess.run([sys.executable, "-c", _COLD, ROOT], capture_output=True, text=True, env=env, timeout=600)
     if r.returncode:
         raise RuntimeError(r.stderr[-2000:])
