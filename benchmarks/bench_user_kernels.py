@@ -1,0 +1,190 @@
+"""User kernels written with codegen.cute against the library's own kernels (run on an H100).
+
+    python benchmarks/bench_user_kernels.py [--size 4096] [--transpose 8192] [--json out.json]
+
+In one process, on the same operands:
+
+* the tutorial's final f16 GEMM (examples/f16_multistage.py, ``C = A @ B.T``, A and B
+  K-major) against the generated ``mma.sync`` GEMM (``codegen.prepare`` on the same
+  tensors) and cuBLAS (``torch.matmul``), TFLOP/s; target: the user kernel within 15% of
+  the generated GEMM;
+* the swizzled transpose (examples/transpose.py) against a device-to-device copy of the
+  same bytes (``dst.copy_(src)``), GB/s read + written; target: at least 85% of the copy;
+* the cold compile time of one user kernel (the f16 GEMM) in a new process: typing,
+  lowering, NVVM, ptxas and loading, up to the end of its first launch; target: 10 s.
+
+Prints a table and writes the figures as JSON to ``--json`` and to ``$OUT/bench_user_kernels.json``.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+if not hasattr(np, "row_stack"):          # numba-cuda 0.30 touches np.row_stack (gone in numpy 2.5)
+    np.row_stack = np.vstack
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(f"cute_example_{name}", os.path.join(ROOT, "examples", f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def bench(fn, iters=20, warmup=3, reps=5):
+    """Median over ``reps`` of the mean time (s) of ``iters`` back-to-back calls (CUDA events)."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(reps):
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / iters)
+    times.sort()
+    return times[len(times) // 2] / 1e3
+
+
+def gemm_figures(n):
+    import torch
+    from numba import cuda
+
+    import codegen
+
+    f16 = load("f16_multistage")
+    A = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    Bnk = torch.randn(n, n, device="cuda", dtype=torch.float16)        # (N,K), K-major
+    C = torch.empty(n, n, device="cuda", dtype=torch.float16)
+    g = f16.make_gemm(n, n, n)
+    a, b, c = (cuda.as_cuda_array(t) for t in (A, Bnk, C))
+    stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
+    f16.launch(g, a, b, c, stream)                                      # compile, raise the smem limit
+    torch.cuda.synchronize()
+    ref = A.float() @ Bnk.float().t()
+    err = ((C.float() - ref).abs().max() / ref.abs().max()).item()
+    user = g.kernel[g.grid, g.block, stream, g.smem_bytes]
+    t_user = bench(lambda: user(a, b, c))
+
+    flop = 2.0 * n ** 3
+    out = {"size": n, "user_tflops": flop / t_user / 1e12, "user_rel_err": err}
+    Bkn = Bnk.t().contiguous()                                          # B row-major, the generated default
+    for key, b_op in (("generated_tflops", Bnk.t()),                    # the same operands (B K-major)
+                      ("generated_b_rowmajor_tflops", Bkn)):
+        try:
+            gen = codegen.prepare(A, b_op)
+            gen()
+            torch.cuda.synchronize()
+            out[key] = flop / bench(gen) / 1e12
+        except Exception as e:                                          # keep the other figures
+            out[key] = float("nan")
+            out[key.replace("_tflops", "_error")] = f"{type(e).__name__}: {e}"
+    out["cublas_tflops"] = flop / bench(lambda: torch.matmul(A, Bnk.t())) / 1e12
+    out["user_vs_generated"] = out["user_tflops"] / out["generated_tflops"]
+    out["target_user_vs_generated"] = 0.85
+    return out
+
+
+def transpose_figures(n):
+    import torch
+    from numba import cuda
+
+    tr = load("transpose")
+    X = torch.randn(n, n, device="cuda", dtype=torch.float32)
+    Y = torch.empty(n, n, device="cuda", dtype=torch.float32)
+    Z = torch.empty(n, n, device="cuda", dtype=torch.float32)
+    t = tr.make_transpose(n, n)
+    x, y = cuda.as_cuda_array(X), cuda.as_cuda_array(Y)
+    stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
+    k = t.kernel[t.grid, t.block, stream]
+    k(x, y)
+    torch.cuda.synchronize()
+    ok = bool(torch.equal(Y, X.t()))
+    t_tr = bench(lambda: k(x, y))
+    t_cp = bench(lambda: Z.copy_(X))
+    nbytes = 2.0 * X.numel() * 4
+    out = {"size": n, "transpose_gbs": nbytes / t_tr / 1e9, "copy_gbs": nbytes / t_cp / 1e9, "correct": ok}
+    out["transpose_vs_copy"] = out["transpose_gbs"] / out["copy_gbs"]
+    out["target_transpose_vs_copy"] = 0.85
+    return out
+
+
+_COLD = r"""
+import sys, time
+import numpy as np
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+sys.path.insert(0, sys.argv[1])
+t0 = time.perf_counter()
+from numba import cuda
+cuda.current_context()
+import importlib.util
+spec = importlib.util.spec_from_file_location("f16", sys.argv[1] + "/examples/f16_multistage.py")
+f16 = importlib.util.module_from_spec(spec); spec.loader.exec_module(f16)
+t1 = time.perf_counter()
+g = f16.make_gemm(1024, 1024, 1024)
+a = cuda.device_array((1024, 1024), np.float16); b = cuda.device_array((1024, 1024), np.float16)
+c = cuda.device_array((1024, 1024), np.float16)
+f16.launch(g, a, b, c)
+cuda.synchronize()
+t2 = time.perf_counter()
+print(f"{t1 - t0} {t2 - t1}")
+"""
+
+
+def cold_compile():
+    import tempfile
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=tempfile.mkdtemp(prefix="cute_cold_"))   # nothing cached
+    r = subprocess.run([sys.executable, "-c", _COLD, ROOT], capture_output=True, text=True, env=env, timeout=600)
+    if r.returncode:
+        raise RuntimeError(r.stderr[-2000:])
+    imp, first = (float(x) for x in r.stdout.split()[-2:])
+    return {"import_and_layouts_s": imp, "first_launch_s": first, "target_first_launch_s": 10.0}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--transpose", type=int, default=8192)
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+    import torch
+
+    res = {"device": torch.cuda.get_device_name()}
+    res["cold_compile"] = cold_compile()
+    res["gemm_f16"] = gemm_figures(args.size)
+    res["transpose_f32"] = transpose_figures(args.transpose)
+    g, t, c = res["gemm_f16"], res["transpose_f32"], res["cold_compile"]
+    print(f"device: {res['device']}")
+    print(f"f16 GEMM {g['size']}^3 (TFLOP/s): user kernel {g['user_tflops']:.0f}, generated mma.sync "
+          f"{g['generated_tflops']:.0f} (B row-major {g['generated_b_rowmajor_tflops']:.0f}), "
+          f"cuBLAS {g['cublas_tflops']:.0f}; user/generated {g['user_vs_generated']:.2f} "
+          f"(target >= 0.85), max rel error {g['user_rel_err']:.1e}")
+    print(f"transpose f32 {t['size']}^2 (GB/s): user kernel {t['transpose_gbs']:.0f}, D2D copy "
+          f"{t['copy_gbs']:.0f}; ratio {t['transpose_vs_copy']:.2f} (target >= 0.85), correct {t['correct']}")
+    print(f"cold compile of the f16 user kernel: first launch {c['first_launch_s']:.1f} s (target <= 10 s), "
+          f"imports {c['import_and_layouts_s']:.1f} s")
+    for path in filter(None, [args.json, os.path.join(os.environ["OUT"], "bench_user_kernels.json")
+                              if os.environ.get("OUT") else None]):
+        with open(path, "w") as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""``codegen.cute``: layouts, tensors, tiled copies and tiled MMAs inside numba.cuda kernels.
+
+A kernel uses host objects of :mod:`layoutalg` (``Layout``, swizzled ``ComposedLayout``,
+``TiledCopy``, ``TiledMMA``) as globals; numba types each one by its value, so every
+layout is a compile-time constant of the kernel and only thread and block indices remain
+at run time (see docs/user_kernels.md)::
+
+    from numba import cuda
+    from codegen import cute
+
+    @cuda.jit
+    def kernel(A, B):
+        gA = cute.make_tensor(A, LAYOUT_A)                       # (M,K) -> offset
+        tile = cute.local_tile(gA, (16, 8), (cuda.blockIdx.x, 0))
+        ...
+
+Under ``NUMBA_ENABLE_CUDASIM=1`` the same names are the plain-Python twins of
+:mod:`codegen.cute.sim`, which run the host algebra and the atoms' simulator twins.
+"""
+
+from __future__ import annotations
+
+from .. import intrinsics as _intrinsics
+
+SIMULATED = _intrinsics.SIMULATED
+
+from .offsets import CuteError  # noqa: E402  (the error of a bad kernel, on both backends)
+
+__all__ = [
+    "make_tensor", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
+    "local_tile", "local_partition", "size", "copy", "gemm", "clear", "fill",
+    "make_fragment_A", "make_fragment_B", "make_fragment_C", "cp_async_fence", "cp_async_wait",
+    "SIMULATED", "CuteError",
+]
+
+if SIMULATED:
+    from .sim import (  # noqa: F401
+        clear, copy, fill, gemm, local_partition, local_tile, make_fragment_A, make_fragment_B,
+        make_fragment_C, make_fragment_like, make_identity_tensor, make_shared_tensor,
+        make_tensor, size, dynamic_shared_tensor,
+    )
+else:
+    from . import device_atoms as _device_atoms, device_tiled as _device_tiled  # noqa: F401  (registers)
+    from .api import (  # noqa: F401
+        clear, copy, fill, gemm, local_partition, local_tile, make_fragment_A, make_fragment_B,
+        make_fragment_C, make_fragment_like, make_identity_tensor, make_shared_tensor,
+        make_tensor, size, dynamic_shared_tensor,
+    )
+
+#: ``cp_async_fence()``: close the current group of cp.async copies (``cp.async.commit_group``).
+cp_async_fence = _intrinsics.cp_async_commit
+#: ``cp_async_wait(n)``: wait until at most ``n`` (a constant) groups are pending.
+cp_async_wait = _intrinsics.cp_async_wait_group

@@ -1,0 +1,71 @@
+"""The functions a kernel calls: ``make_tensor``, ``local_tile``, ``copy``, ``gemm``, ...
+
+On the GPU path these objects are only names: numba types and lowers every call to them
+(:mod:`codegen.cute.device_tensor`, :mod:`codegen.cute.device_tiled`,
+:mod:`codegen.cute.device_atoms`).  Called from Python outside a kernel they raise.  In
+numba's simulator, :mod:`codegen.cute` exports the twins of :mod:`codegen.cute.sim` instead.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "make_tensor", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
+    "local_tile", "local_partition", "size", "copy", "gemm", "clear", "fill",
+    "make_fragment_A", "make_fragment_B", "make_fragment_C",
+]
+
+
+def _device_only(name):
+    def stub(*args, **kwargs):
+        raise RuntimeError(
+            f"codegen.cute.{name}: only callable inside a numba.cuda kernel (or in numba's "
+            f"simulator, NUMBA_ENABLE_CUDASIM=1, set before numba is imported)")
+
+    stub.__name__ = stub.__qualname__ = name
+    return stub
+
+
+make_tensor = _device_only("make_tensor")
+make_tensor.__doc__ = """``make_tensor(array, layout)``: the array's flat memory indexed by ``layout``.
+
+``layout`` (a ``Layout`` or a swizzled ``ComposedLayout``) is a compile-time constant (a
+global of the kernel's module); the array's own shape and strides are not used.
+"""
+make_shared_tensor = _device_only("make_shared_tensor")
+make_shared_tensor.__doc__ = """``make_shared_tensor(dtype, layout)``: a fresh static shared array of
+``cosize(layout)`` elements (128-byte aligned) viewed through ``layout``."""
+dynamic_shared_tensor = _device_only("dynamic_shared_tensor")
+dynamic_shared_tensor.__doc__ = """``dynamic_shared_tensor(dtype, layout, byte_offset)``: a view of the kernel's
+dynamic shared memory (the launch's 4th parameter) from ``byte_offset`` (a multiple of 128)
+through ``layout``.  For more than 48 KiB of shared memory."""
+make_fragment_like = _device_only("make_fragment_like")
+make_fragment_like.__doc__ = """``make_fragment_like(tensor[, dtype])``: a register tensor shaped like
+``tensor`` (CuTe's compact fragment layout), uninitialised."""
+make_identity_tensor = _device_only("make_identity_tensor")
+make_identity_tensor.__doc__ = """``make_identity_tensor(shape)``: ``t[c] == c``, for predication."""
+local_tile = _device_only("local_tile")
+local_tile.__doc__ = """``local_tile(tensor, tiler, coord[, proj])``: the tile at ``coord`` of
+``zipped_divide(tensor, tiler)``; ``None`` in ``coord`` keeps that mode of tiles."""
+local_partition = _device_only("local_partition")
+local_partition.__doc__ = """``local_partition(tensor, thr_layout, idx[, proj])``: thread ``idx``'s
+elements when the threads of ``thr_layout`` tile ``tensor``."""
+size = _device_only("size")
+size.__doc__ = """``size(x[, mode])``: the number of elements of a tensor or layout (or of one mode),
+a compile-time constant."""
+copy = _device_only("copy")
+copy.__doc__ = """``copy(tiled_copy, src, dst)``: the copy atom over the partitioned tensors
+``(CPY, CPY_M, CPY_N, ...)``; ``copy(src, dst)`` copies element by element."""
+gemm = _device_only("gemm")
+gemm.__doc__ = """``gemm(tiled_mma, C, A, B)``: ``C += A @ B`` with the MMA atom, over fragments
+``A (MMA, MMA_M[, MMA_K])``, ``B (MMA, MMA_N[, MMA_K])``, ``C (MMA, MMA_M, MMA_N)``."""
+clear = _device_only("clear")
+clear.__doc__ = """``clear(tensor)``: set every element to zero."""
+fill = _device_only("fill")
+fill.__doc__ = """``fill(tensor, value)``: set every element to ``value``."""
+make_fragment_A = _device_only("make_fragment_A")
+make_fragment_A.__doc__ = """``make_fragment_A(thr_mma, tCsA)``: a register fragment for the A
+operand shaped like the partition ``tCsA`` (MoYe's ``make_fragment_A``)."""
+make_fragment_B = _device_only("make_fragment_B")
+make_fragment_B.__doc__ = """``make_fragment_B(thr_mma, tCsB)``: a register fragment for the B operand."""
+make_fragment_C = _device_only("make_fragment_C")
+make_fragment_C.__doc__ = """``make_fragment_C(thr_mma, tCgC)``: a register fragment for the accumulators."""

@@ -1,0 +1,239 @@
+"""What ``copy`` and ``gemm`` do for given tensors: the atom calls and their static offsets.
+
+Both the GPU lowering (:mod:`codegen.cute.device_atoms`) and the simulator
+(:mod:`codegen.cute.sim`) execute these plans, so they agree on every offset and raise the
+same errors.  A plan depends only on static facts (layouts, element widths, the atom), not
+on the thread: the thread's part of an offset is in the tensors' run-time bases.
+
+>>> from layoutalg import CopyAtom, Layout, make_tiled_copy
+>>> tc = make_tiled_copy(CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", "f16"), Layout((16, 8), (8, 1)), Layout((1, 8)))
+>>> src = TensorInfo("gmem", 16, None, Layout((1, 8), (0, 1)))     # (CPY,CPY_M) -> offset
+>>> dst = TensorInfo("smem", 16, None, Layout((8, 1), (1, 0)))
+>>> plan = copy_plan(tc, src, dst)
+>>> plan.intrinsic, [(s.src, s.dst) for s in plan.steps]
+('cp_async_cg_16', [(0, (0,))])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import layoutalg as la
+from layoutalg import Layout, Swizzle
+
+from ..atom_intrinsics import MMA_INTRINSICS
+from .offsets import CuteError
+
+__all__ = ["TensorInfo", "CopyStep", "CopyPlan", "copy_plan", "MMAStep", "MMAPlan", "mma_plan",
+           "MMA_TYPES"]
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """The static facts of a tensor: memory space, element bits, swizzle, layout."""
+
+    space: str                      # "gmem", "smem", "rmem" or "coord"
+    bits: int
+    swizzle: Swizzle | None
+    layout: Layout
+    dtype: str = ""
+
+    def describe(self):
+        sw = f"{self.swizzle} o " if self.swizzle is not None else ""
+        return f"{self.space} {self.dtype or f'{self.bits}-bit'} tensor {sw}{self.layout}"
+
+
+@dataclass(frozen=True)
+class CopyStep:
+    """One instruction: source offset of the first value, destination offsets."""
+
+    src: int
+    dst: tuple
+
+
+@dataclass(frozen=True)
+class CopyPlan:
+    """``kind``: "elem" (one value a step), "vec" (one vector load/store of ``vector_bits``),
+    "cp_async" or "ldsm"; ``intrinsic`` names the atom of :mod:`codegen.intrinsics`."""
+
+    kind: str
+    intrinsic: str
+    vector_bits: int
+    value_bits: int
+    steps: tuple
+
+
+def _contiguous(offs):
+    return all(o == offs[0] + j for j, o in enumerate(offs))
+
+
+def _vector_ok(op, info, offs, vec, what, atom_name):
+    """A vector of ``vec`` values must be contiguous and aligned in ``info`` (CuTe's recast)."""
+    if not _contiguous(offs):
+        raise CuteError(
+            f"{op}: {atom_name} moves {vec} values ({vec * info.bits} bits) as one vector, but the "
+            f"{what} {info.describe()} holds them at offsets {list(offs)}: not contiguous")
+    if offs[0] % vec:
+        raise CuteError(
+            f"{op}: {atom_name} moves {vec}-value vectors, but the {what} {info.describe()} starts "
+            f"one at offset {offs[0]}, not a multiple of {vec} (misaligned)")
+    sw = info.swizzle
+    if sw is not None and (1 << sw.base) < vec:
+        raise CuteError(
+            f"{op}: {atom_name} moves {vec}-value vectors, but the {what}'s swizzle {sw} permutes "
+            f"groups of {1 << sw.base} values, which splits the vectors")
+
+
+@lru_cache(maxsize=4096)
+def copy_plan(tiled_copy, src: TensorInfo, dst: TensorInfo) -> CopyPlan:
+    """The atom calls of ``copy(tiled_copy, src, dst)`` (``tiled_copy`` None: element-wise).
+
+    Pre: ``src``/``dst`` are a thread's partitions ``(CPY, CPY_M, ...)``.  Raises
+    :class:`CuteError` when the tensors' sizes, element widths or vectors do not fit the atom.
+    """
+    op = "copy"
+    n, m = la.size(src.layout), la.size(dst.layout)
+    if src.space == "coord" or dst.space == "coord":
+        raise CuteError(f"{op}: cannot copy from or to an identity tensor")
+    if tiled_copy is None:
+        if n != m:
+            raise CuteError(f"{op}: source {src.describe()} has {n} values, destination "
+                            f"{dst.describe()} has {m}")
+        return CopyPlan("elem", "", src.bits, src.bits,
+                        tuple(CopyStep(src.layout(i), (dst.layout(i),)) for i in range(n)))
+    atom = tiled_copy.atom
+    name = f"{atom.name} of {atom.dtype}"
+    bits = atom.value_bits
+    for what, info in (("source", src), ("destination", dst)):
+        if info.bits != bits:
+            raise CuteError(f"{op}: {name} moves {bits}-bit values, but the {what} is a "
+                            f"{info.describe()} of {info.bits}-bit elements")
+    kind = atom.op.kind
+    nvs, nvd = la.size(atom.src_layout[1]), la.size(atom.dst_layout[1])
+    if n % nvs or m % nvd or n // nvs != m // nvd:
+        raise CuteError(
+            f"{op}: {name} moves {nvs} source and {nvd} destination values per thread and call, "
+            f"but the source {src.describe()} has {n} values and the destination "
+            f"{dst.describe()} has {m}")
+    calls = n // nvs
+    S = [src.layout(i) for i in range(n)]
+    D = [dst.layout(i) for i in range(m)]
+    steps = []
+    if kind == "universal":
+        vbits = nvs * bits
+        for g in range(calls):
+            s, d = S[g * nvs:(g + 1) * nvs], D[g * nvd:(g + 1) * nvd]
+            if nvs > 1:
+                _vector_ok(op, src, s, nvs, "source", name)
+                _vector_ok(op, dst, d, nvd, "destination", name)
+                steps.append(CopyStep(s[0], (d[0],)))
+            else:
+                steps.append(CopyStep(s[0], (d[0],)))
+        return CopyPlan("vec" if nvs > 1 else "elem", "", vbits, bits, tuple(steps))
+    if kind == "cp_async":
+        if src.space != "gmem" or dst.space != "smem":
+            raise CuteError(f"{op}: {name} copies global to shared memory, got a source "
+                            f"{src.describe()} and a destination {dst.describe()}")
+        nbytes = nvs * bits // 8
+        cache = "cg" if "CACHEGLOBAL" in atom.name else "ca"
+        for g in range(calls):
+            s, d = S[g * nvs:(g + 1) * nvs], D[g * nvd:(g + 1) * nvd]
+            _vector_ok(op, src, s, nvs, "source", name)
+            _vector_ok(op, dst, d, nvd, "destination", name)
+            steps.append(CopyStep(s[0], (d[0],)))
+        return CopyPlan("cp_async", f"cp_async_{cache}_{nbytes}", nbytes * 8, bits, tuple(steps))
+    if kind == "ldsm":
+        if src.space != "smem" or dst.space != "rmem":
+            raise CuteError(f"{op}: {name} loads shared memory into registers, got a source "
+                            f"{src.describe()} and a destination {dst.describe()}")
+        num, trans = atom.op.num_matrices, atom.op.transpose
+        row = 128 // bits                                  # values of one 16-byte row
+        for g in range(calls):
+            s, d = S[g * nvs:(g + 1) * nvs], D[g * nvd:(g + 1) * nvd]
+            _vector_ok(op, src, s[:row], row, "source", name)
+            steps.append(CopyStep(s[0], tuple(d)))
+        intr = f"ldmatrix_x{num}{'_trans' if trans else ''}"
+        return CopyPlan("ldsm", intr, 32 * num, bits, tuple(steps))
+    raise CuteError(f"{op}: copy atom {atom.name} ({kind}) is not supported in kernels yet")
+
+
+# ---- MMA ---------------------------------------------------------------------------------
+
+#: Element type of the register fragments of each operand, per MMA intrinsic.
+MMA_TYPES = {
+    "mma_m16n8k16_f32f16": ("float16", "float16", "float32"),
+    "mma_m16n8k16_f32bf16": ("uint16", "uint16", "float32"),
+    "mma_m16n8k8_f32tf32": ("float32", "float32", "float32"),
+    "mma_m8n8k4_f64": ("float64", "float64", "float64"),
+}
+
+
+@dataclass(frozen=True)
+class MMAStep:
+    """One MMA atom call: the fragment offsets of its A, B and C values."""
+
+    a: tuple
+    b: tuple
+    c: tuple
+
+
+@dataclass(frozen=True)
+class MMAPlan:
+    intrinsic: str
+    a_bits: int
+    b_bits: int
+    steps: tuple
+
+
+def _mnk_modes(op, what, info, nvals):
+    lay = info.layout
+    r = la.rank(lay)
+    if r not in (2, 3):
+        raise CuteError(f"{op}: {what} {info.describe()} must have rank 2 or 3 (MMA, MMA_M[, MMA_K])")
+    if la.size(lay[0]) != nvals:
+        raise CuteError(f"{op}: the atom takes {nvals} {what} values per thread, but mode 0 of "
+                        f"{info.describe()} has {la.size(lay[0])} (partition it with this TiledMMA)")
+    return [la.size(lay[i]) for i in range(1, r)] + ([1] if r == 2 else [])
+
+
+@lru_cache(maxsize=1024)
+def mma_plan(tiled_mma, c: TensorInfo, a: TensorInfo, b: TensorInfo) -> MMAPlan:
+    """The atom calls of ``gemm(tiled_mma, C, A, B)``: ``C[:, m, n] += A[:, m, k] B[:, n, k]``.
+
+    Pre: ``a``, ``b``, ``c`` are register fragments partitioned by ``tiled_mma``.  Raises
+    :class:`CuteError` for another memory space, element type or shape.
+    """
+    op = "gemm"
+    atom = tiled_mma.atom
+    intr = MMA_INTRINSICS.get(atom.name)
+    if intr is None:
+        raise CuteError(f"{op}: MMA atom {atom.name} has no intrinsic; supported: {sorted(MMA_INTRINSICS)}")
+    want = MMA_TYPES[intr]
+    for what, info, dt in (("A", a, want[0]), ("B", b, want[1]), ("C", c, want[2])):
+        if info.space != "rmem":
+            raise CuteError(f"{op}: {what} must be a register fragment (make_fragment_{what} or "
+                            f"partition_fragment_{what}), got a {info.describe()}")
+        if info.dtype != dt:
+            raise CuteError(f"{op}: {atom.name} needs {dt} {what} fragments, got a {info.describe()}")
+    na, nb, nc = (la.size(atom.layout_a[1]), la.size(atom.layout_b[1]), la.size(atom.layout_c[1]))
+    M, K = _mnk_modes(op, "A", a, na)
+    N, Kb = _mnk_modes(op, "B", b, nb)
+    if K != Kb:
+        raise CuteError(f"{op}: A has {K} k-blocks ({a.layout}) but B has {Kb} ({b.layout})")
+    cl = c.layout
+    if la.rank(cl) != 3 or la.size(cl[0]) != nc or (la.size(cl[1]), la.size(cl[2])) != (M, N):
+        raise CuteError(f"{op}: C {c.describe()} must be (MMA={nc}, MMA_M={M}, MMA_N={N})")
+
+    def offs(info, v, i, j, rank3):
+        return tuple(info.layout((x, i, j) if rank3 else (x, i)) for x in range(v))
+
+    steps = []
+    for k in range(K):
+        for m in range(M):
+            for n_ in range(N):
+                nn = n_ if m % 2 == 0 else N - 1 - n_      # serpentine, as CuTe
+                steps.append(MMAStep(offs(a, na, m, k, la.rank(a.layout) == 3),
+                                     offs(b, nb, nn, k, la.rank(b.layout) == 3),
+                                     tuple(cl((x, m, nn)) for x in range(nc))))
+    return MMAPlan(intr, a.bits, b.bits, tuple(steps))

@@ -1,0 +1,234 @@
+"""Lowering of ``copy`` and ``gemm``: each plan step becomes one atom of
+:mod:`codegen.intrinsics.ptx` (``cp.async``, ``ldmatrix``, ``mma.sync``), called through
+the intrinsic's own code generator, or a plain (vector) load and store.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.cuda import types
+from numba.cuda.cudadecl import registry as _treg
+from numba.cuda.cudaimpl import registry as _ireg
+from numba.cuda.typing.templates import AbstractTemplate, signature
+
+import layoutalg as la
+
+from ..intrinsics import ptx as _ptx
+from . import api
+from .atom_plan import TensorInfo, copy_plan, mma_plan
+from .device_tensor import element_pointer, tensor_proxy, typing_error
+from .offsets import CuteError, add_offset, emit_swizzle
+from .types import CoordTensorType, TensorType, TiledCopyType, TiledMMAType
+
+__all__ = ["tensor_info", "call_intrinsic"]
+
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+
+
+def tensor_info(ty):
+    """The :class:`TensorInfo` of a device tensor type."""
+    if isinstance(ty, CoordTensorType):
+        return TensorInfo("coord", 64, None, ty.layout, "coord")
+    return TensorInfo(ty.space, ty.dtype.bitwidth, ty.swizzle, ty.layout, str(ty.dtype))
+
+
+def call_intrinsic(context, builder, name, argtys, args):
+    """Emit the atom ``name`` of :mod:`codegen.intrinsics.ptx` (its own typing and codegen)."""
+    intr = getattr(_ptx, name)
+    sig, codegen = intr._defn(context.typing_context, *argtys)
+    return sig, codegen(context, builder, sig, list(args))
+
+
+def _to_bits(builder, v):
+    t = v.type
+    if isinstance(t, ir.IntType):
+        return v
+    width = {ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}[type(t)]
+    return builder.bitcast(v, ir.IntType(width))
+
+
+def _from_bits(builder, bits, llty):
+    if isinstance(llty, ir.IntType):
+        return builder.trunc(bits, llty) if bits.type.width > llty.width else bits
+    width = {ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}[type(llty)]
+    if bits.type.width > width:
+        bits = builder.trunc(bits, ir.IntType(width))
+    return builder.bitcast(bits, llty)
+
+
+class _Mem:
+    """Element pointers of one tensor value."""
+
+    def __init__(self, context, builder, ty, val):
+        self.ty = ty
+        self.builder = builder
+        self.context = context
+        t = tensor_proxy(context, builder, ty, val)
+        self.ptr, self.off = t.ptr, t.off
+
+    def at(self, off):
+        return element_pointer(self.context, self.builder, self.ty,
+                               self.ptr, add_offset(self.builder, self.off, off))
+
+    def smem_addr(self, off):
+        """The 32-bit shared address of an element: the swizzle and the scaling in 32-bit
+        arithmetic (shared offsets fit), half the cost of 64-bit integer operations."""
+        b = self.builder
+        base = b.ptrtoint(b.addrspacecast(self.ptr, ir.PointerType(self.ptr.type.pointee, 3)), _I32)
+        x = add_offset(b, self.off, off)
+        x = ir.Constant(_I32, x) if isinstance(x, int) else b.trunc(x, _I32)
+        x = emit_swizzle(b, self.ty.swizzle, x)
+        nbytes = self.context.get_abi_sizeof(self.ptr.type.pointee)
+        return b.add(base, b.mul(x, ir.Constant(_I32, nbytes)))
+
+    def gmem_addr(self, off):
+        p = self.at(off)
+        g = self.builder.addrspacecast(p, ir.PointerType(p.type.pointee, 1))
+        return self.builder.ptrtoint(g, _I64)
+
+
+# ---- copy --------------------------------------------------------------------------------
+
+def _copy_args(args):
+    if len(args) == 3 and isinstance(args[0], TiledCopyType):
+        return args[0].tiled_copy, args[1], args[2]
+    if len(args) == 2:
+        return None, args[0], args[1]
+    raise CuteError(f"copy: expected (tiled_copy, src, dst) or (src, dst), got {args}")
+
+
+@_treg.register_global(api.copy)
+class _Copy(AbstractTemplate):
+    prefer_literal = True
+    def generic(self, args, kws):
+        try:
+            tc, src, dst = _copy_args(args)
+            for what, t in (("source", src), ("destination", dst)):
+                if not isinstance(t, (TensorType, CoordTensorType)):
+                    raise CuteError(f"copy: the {what} must be a tensor, got {t}")
+            copy_plan(tc, tensor_info(src), tensor_info(dst))
+        except (CuteError, la.LayoutError) as e:
+            raise typing_error("copy", e) from None
+        return signature(types.none, *args)
+
+
+def _lower_copy(context, builder, sig, args):
+    if len(sig.args) == 3:
+        tc, (sty, dty), (sv, dv) = sig.args[0].tiled_copy, sig.args[1:], args[1:]
+    else:
+        tc, (sty, dty), (sv, dv) = None, sig.args, args
+    plan = copy_plan(tc, tensor_info(sty), tensor_info(dty))
+    src, dst = _Mem(context, builder, sty, sv), _Mem(context, builder, dty, dv)
+    dlty = context.get_data_type(dty.dtype)
+    if plan.kind == "elem":
+        for s in plan.steps:
+            v = builder.load(src.at(s.src))
+            v = context.cast(builder, v, sty.dtype, dty.dtype)
+            builder.store(v, dst.at(s.dst[0]))
+    elif plan.kind == "vec":
+        n = plan.vector_bits
+        vty = ir.VectorType(_I32, n // 32) if n > 32 else ir.IntType(n)
+        for s in plan.steps:
+            p = builder.bitcast(src.at(s.src), vty.as_pointer())
+            v = builder.load(p, align=n // 8)
+            q = builder.bitcast(dst.at(s.dst[0]), vty.as_pointer())
+            builder.store(v, q, align=n // 8)
+    elif plan.kind == "cp_async":
+        nbytes = ir.Constant(_I32, plan.vector_bits // 8)
+        for s in plan.steps:
+            call_intrinsic(context, builder, plan.intrinsic, (types.int32, types.int64, types.int32),
+                           (dst.smem_addr(s.dst[0]), src.gmem_addr(s.src), nbytes))
+    elif plan.kind == "ldsm":
+        bits = plan.value_bits
+        for s in plan.steps:
+            rsig, res = call_intrinsic(context, builder, plan.intrinsic, (types.int32,),
+                                       (src.smem_addr(s.src),))
+            nregs = rsig.return_type.count
+            regs = [builder.extract_value(res, i) for i in range(nregs)]
+            if _word_pairs(dst, s.dst, bits):
+                per = 32 // bits
+                for r in range(nregs):
+                    builder.store(regs[r], _word_ptr(builder, dst, s.dst[r * per]), align=4)
+                continue
+            for j, d in enumerate(s.dst):
+                r, sh = divmod(j * bits, 32)
+                v = regs[r]
+                if sh:
+                    v = builder.lshr(v, ir.Constant(_I32, sh))
+                builder.store(_from_bits(builder, v, dlty), dst.at(d))
+    return context.get_dummy_value()
+
+
+_ireg.lower(api.copy, TiledCopyType, types.Any, types.Any)(_lower_copy)
+_ireg.lower(api.copy, TensorType, TensorType)(_lower_copy)
+
+
+# ---- gemm --------------------------------------------------------------------------------
+
+@_treg.register_global(api.gemm)
+class _Gemm(AbstractTemplate):
+    prefer_literal = True
+    def generic(self, args, kws):
+        try:
+            if len(args) != 4 or not isinstance(args[0], TiledMMAType):
+                raise CuteError(f"gemm: expected (tiled_mma, C, A, B), got {args}")
+            for what, t in zip("CAB", args[1:]):
+                if not isinstance(t, TensorType):
+                    raise CuteError(f"gemm: {what} must be a register fragment, got {t}")
+            mma_plan(args[0].tiled_mma, *(tensor_info(t) for t in args[1:]))
+        except (CuteError, la.LayoutError) as e:
+            raise typing_error("gemm", e) from None
+        return signature(types.none, *args)
+
+
+def _word_pairs(mem, offs, bits):
+    """True when the values of each b32 register are adjacent, aligned words of a register
+    fragment, so one 32-bit load or store moves them (fewer instructions before unrolling)."""
+    per = 32 // bits
+    if per == 1 or mem.ty.space != "rmem" or mem.ty.swizzle is not None or mem.ty.align % per:
+        return False
+    return all(offs[i] % per == 0 and tuple(offs[i:i + per]) == tuple(range(offs[i], offs[i] + per))
+               for i in range(0, len(offs), per))
+
+
+def _word_ptr(builder, mem, off):
+    return builder.bitcast(mem.at(off), _I32.as_pointer())
+
+
+def _pack(builder, mem, offs, bits):
+    """b32 registers holding the values at ``offs`` (lower index in the lower bits)."""
+    per = 32 // bits
+    if _word_pairs(mem, offs, bits):
+        return [builder.load(_word_ptr(builder, mem, offs[r * per]), align=4)
+                for r in range(len(offs) // per)]
+    regs = []
+    for r in range(len(offs) // per):
+        acc = None
+        for j in range(per):
+            v = _to_bits(builder, builder.load(mem.at(offs[r * per + j])))
+            v = builder.zext(v, _I32) if v.type.width < 32 else v
+            if j:
+                v = builder.shl(v, ir.Constant(_I32, j * bits))
+            acc = v if acc is None else builder.or_(acc, v)
+        regs.append(acc)
+    return regs
+
+
+@_ireg.lower(api.gemm, TiledMMAType, TensorType, TensorType, TensorType)
+def _lower_gemm(context, builder, sig, args):
+    _, cty, aty, bty = sig.args
+    plan = mma_plan(sig.args[0].tiled_mma, tensor_info(cty), tensor_info(aty), tensor_info(bty))
+    C, A, B = (_Mem(context, builder, t, v) for t, v in zip(sig.args[1:], args[1:]))
+    for s in plan.steps:
+        cvals = [builder.load(C.at(o)) for o in s.c]
+        if plan.a_bits == 64:
+            ins = [builder.load(A.at(o)) for o in s.a] + [builder.load(B.at(o)) for o in s.b]
+            argtys = [types.float64] * (len(ins) + len(cvals))
+        else:
+            ins = _pack(builder, A, s.a, plan.a_bits) + _pack(builder, B, s.b, plan.b_bits)
+            argtys = [types.uint32] * len(ins) + [cty.dtype] * len(cvals)
+        rsig, res = call_intrinsic(context, builder, plan.intrinsic, tuple(argtys), ins + cvals)
+        for i, o in enumerate(s.c):
+            builder.store(builder.extract_value(res, i), C.at(o))
+    return context.get_dummy_value()

@@ -1,0 +1,626 @@
+"""Typing and lowering of tensors in device code: make them, slice them, read and write them.
+
+Each template works out the result's *type* on the host with the layout algebra (the
+sliced, tiled or partitioned layout), and the lowering emits only the run-time part of the
+offset (:mod:`codegen.cute.offsets`).  Bad input raises a ``TypingError`` that names the
+call, the layout and the coordinate while the kernel compiles.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+
+import numpy as np
+from llvmlite import ir
+from numba.cuda import cgutils, types
+from numba.cuda.core.errors import TypingError
+from numba.cuda.cudadecl import registry as _treg
+from numba.cuda.cudaimpl import registry as _ireg
+from numba.cuda.typing.templates import AbstractTemplate, AttributeTemplate, bound_function, signature
+
+import layoutalg as la
+from layoutalg import ComposedLayout, Layout, Swizzle
+
+from . import api
+from .checks import check_divides, shared_cosize
+from .offsets import (
+    CuteError, I64, Leaf, add_offset, as_ir, emit_swizzle, emit_terms, leaves, slice_spec,
+    spec_of_type,
+)
+from .types import ALIGN_ZERO, CoordTensorType, LayoutType, TensorType
+
+__all__ = ["typing_error", "tensor_proxy", "make_tensor_value", "element_pointer", "lower_slice",
+           "SHARED_ALIGN"]
+
+#: Alignment in bytes of shared tensors from ``make_shared_tensor`` (ldmatrix rows, cp.async
+#: vectors and 128-byte swizzle atoms need at most this).
+SHARED_ALIGN = 128
+
+ANY_TENSOR = (TensorType, CoordTensorType)
+
+
+def typing_error(op, err):
+    """A :class:`CuteError` for a user's mistake, naming the call; keeps numba's own errors.
+
+    Not a numba error on purpose: numba lets other exceptions out of type inference as
+    they are, so the kernel's author reads this message, not a list of rejected overloads.
+    """
+    if isinstance(err, TypingError):
+        return err
+    msg = str(err)
+    if not msg.startswith(op):
+        msg = f"{op}: {msg}"
+    return CuteError(msg)
+
+
+def _typed(op):
+    """Decorate a template's ``generic`` so that layout errors become clear ``TypingError``s."""
+    def deco(fn):
+        def generic(self, args, kws):
+            try:
+                return fn(self, args, kws)
+            except (la.LayoutError, CuteError, ValueError) as e:
+                raise typing_error(op, e) from None
+        return generic
+    return deco
+
+
+# ---- values ----------------------------------------------------------------------------
+
+def tensor_proxy(context, builder, ty, val=None):
+    return cgutils.create_struct_proxy(ty)(context, builder, value=val)
+
+
+def make_tensor_value(context, builder, ty, ptr=None, off=None):
+    """A tensor value of type ``ty`` from a pointer and an offset (an int or i64 IR)."""
+    t = cgutils.create_struct_proxy(ty)(context, builder)
+    if isinstance(ty, CoordTensorType):
+        offs = off if off is not None else [0] * ty.rank
+        t.off = context.make_tuple(builder, types.UniTuple(types.int64, ty.rank), [as_ir(o) for o in offs])
+    else:
+        t.ptr = ptr
+        t.off = as_ir(off if off is not None else 0)
+    return t._getvalue()
+
+
+def element_pointer(context, builder, ty, ptr, off):
+    """Pointer to the element at (unswizzled) offset ``off`` of a tensor with base ``ptr``."""
+    off = emit_swizzle(builder, ty.swizzle, off)
+    return builder.gep(ptr, [as_ir(off)])
+
+
+def lower_slice(context, builder, in_ty, in_val, out_ty, terms, values):
+    """The value of ``out_ty`` (a tensor, or an element) at ``in_val``'s offset plus ``terms``."""
+    t = tensor_proxy(context, builder, in_ty, in_val)
+    if isinstance(in_ty, CoordTensorType):
+        base = [builder.extract_value(t.off, i) for i in range(in_ty.rank)]
+        rel = emit_terms(builder, terms, values, in_ty.rank)
+        offs = [add_offset(builder, b, r) for b, r in zip(base, rel)]
+        if isinstance(out_ty, CoordTensorType):
+            return make_tensor_value(context, builder, out_ty, off=offs)
+        return context.make_tuple(builder, out_ty, [as_ir(o) for o in offs])
+    off = add_offset(builder, t.off, emit_terms(builder, terms, values))
+    if isinstance(out_ty, TensorType):
+        return make_tensor_value(context, builder, out_ty, t.ptr, off)
+    return builder.load(element_pointer(context, builder, in_ty, t.ptr, off))
+
+
+def _element_type(ty):
+    if isinstance(ty, CoordTensorType):
+        return types.UniTuple(types.int64, ty.rank)
+    return ty.dtype
+
+
+def _sliced_type(ty, sub, terms=()):
+    """The element type, or the sub-tensor's type (with the alignment the terms keep)."""
+    if sub is None:
+        return _element_type(ty)
+    if isinstance(ty, CoordTensorType):
+        return ty.with_layout(sub)
+    return ty.with_layout(sub, offset_alignment(ty.align, terms))
+
+
+def offset_alignment(align, terms):
+    """What the run-time offset stays a multiple of after adding ``terms``."""
+    from math import gcd
+
+    from .offsets import _mode_leaves, host_offset
+
+    for t in terms:
+        if t.leaf.value is not None:
+            align = gcd(align, abs(host_offset([t])))
+        else:
+            for s, _, d in _mode_leaves(t.shape, t.stride):
+                if s > 1 and isinstance(d, int):
+                    align = gcd(align, abs(d))
+    return align or ALIGN_ZERO
+
+
+def _literal_ints(op, ty, what):
+    """A compile-time int or (nested) tuple of ints (and None) from a literal numba type."""
+    if isinstance(ty, types.IntegerLiteral):
+        return int(ty.literal_value)
+    if isinstance(ty, types.NoneType):
+        return None
+    if isinstance(ty, types.BaseTuple):
+        return tuple(_literal_ints(op, t, what) for t in ty.types)
+    if isinstance(ty, LayoutType):
+        return ty.layout
+    raise CuteError(f"{op}: {what} must be a compile-time constant (ints in the kernel's source "
+                    f"or a global), got {ty}")
+
+
+def _layout_of(op, ty):
+    if not isinstance(ty, LayoutType):
+        raise CuteError(f"{op}: expected a Layout or ComposedLayout constant, got {ty}")
+    lay = ty.layout
+    if isinstance(lay, ComposedLayout):
+        if not isinstance(lay.outer, Swizzle):
+            raise CuteError(f"{op}: only swizzle-composed layouts can index memory, got {lay}")
+        return lay.outer, lay.offset, lay.inner
+    return None, 0, lay
+
+
+def _dtype_of(op, ty):
+    if isinstance(ty, types.NumberClass):
+        return ty.instance_type
+    if isinstance(ty, types.DType):
+        return ty.dtype
+    raise CuteError(f"{op}: expected an element type (e.g. numpy.float16), got {ty}")
+
+
+# ---- make_tensor / make_shared_tensor / make_fragment_like / make_identity_tensor -----------
+
+@_treg.register_global(api.make_tensor)
+class _MakeTensor(AbstractTemplate):
+    prefer_literal = True
+    @_typed("make_tensor")
+    def generic(self, args, kws):
+        if len(args) != 2 or not isinstance(args[0], types.Array):
+            raise CuteError(f"make_tensor: expected (array, layout), got {args}")
+        sw, _, inner = _layout_of("make_tensor", args[1])
+        return signature(TensorType(args[0].dtype, "gmem", sw, inner), *args)
+
+
+@_ireg.lower(api.make_tensor, types.Array, LayoutType)
+def _lower_make_tensor(context, builder, sig, args):
+    ary = context.make_array(sig.args[0])(context, builder, args[0])
+    _, off, _ = _layout_of("make_tensor", sig.args[1])
+    return make_tensor_value(context, builder, sig.return_type, ary.data, off)
+
+
+@_treg.register_global(api.make_shared_tensor)
+class _MakeShared(AbstractTemplate):
+    prefer_literal = True
+    @_typed("make_shared_tensor")
+    def generic(self, args, kws):
+        if len(args) != 2:
+            raise CuteError(f"make_shared_tensor: expected (dtype, layout), got {args}")
+        dt = _dtype_of("make_shared_tensor", args[0])
+        sw, _, inner = _layout_of("make_shared_tensor", args[1])
+        _, off, _ = _layout_of("make_shared_tensor", args[1])
+        return signature(TensorType(dt, "smem", sw, inner, _gcd(ALIGN_ZERO, off)), *args)
+
+
+def _gcd(a, b):
+    from math import gcd
+
+    return gcd(a, b)
+
+
+_smem_ids = itertools.count()
+
+
+@_ireg.lower(api.make_shared_tensor, types.Any, LayoutType)
+def _lower_make_shared(context, builder, sig, args):
+    ty = sig.return_type
+    _, off, _ = _layout_of("make_shared_tensor", sig.args[1])
+    n = shared_cosize(sig.args[1].layout)
+    elty = context.get_data_type(ty.dtype)
+    arrty = ir.ArrayType(elty, n)
+    gv = cgutils.add_global_variable(builder.module, arrty, f"_cute_smem_{next(_smem_ids)}", 3)
+    gv.align = SHARED_ALIGN
+    gv.initializer = ir.Constant(arrty, ir.Undefined)
+    ptr = builder.addrspacecast(gv, ir.PointerType(arrty), "generic")
+    ptr = builder.bitcast(ptr, elty.as_pointer())
+    return make_tensor_value(context, builder, ty, ptr, off)
+
+
+@_treg.register_global(api.dynamic_shared_tensor)
+class _DynamicShared(AbstractTemplate):
+    prefer_literal = True
+    @_typed("dynamic_shared_tensor")
+    def generic(self, args, kws):
+        if len(args) != 3:
+            raise CuteError(f"dynamic_shared_tensor: expected (dtype, layout, byte_offset), got {args}")
+        dt = _dtype_of("dynamic_shared_tensor", args[0])
+        sw, _, inner = _layout_of("dynamic_shared_tensor", args[1])
+        off = _literal_ints("dynamic_shared_tensor", args[2], "the byte offset")
+        if not isinstance(off, int) or off < 0 or off % SHARED_ALIGN:
+            raise CuteError(f"dynamic_shared_tensor: byte offset {off!r} must be a non-negative "
+                            f"multiple of {SHARED_ALIGN}")
+        base = _layout_of("dynamic_shared_tensor", args[1])[1]
+        return signature(TensorType(dt, "smem", sw, inner, _gcd(ALIGN_ZERO, base)), *args)
+
+
+@_ireg.lower(api.dynamic_shared_tensor, types.Any, LayoutType, types.Any)
+def _lower_dynamic_shared(context, builder, sig, args):
+    ty = sig.return_type
+    _, off, _ = _layout_of("dynamic_shared_tensor", sig.args[1])
+    name = "_cute_dynamic_smem"
+    gv = builder.module.globals.get(name)
+    if gv is None:
+        arrty = ir.ArrayType(ir.IntType(8), 0)
+        gv = cgutils.add_global_variable(builder.module, arrty, name, 3)
+        gv.linkage = "external"
+        gv.align = SHARED_ALIGN
+    ptr = builder.addrspacecast(gv, ir.PointerType(gv.type.pointee), "generic")
+    ptr = builder.bitcast(ptr, ir.IntType(8).as_pointer())
+    ptr = builder.gep(ptr, [ir.Constant(I64, int(sig.args[2].literal_value))])
+    ptr = builder.bitcast(ptr, context.get_data_type(ty.dtype).as_pointer())
+    return make_tensor_value(context, builder, ty, ptr, off)
+
+
+def fragment_type(op, layout, dtype):
+    """The register tensor type CuTe's ``make_fragment_like`` gives for ``layout``."""
+    frag = la.make_fragment_like(layout, np.float32).layout
+    return TensorType(dtype, "rmem", None, frag, ALIGN_ZERO)
+
+
+def alloc_fragment(context, builder, ty):
+    """Stack storage for a register fragment (SROA keeps it in registers once unrolled)."""
+    elty = context.get_data_type(ty.dtype)
+    n = la.cosize(ty.layout)
+    arr = cgutils.alloca_once(builder, ir.ArrayType(elty, max(n, 1)))
+    arr.align = 16
+    ptr = builder.bitcast(arr, elty.as_pointer())
+    return make_tensor_value(context, builder, ty, ptr, 0)
+
+
+@_treg.register_global(api.make_fragment_like)
+class _MakeFragmentLike(AbstractTemplate):
+    prefer_literal = True
+    @_typed("make_fragment_like")
+    def generic(self, args, kws):
+        if len(args) not in (1, 2):
+            raise CuteError(f"make_fragment_like: expected (tensor[, dtype]), got {args}")
+        src = args[0]
+        if isinstance(src, TensorType):
+            lay, dt = src.layout, src.dtype
+        elif isinstance(src, LayoutType):
+            lay, dt = _layout_of("make_fragment_like", src)[2], types.float32
+        else:
+            raise CuteError(f"make_fragment_like: expected a tensor or a layout, got {src}")
+        if len(args) == 2:
+            dt = _dtype_of("make_fragment_like", args[1])
+        return signature(fragment_type("make_fragment_like", lay, dt), *args)
+
+
+@_ireg.lower(api.make_fragment_like, types.Any)
+@_ireg.lower(api.make_fragment_like, types.Any, types.Any)
+def _lower_fragment_like(context, builder, sig, args):
+    return alloc_fragment(context, builder, sig.return_type)
+
+
+@_treg.register_global(api.make_identity_tensor)
+class _MakeIdentity(AbstractTemplate):
+    prefer_literal = True
+    @_typed("make_identity_tensor")
+    def generic(self, args, kws):
+        if len(args) != 1:
+            raise CuteError(f"make_identity_tensor: expected (shape), got {args}")
+        shape = _literal_ints("make_identity_tensor", args[0], "the shape")
+        if not isinstance(shape, tuple) or any(not isinstance(s, int) for s in shape):
+            raise CuteError(f"make_identity_tensor: shape must be a flat tuple of ints, got {shape!r}")
+        return signature(CoordTensorType(la.make_identity_layout(shape), len(shape)), *args)
+
+
+@_ireg.lower(api.make_identity_tensor, types.Any)
+def _lower_identity(context, builder, sig, args):
+    return make_tensor_value(context, builder, sig.return_type)
+
+
+# ---- indexing --------------------------------------------------------------------------
+
+def _index_op(ty):
+    return f"tensor[...] of the {ty.describe()}"
+
+
+@_treg.register_global(operator.getitem)
+class _GetItem(AbstractTemplate):
+    prefer_literal = True
+    def generic(self, args, kws):
+        if len(args) != 2 or not isinstance(args[0], ANY_TENSOR):
+            return None
+        ty, idx = args
+        op = _index_op(ty)
+        try:
+            sub, terms = slice_spec(op, ty.layout, spec_of_type(idx, what=op))
+        except (CuteError, la.LayoutError) as e:
+            raise typing_error(op, e) from None
+        return signature(_sliced_type(ty, sub, terms), *args)
+
+
+@_ireg.lower(operator.getitem, TensorType, types.Any)
+@_ireg.lower(operator.getitem, CoordTensorType, types.Any)
+def _lower_getitem(context, builder, sig, args):
+    ty, idx = sig.args
+    _, terms = slice_spec("getitem", ty.layout, spec_of_type(idx))
+    return lower_slice(context, builder, ty, args[0], sig.return_type, terms,
+                       leaves(builder, idx, args[1]))
+
+
+@_treg.register_global(operator.setitem)
+class _SetItem(AbstractTemplate):
+    prefer_literal = True
+    def generic(self, args, kws):
+        if len(args) != 3 or not isinstance(args[0], TensorType):
+            if len(args) == 3 and isinstance(args[0], CoordTensorType):
+                raise CuteError(f"tensor[...] = value: the {args[0].describe()} is read-only")
+            return None
+        ty, idx, val = args
+        op = f"tensor[...] = value of the {ty.describe()}"
+        try:
+            sub, _ = slice_spec(op, ty.layout, spec_of_type(idx, what=op))
+        except (CuteError, la.LayoutError) as e:
+            raise typing_error(op, e) from None
+        if sub is not None:
+            raise CuteError(f"{op}: coordinate {idx} leaves modes {sub}; assign to one element "
+                            f"(or use copy/fill)")
+        if not isinstance(val, (types.Number, types.Boolean)):
+            raise CuteError(f"{op}: cannot store a {val} into a {ty.dtype} element")
+        return signature(types.none, ty, idx, ty.dtype)
+
+
+@_ireg.lower(operator.setitem, TensorType, types.Any, types.Any)
+def _lower_setitem(context, builder, sig, args):
+    ty, idx, valty = sig.args
+    _, terms = slice_spec("setitem", ty.layout, spec_of_type(idx))
+    t = tensor_proxy(context, builder, ty, args[0])
+    off = add_offset(builder, t.off, emit_terms(builder, terms, leaves(builder, idx, args[1])))
+    builder.store(args[2], element_pointer(context, builder, ty, t.ptr, off))
+    return context.get_dummy_value()
+
+
+# ---- size ------------------------------------------------------------------------------
+
+@_treg.register_global(api.size)
+class _Size(AbstractTemplate):
+    prefer_literal = True
+    @_typed("size")
+    def generic(self, args, kws):
+        if len(args) not in (1, 2):
+            raise CuteError(f"size: expected (tensor or layout[, mode]), got {args}")
+        x = args[0]
+        if isinstance(x, ANY_TENSOR):
+            lay = x.layout
+        elif isinstance(x, LayoutType):
+            lay = _layout_of("size", x)[2]
+        else:
+            raise CuteError(f"size: expected a tensor or a layout, got {x}")
+        if len(args) == 2:
+            mode = _literal_ints("size", args[1], "the mode")
+            if not isinstance(mode, int) or not 0 <= mode < la.rank(lay):
+                raise CuteError(f"size: mode {mode!r} out of range for the rank-{la.rank(lay)} layout {lay}")
+        return signature(types.intp, *args)
+
+
+def _size_value(sig):
+    x = sig.args[0]
+    lay = x.layout if isinstance(x, ANY_TENSOR) else _layout_of("size", x)[2]
+    if len(sig.args) == 2:
+        lay = lay[int(sig.args[1].literal_value)] if la.rank(lay) > 1 else lay
+    return la.size(lay)
+
+
+@_ireg.lower(api.size, types.Any)
+@_ireg.lower(api.size, types.Any, types.Any)
+def _lower_size(context, builder, sig, args):
+    return context.get_constant(types.intp, _size_value(sig))
+
+
+# ---- local_tile / local_partition --------------------------------------------------------
+
+def _mode_slots(lay):
+    r = la.rank(lay)
+    return (None,) * r if isinstance(lay.shape, tuple) else None
+
+
+def _dice(proj, x):
+    if proj is None:
+        return x
+    items = x if isinstance(x, tuple) else (x,)
+    if len(proj) != len(items):
+        raise CuteError(f"projection {proj!r} does not match {x!r}")
+    kept = tuple(v for p, v in zip(proj, items) if p is not None)
+    return kept[0] if len(kept) == 1 else kept
+
+
+def _tile_spec(op, ty, tiler_ty, coord_ty, proj_ty):
+    tiler = _literal_ints(op, tiler_ty, "the tiler")
+    proj = _literal_ints(op, proj_ty, "the projection") if proj_ty is not None else None
+    spec = spec_of_type(coord_ty, what=op)
+    if proj is not None:
+        tiler, spec = _dice(proj, tiler), _dice(proj, spec)
+    check_divides(op, ty.layout, tiler)
+    z = la.zipped_divide(ty.layout, tiler)                # ((TileM,TileN,...),(RestM,RestN,...))
+    rest = z[1]
+    if isinstance(spec, tuple) and isinstance(rest.shape, tuple):
+        spec = spec + (None,) * (la.rank(rest) - len(spec))
+    sub, terms = slice_spec(op, z, (_mode_slots(z[0]), spec))
+    return sub, terms
+
+
+@_treg.register_global(api.local_tile)
+class _LocalTile(AbstractTemplate):
+    prefer_literal = True
+    @_typed("local_tile")
+    def generic(self, args, kws):
+        if len(args) not in (3, 4) or not isinstance(args[0], ANY_TENSOR):
+            raise CuteError(f"local_tile: expected (tensor, tiler, coord[, proj]), got {args}")
+        sub, terms = _tile_spec("local_tile", args[0], args[1], args[2], args[3] if len(args) == 4 else None)
+        return signature(_sliced_type(args[0], sub, terms), *args)
+
+
+@_ireg.lower(api.local_tile, types.Any, types.Any, types.Any)
+@_ireg.lower(api.local_tile, types.Any, types.Any, types.Any, types.Any)
+def _lower_local_tile(context, builder, sig, args):
+    ty = sig.args[0]
+    _, terms = _tile_spec("local_tile", ty, sig.args[1], sig.args[2],
+                          sig.args[3] if len(sig.args) == 4 else None)
+    return lower_slice(context, builder, ty, args[0], sig.return_type, terms,
+                       leaves(builder, sig.args[2], args[2]))
+
+
+def flat_coord_values(builder, thr_layout, idx):
+    """CuTe's ``get_flat_coord(thr_layout, idx)`` for a run-time ``idx`` (i64): one 1-D
+    coordinate per mode, as IR (or ints)."""
+    from .offsets import _mode_leaves, const64
+
+    modes = list(thr_layout) if isinstance(thr_layout.shape, tuple) else [thr_layout]
+    out = []
+    for m in modes:
+        acc = 0
+        for s, pre, d in _mode_leaves(m.shape, m.stride):
+            if s == 1 or d == 0:
+                continue
+            c = builder.udiv(idx, const64(d)) if d != 1 else idx
+            c = builder.urem(c, const64(s))
+            acc = add_offset(builder, acc, c if pre == 1 else builder.mul(c, const64(pre)))
+        out.append(acc)
+    return out
+
+
+def _partition_spec(op, ty, thr_layout, proj):
+    if not isinstance(thr_layout, Layout):
+        raise CuteError(f"{op}: thread layout must be a Layout constant, got {thr_layout!r}")
+    modes = list(thr_layout) if isinstance(thr_layout.shape, tuple) else [thr_layout]
+    keep = [i for i in range(len(modes)) if proj is None or proj[i] is not None]
+    tiler = tuple(la.size(modes[i]) for i in keep)
+    tiler = tiler[0] if len(tiler) == 1 else tiler
+    check_divides(op, ty.layout, tiler)
+    z = la.zipped_divide(ty.layout, tiler)               # ((ThrM,ThrN,...),(RestM,RestN,...))
+    crd = tuple(Leaf(slot=i) for i in keep)
+    crd = crd[0] if len(crd) == 1 else crd
+    sub, terms = slice_spec(op, z, (crd, _mode_slots(z[1])))
+    return sub, terms
+
+
+@_treg.register_global(api.local_partition)
+class _LocalPartition(AbstractTemplate):
+    prefer_literal = True
+    @_typed("local_partition")
+    def generic(self, args, kws):
+        if len(args) not in (3, 4) or not isinstance(args[0], ANY_TENSOR):
+            raise CuteError(f"local_partition: expected (tensor, thr_layout, idx[, proj]), got {args}")
+        if not isinstance(args[2], types.Integer):
+            raise CuteError(f"local_partition: thread index must be an integer, got {args[2]}")
+        thr = _layout_of("local_partition", args[1])[2]
+        proj = _literal_ints("local_partition", args[3], "the projection") if len(args) == 4 else None
+        sub, terms = _partition_spec("local_partition", args[0], thr, proj)
+        return signature(_sliced_type(args[0], sub, terms), *args)
+
+
+@_ireg.lower(api.local_partition, types.Any, types.Any, types.Any)
+@_ireg.lower(api.local_partition, types.Any, types.Any, types.Any, types.Any)
+def _lower_local_partition(context, builder, sig, args):
+    ty = sig.args[0]
+    thr = _layout_of("local_partition", sig.args[1])[2]
+    proj = _literal_ints("local_partition", sig.args[3], "") if len(sig.args) == 4 else None
+    _, terms = _partition_spec("local_partition", ty, thr, proj)
+    idx = leaves(builder, sig.args[2], args[2])
+    idx = idx[0] if idx else int(sig.args[2].literal_value)
+    if isinstance(idx, int):
+        idx = ir.Constant(I64, idx)
+    values = flat_coord_values(builder, thr, idx)
+    return lower_slice(context, builder, ty, args[0], sig.return_type, terms, values)
+
+
+# ---- clear / fill ------------------------------------------------------------------------
+
+@_treg.register_global(api.clear)
+class _Clear(AbstractTemplate):
+    prefer_literal = True
+    @_typed("clear")
+    def generic(self, args, kws):
+        if len(args) != 1 or not isinstance(args[0], TensorType):
+            raise CuteError(f"clear: expected (tensor), got {args}")
+        return signature(types.none, *args)
+
+
+@_treg.register_global(api.fill)
+class _Fill(AbstractTemplate):
+    prefer_literal = True
+    @_typed("fill")
+    def generic(self, args, kws):
+        if len(args) != 2 or not isinstance(args[0], TensorType) or not isinstance(args[1], types.Number):
+            raise CuteError(f"fill: expected (tensor, number), got {args}")
+        return signature(types.none, *args)
+
+
+def _fill(context, builder, ty, tval, value):
+    t = tensor_proxy(context, builder, ty, tval)
+    for i in range(la.size(ty.layout)):
+        off = add_offset(builder, t.off, ty.layout(i))
+        builder.store(value, element_pointer(context, builder, ty, t.ptr, off))
+
+
+@_ireg.lower(api.clear, TensorType)
+def _lower_clear(context, builder, sig, args):
+    ty = sig.args[0]
+    _fill(context, builder, ty, args[0], context.get_constant(ty.dtype, 0))
+    return context.get_dummy_value()
+
+
+@_ireg.lower(api.fill, TensorType, types.Number)
+def _lower_fill(context, builder, sig, args):
+    ty = sig.args[0]
+    v = context.cast(builder, args[1], sig.args[1], ty.dtype)
+    _fill(context, builder, ty, args[0], v)
+    return context.get_dummy_value()
+
+
+# ---- evaluating a layout: L(i), L(i, j), L((i, j), k) -------------------------------------
+
+@_treg.register_attr
+class _LayoutAttrs(AttributeTemplate):
+    key = LayoutType
+
+    @bound_function("Layout.__call__")
+    def resolve___call__(self, ty, args, kws):
+        op = f"layout {ty.layout}(...)"
+        try:
+            _, terms = _layout_call_terms(op, ty, args)
+        except (CuteError, la.LayoutError) as e:
+            raise typing_error(op, e) from None
+        return signature(types.int64, *args)
+
+
+def _layout_call_terms(op, ty, args):
+    sw, off, inner = _layout_of(op, ty)
+    if len(args) == 0:
+        raise CuteError(f"{op}: expected a coordinate")
+    crd = args[0] if len(args) == 1 else types.Tuple(list(args))
+    sub, terms = slice_spec(op, inner, spec_of_type(crd, what=op))
+    if sub is not None:
+        raise CuteError(f"{op}: coordinate {crd} leaves modes {sub} unindexed; in a kernel a layout is "
+                        f"evaluated at a full coordinate (slice a tensor instead)")
+    for t in terms:
+        for d in la.flatten(t.stride) if isinstance(t.stride, tuple) else (t.stride,):
+            if not isinstance(d, int):
+                raise CuteError(f"{op}: only layouts with integer strides can be evaluated in a kernel")
+    return crd, terms
+
+
+@_ireg.lower(LayoutType, LayoutType, types.VarArg(types.Any))
+def _lower_layout_call(context, builder, sig, args):
+    ty = sig.args[0]
+    sw, off, _ = _layout_of("layout(...)", ty)
+    crd, terms = _layout_call_terms("layout(...)", ty, sig.args[1:])
+    if len(sig.args) == 2:
+        vals = leaves(builder, sig.args[1], args[1])
+    else:
+        vals = [v for t, a in zip(sig.args[1:], args[1:]) for v in leaves(builder, t, a)]
+    x = add_offset(builder, off, emit_terms(builder, terms, vals))
+    return as_ir(emit_swizzle(builder, sw, x))

@@ -1,0 +1,176 @@
+"""numba types for layouts, tensors, tiled copies and tiled MMAs in device code.
+
+Every static fact (shape, stride, swizzle, element type, the tiled copy or MMA) is part of
+the numba *type*, so numba specialises a kernel on it and the index arithmetic is folded
+when the kernel is compiled.  Only run-time values are data:
+
+* :class:`TensorType` -- ``{ptr, off}``: a pointer (generic address space) and a run-time
+  element offset; ``element(c) == ptr[swizzle(off + layout(c))]``.  The swizzle acts on the
+  whole offset, as CuTe's swizzle pointers do, so slicing a swizzled tensor keeps it exact.
+* :class:`CoordTensorType` -- ``{off}``: a run-time coordinate per mode (identity tensors).
+* :class:`ThrCopyType`, :class:`ThrMMAType` -- ``{thr}``: the thread index of a slice.
+* :class:`LayoutType`, :class:`TiledCopyType`, :class:`TiledMMAType` -- no data at all:
+  the host object itself is the type's parameter.
+
+>>> from layoutalg import Layout
+>>> t = TensorType(types.float32, "smem", None, Layout((4, 8)))
+>>> t.name
+'Tensor[float32,smem,(4,8):(1,4)]'
+"""
+
+from __future__ import annotations
+
+from numba.cuda import types
+from numba.cuda.datamodel import models
+from numba.cuda.extending import register_model, typeof_impl
+
+from layoutalg import ComposedLayout, Layout, Swizzle, TiledCopy, TiledMMA
+
+__all__ = [
+    "LayoutType", "TensorType", "CoordTensorType", "TiledCopyType", "TiledMMAType",
+    "ThrCopyType", "ThrMMAType", "MEMORY_SPACES", "ALIGN_ZERO",
+]
+
+#: Where a tensor's elements live: "gmem" (an array argument, or any array passed to
+#: ``make_tensor``), "smem" (``make_shared_tensor``), "rmem" (a register fragment).
+MEMORY_SPACES = ("gmem", "smem", "rmem")
+
+
+class LayoutType(types.Dummy):
+    """A ``Layout`` or ``ComposedLayout`` used as a compile-time constant."""
+
+    def __init__(self, layout):
+        self.layout = layout
+        super().__init__(name=f"Layout[{layout}]")
+
+    @property
+    def key(self):
+        return self.layout
+
+
+#: ``TensorType.align`` of a tensor whose run-time offset is 0 (a fresh fragment or shared tensor).
+ALIGN_ZERO = 1 << 30
+
+
+class TensorType(types.Type):
+    """A tensor over memory: element type, memory space, swizzle (or None) and layout.
+
+    ``align``: the run-time offset is known to be a multiple of it (in elements); it lets
+    ``gemm`` and ``copy`` move two 16-bit register values as one 32-bit word.
+    """
+
+    def __init__(self, dtype, space, swizzle, layout, align=1):
+        if space not in MEMORY_SPACES:
+            raise ValueError(f"TensorType: memory space {space!r} not in {MEMORY_SPACES}")
+        if not isinstance(layout, Layout):
+            raise TypeError(f"TensorType: layout must be a Layout, got {layout!r}")
+        self.dtype = dtype
+        self.space = space
+        self.swizzle = swizzle if isinstance(swizzle, Swizzle) and swizzle.bits else None
+        self.layout = layout
+        self.align = int(align)
+        sw = f"{self.swizzle} o " if self.swizzle is not None else ""
+        al = f",align={self.align}" if self.align != 1 else ""
+        super().__init__(name=f"Tensor[{dtype},{space},{sw}{layout}{al}]")
+
+    @property
+    def key(self):
+        return (self.dtype, self.space, self.swizzle, self.layout, self.align)
+
+    def with_layout(self, layout, align=None):
+        return TensorType(self.dtype, self.space, self.swizzle, layout,
+                          self.align if align is None else align)
+
+    def describe(self):
+        """The tensor as a user wrote it: ``smem float16 Sw<3,3,3> o (128,32):(32,1)``."""
+        sw = f"{self.swizzle} o " if self.swizzle is not None else ""
+        return f"{self.space} {self.dtype} tensor {sw}{self.layout}"
+
+
+class CoordTensorType(types.Type):
+    """An identity (coordinate) tensor: elements are ``rank``-tuples of int64."""
+
+    def __init__(self, layout, rank):
+        self.layout = layout
+        self.rank = rank
+        super().__init__(name=f"CoordTensor[{rank},{layout}]")
+
+    @property
+    def key(self):
+        return (self.layout, self.rank)
+
+    def with_layout(self, layout):
+        return CoordTensorType(layout, self.rank)
+
+    def describe(self):
+        return f"identity tensor {self.layout}"
+
+
+class TiledCopyType(types.Dummy):
+    def __init__(self, tiled_copy):
+        self.tiled_copy = tiled_copy
+        super().__init__(name=f"TiledCopy[{tiled_copy.atom.name},{tiled_copy.atom.dtype},"
+                              f"{tiled_copy.layout_tv},{tiled_copy.tiler_mn}]")
+
+
+class TiledMMAType(types.Dummy):
+    def __init__(self, tiled_mma):
+        self.tiled_mma = tiled_mma
+        super().__init__(name=f"TiledMMA[{tiled_mma.atom.name},{tiled_mma.thr_layout_vmnk},"
+                              f"{tiled_mma.tile_size_mnk},{tiled_mma.permutation}]")
+
+
+class ThrCopyType(types.Type):
+    def __init__(self, tiled_copy):
+        self.tiled_copy = tiled_copy
+        super().__init__(name=f"ThrCopy[{TiledCopyType(tiled_copy).name}]")
+
+
+class ThrMMAType(types.Type):
+    def __init__(self, tiled_mma):
+        self.tiled_mma = tiled_mma
+        super().__init__(name=f"ThrMMA[{TiledMMAType(tiled_mma).name}]")
+
+
+# ---- data models -----------------------------------------------------------------------
+
+@register_model(TensorType)
+class _TensorModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        members = [("ptr", types.CPointer(fe_type.dtype)), ("off", types.int64)]
+        super().__init__(dmm, fe_type, members)
+
+
+@register_model(CoordTensorType)
+class _CoordTensorModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [("off", types.UniTuple(types.int64, fe_type.rank))])
+
+
+@register_model(ThrCopyType)
+@register_model(ThrMMAType)
+class _ThrModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [("thr", types.int64)])
+
+
+for _t in (LayoutType, TiledCopyType, TiledMMAType):
+    register_model(_t)(models.OpaqueModel)
+
+
+# ---- host objects as kernel constants ----------------------------------------------------
+
+@typeof_impl.register(Layout)
+@typeof_impl.register(ComposedLayout)
+def _typeof_layout(val, c):
+    return LayoutType(val)
+
+
+@typeof_impl.register(TiledCopy)
+def _typeof_tiled_copy(val, c):
+    return TiledCopyType(val)
+
+
+@typeof_impl.register(TiledMMA)
+def _typeof_tiled_mma(val, c):
+    return TiledMMAType(val)
