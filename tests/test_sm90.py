@@ -182,3 +182,19 @@ def test_pipeline_graph_follows_the_plan():
         assert all(("producer", s) in edges and all((s, c) in edges for c in consumers) for s in stages)
         # a 16-bit C goes out through staging buffers and TMA stores; an f32 C from registers
         assert any(n.startswith("staging") for n in g.nodes) == (plan.out.bits == 16)
+
+
+@pytest.mark.parametrize("out,bn", [("f16", 256), ("bf16", 128), ("f16", 64)])
+def test_c_staging_puts_every_register_pair_of_every_thread_where_the_layout_says(out, bn):
+    from codegen import GemmConfig
+    from codegen.sm90.plan import check_store, make_wgmma_plan
+    from mma_atoms.mma_sm90 import clayout_64xn
+
+    plan = make_wgmma_plan(GemmConfig(out, out, 128, bn, 64, 2, 4, 3, 8, 1, "wgmma"), "K", "MN")
+    st = plan.store
+    assert st.boxes * st.box[0] == bn and st.stage_bytes == 2 * 64 * 64 * 2
+    check_store(st, clayout_64xn(bn))          # all 128 threads, every pair
+    # and the staged (m, n) of all pairs cover the slice once
+    clay = clayout_64xn(bn)
+    seen = {clay(t, v) for t in range(128) for v in range(bn // 2)}
+    assert seen == set(range(64 * bn))

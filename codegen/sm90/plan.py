@@ -206,14 +206,22 @@ def _store(out, bn, clay):
     pair_off = layout_index(composition(composition(inner, clay[1]), Layout(pairs, 2)), "p")   # p -> offset
     for ix in (thr_off, pair_off):
         ix.check()
-    box_pairs = pairs // boxes
-    for t in range(128):                     # pair p of thread t: box p // box_pairs, at swizzle(...)
-        for p in range(pairs):
-            j = p // box_pairs
-            want = smem(clay(t, 2 * p))
-            got = sw(thr_off.value(t) + pair_off.value(p) - j * box_elems) + j * box_elems
+    buffers = 2
+    store = WgmmaStore(smem, (w, 64), boxes, pairs // boxes, box_elems, thr_off, pair_off, sw, buffers,
+                       buffers * box_elems * ebytes)
+    check_store(store, clay, threads=(0, 1, 4, 31, 32, 127))   # every thread: tests/test_sm90.py
+    return store
+
+
+def check_store(store, clay, threads=range(128)):
+    """Raise unless register pair ``p`` of each thread in ``threads`` is staged where the
+    staging layout puts its (m, n): box ``p // box_pairs``, at ``swizzle(thr_off + pair_off
+    - box * box_elems)`` of that box's buffer."""
+    for t in threads:
+        for p in range(store.boxes * store.box_pairs):
+            j = p // store.box_pairs
+            want = store.smem(clay(t, 2 * p))
+            got = store.swizzle(store.thr_off.value(t) + store.pair_off.value(p) - j * store.box_elems) \
+                + j * store.box_elems
             if got != want:
                 raise ValueError(f"wgmma plan: C staging offset of thread {t}, pair {p}: {got} != {want}")
-    buffers = 2
-    return WgmmaStore(smem, (w, 64), boxes, box_pairs, box_elems, thr_off, pair_off, sw, buffers,
-                      buffers * box_elems * ebytes)
