@@ -726,10 +726,20 @@ def raked_product(block, tiler):
 def tile_to_shape(block, target_shape, order=None):
     """Repeat ``block`` (blocked) until it covers ``target_shape``.
 
-    Pre: each mode of ``target_shape`` is a multiple of the block's mode size.
+    Pre: ``rank(block) <= rank(target_shape)``; each mode size of ``target_shape`` is a
+    multiple of the block's (padded with ``1:0`` modes) mode size; ``order``, if given,
+    is congruent to the repetitions.
+    Post: ``R = tile_to_shape(block, target_shape)`` has ``size(R[i]) == size(target_shape[i])``
+    for each mode; as CuTe coalesces the blocked product by the repetitions' profile, a tuple
+    target gives ``rank(R) == len(target_shape)`` (also for a rank-1 tuple) and an int target
+    gives the fully coalesced layout.  ``R`` restricted to the first tile is ``block``.
 
     >>> str(tile_to_shape(Layout((2, 2), (1, 2)), (4, 6)))
     '((2,2),(2,3)):((1,4),(2,8))'
+    >>> str(tile_to_shape(Layout(2, 2), (4,)))
+    '((2,2)):((2,1))'
+    >>> str(tile_to_shape(Layout(2, 2), 4))
+    '(2,2):(2,1)'
     """
     if hasattr(block, "__tile_to_shape__"):
         return block.__tile_to_shape__(target_shape, order)
@@ -752,7 +762,8 @@ def tile_to_shape(block, target_shape, order=None):
     reps = tuple(t // b for b, t in zip(block_shape, target))
     ordered = make_ordered_layout(reps if R > 1 else reps[0], order)
     res = blocked_product(padded, ordered)
-    return coalesce(res, reps if R > 1 else None) if R > 1 else coalesce(res)
+    # CuTe: coalesce(blocked_product(...), product_shape) -- by profile for a tuple target
+    return coalesce(res, reps) if isinstance(target_shape, tuple) else coalesce(res)
 
 
 # ---- recasting -----------------------------------------------------------
