@@ -26,7 +26,7 @@ from .algebra import (
     tile_to_shape, tiled_divide, tiled_product, type_bits, upcast, with_shape, zip_layouts,
     zipped_divide, zipped_product,
 )
-from .parse import evaluate
+from .expressions import evaluate
 from .tensor import (
     ArrayEngine, CoordEngine, PointerEngine, RegisterEngine, Tensor, dice, get_flat_coord,
     group_modes, inner_partition, local_partition, local_tile, make_basis_like,

@@ -4,13 +4,17 @@ Layouts: ``(4,(2,2)):(2,(1,8))``, ``8:1``, ``(8,8)`` (compact column-major),
 static-int spellings ``(_4,_2):(_1,_4)``, and swizzled layouts as CuTe prints
 them, ``Sw<3,3,3> o 0 o (8,64):(64,1)``.
 
-Expressions (for the command line) are calls of the algebra's functions on
-layouts, ints, tuples, ``None``/``_`` and ``Swizzle(b,m,s)``:
+Expressions (for the command line) are calls of functions on layouts, ints,
+tuples, ``None``/``_`` and ``Swizzle(b,m,s)``; this module parses them, and
+:mod:`layoutalg.expressions` evaluates them over the package's public functions:
 
->>> str(evaluate("composition((4,3):(3,1), 6:2)"))
-'(2,3):(6,1)'
->>> str(evaluate("logical_divide((8,8):(1,8), (2:1, 4:1))"))
-'((2,4),(4,2)):((1,2),(8,32))'
+>>> node = parse_expr("composition((4,3):(3,1), 6:2)")
+>>> node.name, len(node.args)
+('composition', 2)
+>>> str(evaluate_tree(node, {"composition": lambda a, b: f"{a} o {b}"}))
+'(4,3):(3,1) o 6:2'
+>>> str(parse_layout("(4,(2,2)):(2,(1,8))"))
+'(4,(2,2)):(2,(1,8))'
 
 Both go through one parser, :func:`parse_expr`, which builds an
 :class:`ExprNode` tree keeping each sub-expression's source text, and
@@ -26,7 +30,7 @@ from .errors import LayoutError
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>-?_?\d+)|(?P<name>[A-Za-z][A-Za-z0-9_]*|_)|(?P<op><|>|[(),:@]))")
 
-__all__ = ["ExprNode", "parse_expr", "evaluate_tree", "evaluate", "parse_layout", "format_value"]
+__all__ = ["ExprNode", "parse_expr", "evaluate_tree", "parse_layout", "format_value"]
 
 
 @dataclass
@@ -292,16 +296,3 @@ def format_value(x):
     if callable(x) and hasattr(x, "__name__") and not hasattr(x, "shape"):
         return x.__name__
     return str(x)
-
-
-def _env():
-    import layoutalg
-
-    env = {name: getattr(layoutalg, name) for name in layoutalg.__all__ if callable(getattr(layoutalg, name))}
-    env["None"] = None
-    return env
-
-
-def evaluate(text):
-    """Evaluate an algebra expression such as ``"complement(4:2, 24)"``."""
-    return evaluate_tree(parse_expr(text), _env())

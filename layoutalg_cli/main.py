@@ -45,7 +45,8 @@ def cmd_show(args, out):
 
 
 def cmd_eval(args, out):
-    from layoutalg.parse import evaluate, format_value
+    from layoutalg.expressions import evaluate
+    from layoutalg.parse import format_value
 
     print(format_value(evaluate(args.expression)), file=out)
     return 0
