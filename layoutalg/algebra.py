@@ -1,7 +1,10 @@
 """The layout algebra: coalesce, composition, complement, inverses, divides and products.
 
-Definitions follow CuTe C++ (CUTLASS ``cute/layout.hpp``).  Layouts are
-immutable, so every operation here is memoised on its arguments.
+Definitions follow CuTe C++ (CUTLASS ``cute/layout.hpp``).  The loops run on the
+flat shape and stride tuples every ``Layout`` carries (``_fs``, ``_fd``, built once
+with it), and intermediate results are built with the trusted constructor, so a
+call on fresh layouts costs a few microseconds; nothing is memoised (hashing the
+arguments of a memo would cost as much as computing).
 
 >>> from layoutalg import Layout
 >>> str(composition(Layout((4, 3), (3, 1)), Layout(6, 2)))
@@ -14,8 +17,7 @@ immutable, so every operation here is memoised on its arguments.
 '((2,2),(2,3)):((4,1),(2,8))'
 """
 
-from functools import lru_cache
-from math import gcd
+from math import gcd, prod
 
 from .basis import ScaledBasis
 from .errors import LayoutError, LayoutTypeError
@@ -23,7 +25,9 @@ from .element_types import element_type
 from .inttuple import (
     ceil_div, compatible, flat_tuple, fmt, is_int, prefix_product, product, unflatten,
 )
-from .layout import Layout, _layout_of, cosize, make_layout, make_ordered_layout, rank, size
+from .layout import (
+    Layout, _layout_of, cosize, make_layout, make_ordered_layout, rank, size,
+)
 from .swizzle import ComposedLayout, Swizzle
 
 __all__ = [
@@ -35,7 +39,8 @@ __all__ = [
     "append", "zip_layouts", "get_nonswizzle_portion",
 ]
 
-_CACHE = 1 << 16
+_make_flat = Layout._make_flat
+_build = _make_flat
 
 
 def _as_layout(op, x):
@@ -49,45 +54,82 @@ def _as_layout(op, x):
 
 
 def _flat_modes(L):
-    s = L.shape
-    if type(s) is not tuple:
-        return (s,), (L.stride,)
-    return flat_tuple(s), flat_tuple(L.stride)
+    return L._fs, L._fd
 
 
 def _from_modes(shapes, strides):
     """A layout from flat mode lists: one mode -> int-shaped, none -> ``1:0``."""
-    if len(shapes) == 0:
-        return Layout._make(1, 0)
-    if len(shapes) == 1:
-        return Layout._make(shapes[0], strides[0])
-    return Layout._make(tuple(shapes), tuple(strides))
+    n = len(shapes)
+    if n > 1:
+        s, d = tuple(shapes), tuple(strides)
+        return _make_flat(s, d, s, d)
+    if n == 1:
+        s, d = shapes[0], strides[0]
+        return _make_flat(s, d, (s,), (d,))
+    return _make_flat(1, 0, (1,), (0,))
 
 
 # ---- coalesce / filter ---------------------------------------------------
 
 def _coalesce_modes(shapes, strides):
+    """Flat modes merged where ``shape * stride`` of one is the next one's stride; size-1
+    modes dropped.  Lists ``[], []`` when every mode has size 1."""
     rs, rd = [], []
+    cs, cd = 1, 0                   # the mode being grown (cs == 1: none yet)
     for s, d in zip(shapes, strides):
         if s == 1:
             continue
-        if rs and rs[-1] * rd[-1] == d:
-            rs[-1] *= s
+        if cs == 1:
+            cs, cd = s, d
+        elif cs * cd == d:
+            cs *= s
         else:
-            rs.append(s)
-            rd.append(d)
+            rs.append(cs)
+            rd.append(cd)
+            cs, cd = s, d
+    if cs != 1:
+        rs.append(cs)
+        rd.append(cd)
     return rs, rd
 
 
-@lru_cache(_CACHE)
 def _coalesced_modes(L):
     """The flat (shapes, strides) of ``coalesce(L)`` as lists (``[], []`` for ``1:0``)."""
-    return _coalesce_modes(*_flat_modes(L))
+    return _coalesce_modes(L._fs, L._fd)
 
 
-@lru_cache(_CACHE)
 def _coalesce(L):
-    return _from_modes(*_coalesce_modes(*_flat_modes(L)))
+    """``coalesce(L)`` for a trusted layout: one pass over the flat modes."""
+    fs, fd = L._fs, L._fd
+    if len(fs) == 1:
+        s = fs[0]
+        if s == 1:
+            return _build(1, 0, (1,), (0,))
+        if type(L.shape) is not tuple:
+            return L
+        return _build(s, fd[0], fs, fd)
+    rs = rd = None
+    cs, cd = 1, 0                   # the mode being grown (cs == 1: none yet)
+    for s, d in zip(fs, fd):
+        if s == 1:
+            continue
+        if cs == 1:
+            cs, cd = s, d
+        elif cs * cd == d:
+            cs *= s
+        elif rs is None:
+            rs, rd = [cs], [cd]
+            cs, cd = s, d
+        else:
+            rs.append(cs)
+            rd.append(cd)
+            cs, cd = s, d
+    if rs is None:
+        return _build(cs, cd, (cs,), (cd,)) if cs != 1 else _build(1, 0, (1,), (0,))
+    rs.append(cs)
+    rd.append(cd)
+    rs, rd = tuple(rs), tuple(rd)
+    return _build(rs, rd, rs, rd)
 
 
 def coalesce(layout, profile=None):
@@ -101,6 +143,8 @@ def coalesce(layout, profile=None):
     >>> str(coalesce(Layout((2, (2, 3)), (1, (2, 4))), (1, 1)))
     '(2,6):(1,2)'
     """
+    if type(layout) is Layout and type(profile) is not tuple:
+        return _coalesce(layout)
     if not isinstance(layout, Layout):
         if hasattr(layout, "coalesce"):
             return layout.coalesce(profile)
@@ -219,7 +263,6 @@ def _compose_tree(op, A, B, ls, ld, s, d, weak):
     return _compose_leaf(op, A, B, ls, ld, s, d, weak)
 
 
-@lru_cache(_CACHE)
 def _coalesce_x(L):
     """Flat modes of a coalesce that keeps the function *outside* the domain too (CuTe's ``coalesce_x``).
 
@@ -228,7 +271,7 @@ def _coalesce_x(L):
     not be dropped: it is kept as a size-2 mode, as in CuTe.  Used for the
     left-hand side of a composition.
     """
-    shapes, strides = _flat_modes(L)
+    shapes, strides = L._fs, L._fd
     if shapes[-1] == 1:
         shapes = shapes[:-1] + (2,)
     rs, rd = _coalesce_modes(shapes, strides)
@@ -266,8 +309,7 @@ def _check_additive(op, A, B, ls, weak=True):
     """
     if len(ls) < 2:
         return
-    leaves = [(s, d) for s, d in zip(flat_tuple(B.shape), flat_tuple(B.stride))
-              if s != 1 and type(d) is int and d != 0]
+    leaves = [(s, d) for s, d in zip(B._fs, B._fd) if s != 1 and type(d) is int and d != 0]
     if len(leaves) < 2:
         return
     if not weak:
@@ -292,7 +334,21 @@ def _check_additive(op, A, B, ls, weak=True):
                 f"(CuTe's precondition: the modes of B select disjoint parts of A)")
 
 
-@lru_cache(_CACHE)
+def _unflat2(rs, rd, profile, i):
+    """``rs[i:]`` and ``rd[i:]`` in the nesting of the tuple ``profile``, and the next index."""
+    out_s, out_d = [], []
+    for p in profile:
+        if type(p) is tuple:
+            x, y, i = _unflat2(rs, rd, p, i)
+            out_s.append(x)
+            out_d.append(y)
+        else:
+            out_s.append(rs[i])
+            out_d.append(rd[i])
+            i += 1
+    return tuple(out_s), tuple(out_d), i
+
+
 def _composition(A, B):
     op = "composition"
     ls, ld = _coalesce_x(A)
@@ -300,11 +356,45 @@ def _composition(A, B):
     if type(bs) is not tuple:                       # a single rhs mode: nothing to add up
         s, d = _compose_leaf(op, A, B, ls, ld, bs, B.stride)
         return Layout._make(s, d)
+    fs, fd = B._fs, B._fd
+    if len(ls) == 1:
+        # A is one (unbounded) mode a:x, so A o B scales B's strides by x
+        x = ld[0]
+        rd = []
+        for d in fd:
+            if type(d) is not int:
+                if d == 0:
+                    rd.append(0)
+                    continue
+                _compose_leaf(op, A, B, ls, ld, 1, d)   # raises the message for basis strides
+            rd.append(x * d)
+        rd = tuple(rd)
+        if fs is bs:                                # B is flat
+            return _build(bs, rd, bs, rd)
+        _, d, _ = _unflat2(fs, rd, bs, 0)
+        return _build(bs, d, fs, rd)
+    # one leaf of B at a time, on B's flat modes, then back into B's nesting
     weak = []
-    s, d = _compose_tree(op, A, B, ls, ld, bs, B.stride, weak)
-    if len(ls) > 1:
-        _check_additive(op, A, B, ls, weak)
-    return Layout._make(s, d)
+    rs, rd = [], []
+    nested = False
+    for s, d in zip(fs, fd):
+        if d == 0:
+            rs.append(s)
+            rd.append(0)
+            continue
+        s, d = _compose_leaf(op, A, B, ls, ld, s, d, weak)
+        if type(s) is tuple:
+            nested = True
+        rs.append(s)
+        rd.append(d)
+    _check_additive(op, A, B, ls, weak)
+    if fs is bs:                                    # B is flat
+        s, d = tuple(rs), tuple(rd)
+    else:
+        s, d, _ = _unflat2(rs, rd, bs, 0)
+    if nested:
+        return Layout._make(s, d)
+    return _build(s, d, tuple(rs), tuple(rd))
 
 
 def composition(lhs, rhs):
@@ -369,10 +459,9 @@ def _fmt_tiler(t):
 
 # ---- complement ----------------------------------------------------------
 
-@lru_cache(_CACHE)
 def _complement(L, cotarget):
     op = "complement"
-    shapes, strides = _flat_modes(L)
+    shapes, strides = L._fs, L._fd
     modes = []
     for s, d in zip(shapes, strides):
         if s == 1 or d == 0:
@@ -443,7 +532,6 @@ def complement(layout, cotarget=None):
 
 # ---- inverses ------------------------------------------------------------
 
-@lru_cache(_CACHE)
 def _right_inverse(L):
     shapes, strides = _coalesced_modes(L)
     # stride -> (prefix product of the shape, shape), for the int strides
@@ -476,7 +564,6 @@ def right_inverse(layout):
     return _right_inverse(layout)
 
 
-@lru_cache(_CACHE)
 def _left_inverse(L):
     for s, d in zip(*_flat_modes(L)):
         if d == 0 and s != 1:
@@ -518,7 +605,6 @@ def _tile_layout(op, t):
     return _as_layout(op, t)
 
 
-@lru_cache(_CACHE)
 def _logical_divide_layout(A, B):
     cs = _coalesced_modes(A)[0]       # trusted internal values: no re-validation below
     cot = cs[0] if len(cs) == 1 else (tuple(cs) if cs else 1)
@@ -527,7 +613,8 @@ def _logical_divide_layout(A, B):
     except LayoutError as e:
         raise LayoutError(f"logical_divide: tiler {B} cannot tile {A}: {e}") from None
     try:
-        return _composition(A, Layout._make((B.shape, comp.shape), (B.stride, comp.stride)))
+        return _composition(A, _make_flat((B.shape, comp.shape), (B.stride, comp.stride),
+                                          B._fs + comp._fs, B._fd + comp._fd))
     except LayoutError as e:
         raise LayoutError(f"logical_divide: tiler {B} is not admissible for {A}: {e}") from None
 
@@ -613,12 +700,18 @@ def flat_divide(layout, tiler):
 
 # ---- products ------------------------------------------------------------
 
-@lru_cache(_CACHE)
+def _cosize(L):
+    """``cosize`` of a layout with int strides (trusted: no checks)."""
+    return sum((s - 1) * abs(d) for s, d in zip(L._fs, L._fd)) + 1
+
+
 def _logical_product_layout(A, B):
     try:
-        comp = _complement(A, product(A.shape) * cosize(B))
+        if not all(type(d) is int for d in B._fd):
+            cosize(B)                                   # raises the message for basis strides
+        comp = _complement(A, prod(A._fs) * _cosize(B))
         R = _composition(comp, B)
-        return Layout._make((A.shape, R.shape), (A.stride, R.stride))
+        return _make_flat((A.shape, R.shape), (A.stride, R.stride), A._fs + R._fs, A._fd + R._fd)
     except LayoutError as e:
         raise LayoutError(f"logical_product: {A} and {B}: {e}") from None
 
