@@ -26,7 +26,7 @@ from .inttuple import (
     ceil_div, compatible, flat_tuple, fmt, is_int, prefix_product, product, unflatten,
 )
 from .layout import (
-    Layout, _layout_of, cosize, make_layout, make_ordered_layout, rank, size,
+    Layout, _build as _build_layout, _layout_of, cosize, make_layout, make_ordered_layout, rank, size,
 )
 from .swizzle import ComposedLayout, Swizzle
 
@@ -39,8 +39,7 @@ __all__ = [
     "append", "zip_layouts", "get_nonswizzle_portion",
 ]
 
-_make_flat = Layout._make_flat
-_build = _make_flat
+_build = _make_flat = _build_layout      # trusted: (shape, stride, flat shape, flat stride)
 
 
 def _as_layout(op, x):
@@ -199,16 +198,17 @@ def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
     """
     if d == 0:
         return s, 0
-    if isinstance(d, ScaledBasis):
+    if type(d) is not int and isinstance(d, ScaledBasis):
         raise LayoutError(f"{op}: right-hand side with coordinate-basis strides is not supported ({B})")
-    if len(ls) == 1:
+    n1 = len(ls) - 1
+    if n1 == 0:
         return s, ld[0] * d
     if d < 0:
         raise LayoutError(f"{op}: negative stride {d} in {B} needs a rank-1 left-hand side, got {A}")
     res_s, res_d = [], []
     rest_stride, rest_shape = d, s
-    for i in range(len(ls) - 1):
-        si, di = ls[i], ld[i]
+    for i in range(n1):
+        si = ls[i]
         if rest_stride % si == 0:
             # the whole mode is strided over
             rest_stride //= si
@@ -228,13 +228,13 @@ def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
                     f"do not divide one another ({A} o {B})")
             if weak is not None:
                 weak.append(si)
-        new_s = min(next_shape, rest_shape)
+        new_s = next_shape if next_shape < rest_shape else rest_shape
         if rest_shape % new_s != 0:
             raise LayoutError(
                 f"{op}: shape divisibility violated: shape {new_s} does not divide {rest_shape} "
                 f"({A} o {B})")
         res_s.append(new_s)
-        res_d.append(rest_stride * di)
+        res_d.append(rest_stride * ld[i])
         rest_shape //= new_s
         rest_stride = 1
         if rest_shape == 1:
@@ -272,12 +272,11 @@ def _coalesce_x(L):
     left-hand side of a composition.
     """
     shapes, strides = L._fs, L._fd
+    if len(shapes) == 1:
+        return ((2,) if shapes[0] == 1 else shapes), strides
     if shapes[-1] == 1:
         shapes = shapes[:-1] + (2,)
-    rs, rd = _coalesce_modes(shapes, strides)
-    if not rs:
-        return (1,), (0,)
-    return tuple(rs), tuple(rd)
+    return _coalesce_modes(shapes, strides)     # never empty: the last shape is > 1
 
 
 def _max_residue(s, d, P):
@@ -350,12 +349,25 @@ def _unflat2(rs, rd, profile, i):
 
 
 def _composition(A, B):
-    op = "composition"
     ls, ld = _coalesce_x(A)
     bs = B.shape
     if type(bs) is not tuple:                       # a single rhs mode: nothing to add up
+        s, d = _compose_leaf("composition", A, B, ls, ld, bs, B.stride)
+        if type(s) is tuple:
+            return _build(s, d, s, d)
+        return _build(s, d, (s,), (d,))
+    return _compose(A, B, ls, ld)
+
+
+def _compose(A, B, ls, ld):
+    """``A o B`` given ``ls, ld = _coalesce_x(A)``."""
+    op = "composition"
+    bs = B.shape
+    if type(bs) is not tuple:                       # a single rhs mode: nothing to add up
         s, d = _compose_leaf(op, A, B, ls, ld, bs, B.stride)
-        return Layout._make(s, d)
+        if type(s) is tuple:
+            return _build(s, d, s, d)
+        return _build(s, d, (s,), (d,))
     fs, fd = B._fs, B._fd
     if len(ls) == 1:
         # A is one (unbounded) mode a:x, so A o B scales B's strides by x
@@ -376,25 +388,35 @@ def _composition(A, B):
     # one leaf of B at a time, on B's flat modes, then back into B's nesting
     weak = []
     rs, rd = [], []
-    nested = False
+    flat_s = flat_d = None                          # the result's flat modes, when a leaf nests
     for s, d in zip(fs, fd):
         if d == 0:
             rs.append(s)
             rd.append(0)
+            if flat_s is not None:
+                flat_s.append(s)
+                flat_d.append(0)
             continue
         s, d = _compose_leaf(op, A, B, ls, ld, s, d, weak)
         if type(s) is tuple:
-            nested = True
+            if flat_s is None:
+                flat_s, flat_d = list(rs), list(rd)
+            flat_s.extend(s)
+            flat_d.extend(d)
+        elif flat_s is not None:
+            flat_s.append(s)
+            flat_d.append(d)
         rs.append(s)
         rd.append(d)
-    _check_additive(op, A, B, ls, weak)
+    if len(rs) > 1:
+        _check_additive(op, A, B, ls, weak)
     if fs is bs:                                    # B is flat
         s, d = tuple(rs), tuple(rd)
     else:
         s, d, _ = _unflat2(rs, rd, bs, 0)
-    if nested:
-        return Layout._make(s, d)
-    return _build(s, d, tuple(rs), tuple(rd))
+    if flat_s is None:
+        return _build(s, d, tuple(rs), tuple(rd))
+    return _build(s, d, tuple(flat_s), tuple(flat_d))
 
 
 def composition(lhs, rhs):
@@ -471,7 +493,10 @@ def _complement(L, cotarget):
         if d < 0:
             raise LayoutError(f"{op}: layout {L} has a negative stride {d}; complement needs positive strides")
         modes.append((d, s))
-    modes.sort()           # by stride (equal strides make L non-injective and raise below)
+    if len(modes) > 1:
+        modes.sort()       # by stride (equal strides make L non-injective and raise below)
+    # The gaps d // cur never merge with one another (coalesce): gap i ends at
+    # (d_i // cur_i) * cur_i <= d_i < s_i * d_i = cur_{i+1}; so only size-1 gaps are dropped.
     rs, rd = [], []
     cur = 1
     for d, s in modes:
@@ -482,8 +507,10 @@ def _complement(L, cotarget):
                 f"inside the extent {cur} of its smaller-stride modes")
         # CuTe divides with truncation: a stride that is not a multiple of the
         # extent leaves a hole the complement does not fill (e.g. (3,6):(1,10)).
-        rs.append(d // cur)
-        rd.append(cur)
+        g = d // cur
+        if g != 1:
+            rs.append(g)
+            rd.append(cur)
         cur = s * d
     if type(cotarget) is int:
         rest = -(-cotarget // cur)
@@ -494,9 +521,10 @@ def _complement(L, cotarget):
         for a in flat_tuple(cotarget):
             rest *= -(-a // b)
             b = -(-b // a)
-    rs.append(rest)
-    rd.append(cur)
-    return _from_modes(*_coalesce_modes(rs, rd))
+    if rest != 1:
+        rs.append(rest)
+        rd.append(cur)
+    return _from_modes(rs, rd)
 
 
 def complement(layout, cotarget=None):
@@ -533,7 +561,13 @@ def complement(layout, cotarget=None):
 # ---- inverses ------------------------------------------------------------
 
 def _right_inverse(L):
-    shapes, strides = _coalesced_modes(L)
+    fs, fd = L._fs, L._fd
+    if len(fs) == 1:
+        s, d = fs[0], fd[0]
+        if s != 1 and d == 1 and type(d) is int:
+            return _build(s, 1, (s,), (1,))
+        return _build(1, 0, (1,), (0,))
+    shapes, strides = _coalesce_modes(fs, fd)
     # stride -> (prefix product of the shape, shape), for the int strides
     where = {}
     p = 1
@@ -548,7 +582,10 @@ def _right_inverse(L):
         rs.append(s)
         rd.append(p)
         cur = s * cur
-    return _from_modes(*_coalesce_modes(rs, rd))
+    # no two of these modes merge (coalesce): mode b follows mode a in the chain when
+    # d_b == s_a * d_a, and then p_b == s_a * p_a only if b is next to a in coalesce(L),
+    # where it would have been merged with a
+    return _from_modes(rs, rd)
 
 
 def right_inverse(layout):
@@ -606,15 +643,17 @@ def _tile_layout(op, t):
 
 
 def _logical_divide_layout(A, B):
-    cs = _coalesced_modes(A)[0]       # trusted internal values: no re-validation below
+    ls, ld = _coalesce_x(A)           # trusted internal values: no re-validation below
+    # the cotarget is coalesce(A)'s shape, which coalesce_x's is unless A ends in a size-1 mode
+    cs = ls if A._fs[-1] != 1 else _coalesced_modes(A)[0]
     cot = cs[0] if len(cs) == 1 else (tuple(cs) if cs else 1)
     try:
         comp = _complement(B, cot)
     except LayoutError as e:
         raise LayoutError(f"logical_divide: tiler {B} cannot tile {A}: {e}") from None
     try:
-        return _composition(A, _make_flat((B.shape, comp.shape), (B.stride, comp.stride),
-                                          B._fs + comp._fs, B._fd + comp._fd))
+        return _compose(A, _build((B.shape, comp.shape), (B.stride, comp.stride),
+                                  B._fs + comp._fs, B._fd + comp._fd), ls, ld)
     except LayoutError as e:
         raise LayoutError(f"logical_divide: tiler {B} is not admissible for {A}: {e}") from None
 
