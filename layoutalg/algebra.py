@@ -98,37 +98,8 @@ def _coalesced_modes(L):
 
 
 def _coalesce(L):
-    """``coalesce(L)`` for a trusted layout: one pass over the flat modes."""
-    fs, fd = L._fs, L._fd
-    if len(fs) == 1:
-        s = fs[0]
-        if s == 1:
-            return _build(1, 0, (1,), (0,))
-        if type(L.shape) is not tuple:
-            return L
-        return _build(s, fd[0], fs, fd)
-    rs = rd = None
-    cs, cd = 1, 0                   # the mode being grown (cs == 1: none yet)
-    for s, d in zip(fs, fd):
-        if s == 1:
-            continue
-        if cs == 1:
-            cs, cd = s, d
-        elif cs * cd == d:
-            cs *= s
-        elif rs is None:
-            rs, rd = [cs], [cd]
-            cs, cd = s, d
-        else:
-            rs.append(cs)
-            rd.append(cd)
-            cs, cd = s, d
-    if rs is None:
-        return _build(cs, cd, (cs,), (cd,)) if cs != 1 else _build(1, 0, (1,), (0,))
-    rs.append(cs)
-    rd.append(cd)
-    rs, rd = tuple(rs), tuple(rd)
-    return _build(rs, rd, rs, rd)
+    """``coalesce(L)`` for a trusted layout."""
+    return coalesce(L)
 
 
 def coalesce(layout, profile=None):
@@ -142,14 +113,43 @@ def coalesce(layout, profile=None):
     >>> str(coalesce(Layout((2, (2, 3)), (1, (2, 4))), (1, 1)))
     '(2,6):(1,2)'
     """
-    if type(layout) is Layout and type(profile) is not tuple:
-        return _coalesce(layout)
+    if type(profile) is not tuple and isinstance(layout, Layout):
+        # one pass over the flat modes (inline: this is the whole cost of a call)
+        L = layout
+        fs, fd = L._fs, L._fd
+        if len(fs) == 1:
+            s = fs[0]
+            if s == 1:
+                return _build(1, 0, (1,), (0,))
+            if type(L.shape) is not tuple:
+                return L
+            return _build(s, fd[0], fs, fd)
+        rs = rd = None
+        cs, cd = 1, 0                   # the mode being grown (cs == 1: none yet)
+        for s, d in zip(fs, fd):
+            if s == 1:
+                continue
+            if cs == 1:
+                cs, cd = s, d
+            elif cs * cd == d:
+                cs *= s
+            elif rs is None:
+                rs, rd = [cs], [cd]
+                cs, cd = s, d
+            else:
+                rs.append(cs)
+                rd.append(cd)
+                cs, cd = s, d
+        if rs is None:
+            return _build(cs, cd, (cs,), (cd,)) if cs != 1 else _build(1, 0, (1,), (0,))
+        rs.append(cs)
+        rd.append(cd)
+        rs, rd = tuple(rs), tuple(rd)
+        return _build(rs, rd, rs, rd)
     if not isinstance(layout, Layout):
         if hasattr(layout, "coalesce"):
             return layout.coalesce(profile)
         raise LayoutTypeError(f"coalesce: expected a layout, got {layout!r}")
-    if profile is None or not isinstance(profile, tuple):
-        return _coalesce(layout)
     r = rank(layout)
     if len(profile) > r:
         raise LayoutError(f"coalesce: profile {fmt(profile)} has more modes than layout {layout}")
@@ -433,7 +433,19 @@ def composition(lhs, rhs):
     '(3,(4,2)):(59,(13,1))'
     """
     if type(lhs) is Layout and type(rhs) is Layout:
-        return _composition(lhs, rhs)
+        # the common case inline (a call costs as much as a few of these lines)
+        fs = lhs._fs
+        if len(fs) == 1:
+            ls, ld = ((2,) if fs[0] == 1 else fs), lhs._fd
+        else:
+            ls, ld = _coalesce_x(lhs)
+        bs = rhs.shape
+        if type(bs) is not tuple:
+            s, d = _compose_leaf("composition", lhs, rhs, ls, ld, bs, rhs.stride)
+            if type(s) is tuple:
+                return _build(s, d, s, d)
+            return _build(s, d, (s,), (d,))
+        return _compose(lhs, rhs, ls, ld)
     if hasattr(lhs, "__compose__"):
         return lhs.__compose__(rhs)
     if isinstance(lhs, Swizzle):
