@@ -26,7 +26,7 @@ from .inttuple import (
     ceil_div, compatible, flat_tuple, fmt, is_int, prefix_product, product, unflatten,
 )
 from .layout import (
-    Layout, _build as _build_layout, _layout_of, cosize, make_layout, make_ordered_layout, rank, size,
+    Layout, _LayoutBuilder, _build as _build_layout, _layout_of, _new, cosize, make_layout, make_ordered_layout, rank, size,
 )
 from .swizzle import ComposedLayout, Swizzle
 
@@ -205,7 +205,8 @@ def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
         return s, ld[0] * d
     if d < 0:
         raise LayoutError(f"{op}: negative stride {d} in {B} needs a rank-1 left-hand side, got {A}")
-    res_s, res_d = [], []
+    res_s = res_d = None            # result modes after the first (f_s, f_d)
+    f_s = f_d = 0
     rest_stride, rest_shape = d, s
     for i in range(n1):
         si = ls[i]
@@ -217,10 +218,10 @@ def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
             raise LayoutError(
                 f"{op}: stride divisibility violated: stride {rest_stride} and shape {si} "
                 f"do not divide one another ({A} o {B})")
-        next_shape = -(-si // rest_stride)
         if rest_shape == 1:
             rest_stride = 1
             continue
+        next_shape = -(-si // rest_stride)
         if si % rest_stride != 0:
             if rest_shape > next_shape:
                 raise LayoutError(
@@ -233,17 +234,26 @@ def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
             raise LayoutError(
                 f"{op}: shape divisibility violated: shape {new_s} does not divide {rest_shape} "
                 f"({A} o {B})")
-        res_s.append(new_s)
-        res_d.append(rest_stride * ld[i])
+        if f_s == 0:
+            f_s, f_d = new_s, rest_stride * ld[i]
+        elif res_s is None:
+            res_s, res_d = [f_s, new_s], [f_d, rest_stride * ld[i]]
+        else:
+            res_s.append(new_s)
+            res_d.append(rest_stride * ld[i])
         rest_shape //= new_s
         rest_stride = 1
         if rest_shape == 1:
             break
-    if rest_shape != 1 or not res_s:
+    if f_s == 0:                    # no mode yet: the rest of the rhs lands in the last lhs mode
+        return (rest_shape, rest_stride * ld[-1]) if rest_shape != 1 else (1, 0)
+    if rest_shape != 1:
+        if res_s is None:
+            res_s, res_d = [f_s], [f_d]
         res_s.append(rest_shape)
         res_d.append(rest_stride * ld[-1])
-    if len(res_s) == 1:
-        return (res_s[0], res_d[0]) if res_s[0] != 1 else (1, 0)
+    elif res_s is None:
+        return (f_s, f_d) if f_s != 1 else (1, 0)
     rs, rd = _coalesce_modes(res_s, res_d)
     if not rs:
         return 1, 0
@@ -308,12 +318,13 @@ def _check_additive(op, A, B, ls, weak=True):
     """
     if len(ls) < 2:
         return
-    leaves = [(s, d) for s, d in zip(B._fs, B._fd) if s != 1 and type(d) is int and d != 0]
+    leaves = [(d, s) for s, d in zip(B._fs, B._fd) if s != 1 and type(d) is int and d != 0]
     if len(leaves) < 2:
         return
     if not weak:
+        leaves.sort()
         ext = 0
-        for d, s in sorted((d, s) for s, d in leaves):
+        for d, s in leaves:
             if d < ext:
                 break
             ext = d * s
@@ -323,7 +334,7 @@ def _check_additive(op, A, B, ls, weak=True):
     for a in ls[:-1]:
         P *= a
         total = 0
-        for s, d in leaves:
+        for d, s in leaves:
             m = (s - 1) * d
             total += m if m < P else _max_residue(s, d, P)
         if total >= P:
@@ -437,14 +448,39 @@ def composition(lhs, rhs):
         fs = lhs._fs
         if len(fs) == 1:
             ls, ld = ((2,) if fs[0] == 1 else fs), lhs._fd
-        else:
-            ls, ld = _coalesce_x(lhs)
+        else:                                   # _coalesce_x(lhs)
+            if fs[-1] == 1:
+                fs = fs[:-1] + (2,)
+            ls, ld = [], []
+            cs, cd = 1, 0
+            for s, d in zip(fs, lhs._fd):
+                if s == 1:
+                    continue
+                if cs == 1:
+                    cs, cd = s, d
+                elif cs * cd == d:
+                    cs *= s
+                else:
+                    ls.append(cs)
+                    ld.append(cd)
+                    cs, cd = s, d
+            ls.append(cs)
+            ld.append(cd)
         bs = rhs.shape
         if type(bs) is not tuple:
             s, d = _compose_leaf("composition", lhs, rhs, ls, ld, bs, rhs.stride)
+            R = _new(_LayoutBuilder)
+            R.shape = s
+            R.stride = d
             if type(s) is tuple:
-                return _build(s, d, s, d)
-            return _build(s, d, (s,), (d,))
+                R._fs = s
+                R._fd = d
+            else:
+                R._fs = (s,)
+                R._fd = (d,)
+            R._hash = None
+            R.__class__ = Layout
+            return R
         return _compose(lhs, rhs, ls, ld)
     if hasattr(lhs, "__compose__"):
         return lhs.__compose__(rhs)
