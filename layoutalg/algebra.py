@@ -52,6 +52,31 @@ def _as_layout(op, x):
     raise LayoutTypeError(f"{op}: expected a layout, got {x!r}")
 
 
+def _layout_like(x):
+    """``(x.layout, x.with_layout)`` for a layout-like object, else ``None``.
+
+    The protocol: an object that is not a :class:`Layout` but wraps one -- a
+    :class:`ComposedLayout` (``outer o offset o inner``) or a :class:`~layoutalg.Tensor`
+    (an engine over a layout) -- takes part in composition, the divides and products,
+    ``tile_to_shape`` and ``coalesce`` by exposing
+
+    * ``x.layout``: the plain layout the operation acts on (a composed layout's inner one);
+    * ``x.with_layout(L)``: the same kind of object over the layout ``L``;
+
+    and the operation returns ``x.with_layout(op(x.layout, ...))``.  Objects for which
+    re-wrapping is not enough define the operation as a method of the same name
+    (``ComposedLayout.upcast``/``downcast`` also change the swizzle), which the
+    operation calls instead.
+    """
+    if isinstance(x, Layout):
+        return None
+    lay = getattr(x, "layout", None)
+    rewrap = getattr(x, "with_layout", None)
+    if isinstance(lay, Layout) and callable(rewrap):
+        return lay, rewrap
+    return None
+
+
 def _flat_modes(L):
     return L._fs, L._fd
 
@@ -482,8 +507,9 @@ def composition(lhs, rhs):
             R.__class__ = Layout
             return R
         return _compose(lhs, rhs, ls, ld)
-    if hasattr(lhs, "__compose__"):
-        return lhs.__compose__(rhs)
+    wrapped = _layout_like(lhs)
+    if wrapped is not None:
+        return wrapped[1](composition(wrapped[0], rhs))
     if isinstance(lhs, Swizzle):
         if isinstance(rhs, ComposedLayout) or not isinstance(rhs, Layout):
             raise LayoutTypeError(f"composition: a swizzle composes with a layout, got {rhs!r}")
@@ -719,8 +745,9 @@ def logical_divide(layout, tiler):
     """
     if type(layout) is Layout and type(tiler) is Layout:
         return _logical_divide_layout(layout, tiler)
-    if hasattr(layout, "__divide__"):
-        return layout.__divide__(logical_divide, tiler)
+    wrapped = _layout_like(layout)
+    if wrapped is not None:
+        return wrapped[1](logical_divide(wrapped[0], tiler))
     layout = _as_layout("logical_divide", layout)
     if isinstance(tiler, tuple):
         return _by_mode("logical_divide", layout, tiler, logical_divide)
@@ -760,8 +787,9 @@ def zipped_divide(layout, tiler):
     >>> str(zipped_divide(Layout((8, 8)), (2, 4)))
     '((2,4),(4,2)):((1,8),(2,32))'
     """
-    if hasattr(layout, "__divide__"):
-        return layout.__divide__(zipped_divide, tiler)
+    wrapped = _layout_like(layout)
+    if wrapped is not None:
+        return wrapped[1](zipped_divide(wrapped[0], tiler))
     return _tile_unzip("zipped_divide", logical_divide(layout, tiler), tiler)
 
 
@@ -771,16 +799,18 @@ def _modes(L):
 
 def tiled_divide(layout, tiler):
     """``((tile modes...), rest_0, rest_1, ...)``."""
-    if hasattr(layout, "__divide__"):
-        return layout.__divide__(tiled_divide, tiler)
+    wrapped = _layout_like(layout)
+    if wrapped is not None:
+        return wrapped[1](tiled_divide(wrapped[0], tiler))
     z = zipped_divide(layout, tiler)
     return make_layout(z[0], *_modes(z[1]))
 
 
 def flat_divide(layout, tiler):
     """``(tile_0, tile_1, ..., rest_0, rest_1, ...)``."""
-    if hasattr(layout, "__divide__"):
-        return layout.__divide__(flat_divide, tiler)
+    wrapped = _layout_like(layout)
+    if wrapped is not None:
+        return wrapped[1](flat_divide(wrapped[0], tiler))
     z = zipped_divide(layout, tiler)
     return make_layout(*_modes(z[0]), *_modes(z[1]))
 
@@ -815,9 +845,10 @@ def logical_product(block, tiler):
     """
     if type(block) is Layout and type(tiler) is Layout:
         return _logical_product_layout(block, tiler)
-    block = _as_layout("logical_product", block) if not hasattr(block, "__product__") else block
-    if hasattr(block, "__product__"):
-        return block.__product__(logical_product, tiler)
+    wrapped = _layout_like(block)
+    if wrapped is not None:
+        return wrapped[1](logical_product(wrapped[0], tiler))
+    block = _as_layout("logical_product", block)
     if isinstance(tiler, tuple):
         return _by_mode("logical_product", block, tiler, logical_product)
     return _logical_product_layout(block, _as_layout("logical_product", tiler))
@@ -825,23 +856,26 @@ def logical_product(block, tiler):
 
 def zipped_product(block, tiler):
     """``((block modes...), (tiler modes...))``."""
-    if hasattr(block, "__product__"):
-        return block.__product__(zipped_product, tiler)
+    wrapped = _layout_like(block)
+    if wrapped is not None:
+        return wrapped[1](zipped_product(wrapped[0], tiler))
     return _tile_unzip("zipped_product", logical_product(block, tiler), tiler)
 
 
 def tiled_product(block, tiler):
     """``((block modes...), tiler_0, tiler_1, ...)``."""
-    if hasattr(block, "__product__"):
-        return block.__product__(tiled_product, tiler)
+    wrapped = _layout_like(block)
+    if wrapped is not None:
+        return wrapped[1](tiled_product(wrapped[0], tiler))
     z = zipped_product(block, tiler)
     return make_layout(z[0], *_modes(z[1]))
 
 
 def flat_product(block, tiler):
     """``(block_0, block_1, ..., tiler_0, tiler_1, ...)``."""
-    if hasattr(block, "__product__"):
-        return block.__product__(flat_product, tiler)
+    wrapped = _layout_like(block)
+    if wrapped is not None:
+        return wrapped[1](flat_product(wrapped[0], tiler))
     z = zipped_product(block, tiler)
     return make_layout(*_modes(z[0]), *_modes(z[1]))
 
@@ -921,8 +955,9 @@ def tile_to_shape(block, target_shape, order=None):
     >>> str(tile_to_shape(Layout(2, 2), 4))
     '(2,2):(2,1)'
     """
-    if hasattr(block, "__tile_to_shape__"):
-        return block.__tile_to_shape__(target_shape, order)
+    wrapped = _layout_like(block)
+    if wrapped is not None:
+        return wrapped[1](tile_to_shape(wrapped[0], target_shape, order))
     block = _as_layout("tile_to_shape", block)
     from .inttuple import check_shape
 
@@ -968,8 +1003,8 @@ def upcast(layout, n):
     >>> str(upcast(Layout((4, 8), (8, 1)), 2))
     '(4,4):(4,1)'
     """
-    if hasattr(layout, "__upcast__"):
-        return layout.__upcast__(n)
+    if not isinstance(layout, Layout) and callable(getattr(layout, "upcast", None)):
+        return layout.upcast(n)
     layout = _as_layout("upcast", layout)
     _check_factor("upcast", n)
 
@@ -988,8 +1023,8 @@ def downcast(layout, n):
     >>> str(downcast(Layout((4, 4), (4, 1)), 2))
     '(4,8):(8,1)'
     """
-    if hasattr(layout, "__downcast__"):
-        return layout.__downcast__(n)
+    if not isinstance(layout, Layout) and callable(getattr(layout, "downcast", None)):
+        return layout.downcast(n)
     layout = _as_layout("downcast", layout)
     _check_factor("downcast", n)
     if n != 1 and not any(d == 1 or d == -1 for d in flat_tuple(layout.stride) if is_int(d)):
@@ -1049,7 +1084,7 @@ def recast_layout(layout, old_type, new_type):
     >>> str(recast_layout(Layout((4, 8), (8, 1)), "f16", "f32"))
     '(4,4):(4,1)'
     """
-    if not (isinstance(layout, Layout) or hasattr(layout, "__upcast__")):
+    if not (isinstance(layout, Layout) or callable(getattr(layout, "upcast", None))):
         raise LayoutTypeError(f"recast_layout: expected a layout, got {layout!r}")
     ob, nb = type_bits(old_type), type_bits(new_type)
     if ob == nb:

@@ -366,8 +366,9 @@ def size(x, mode=None):
     if mode is not None:
         if isinstance(x, Layout):
             return product(x[mode].shape)
-        if hasattr(x, "__layout_mode__"):
-            return size(x.__layout_mode__(mode))
+        lay = _layout_of(x)
+        if lay is not None:                     # a layout-like object: a tensor, a composed layout
+            return product(lay[mode].shape)
         return product(x[mode] if isinstance(x, tuple) else x)
     if isinstance(x, Layout):
         return product(x.shape)
@@ -404,8 +405,9 @@ def rank(x):
     """Number of top-level modes."""
     if isinstance(x, Layout):
         return len(x.shape) if isinstance(x.shape, tuple) else 1
-    if hasattr(x, "__layout_rank__"):
-        return x.__layout_rank__()
+    lay = _layout_of(x)
+    if lay is not None:                         # a layout-like object: a tensor, a composed layout
+        return rank(lay)
     if not isinstance(x, tuple) and (isinstance(x, bool) or not is_int(x)):
         raise LayoutTypeError(f"rank: expected a layout or an int-tuple, got {x!r}")
     return len(x) if isinstance(x, tuple) else 1

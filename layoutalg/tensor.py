@@ -166,12 +166,6 @@ class Tensor:
 
         return cosize(self.layout)
 
-    def __layout_rank__(self):
-        return rank(self.layout)
-
-    def __layout_mode__(self, i):
-        return self.layout[i]
-
     def __len__(self):
         return size(self.layout)
 
@@ -218,20 +212,11 @@ class Tensor:
     def with_layout(self, layout):
         return Tensor(self.engine, layout)
 
-    # algebra hooks: act on the layout, keep the engine
-    def __compose__(self, rhs):
-        return self.with_layout(_alg.composition(self.layout, rhs))
-
+    # the algebra acts on ``layout`` and re-wraps with ``with_layout`` (see layoutalg.algebra)
     def compose(self, *tilers):
         """``compose(t0, t1, ...)``: compose mode by mode (CuTe's ``tensor.compose``)."""
         tiler = tilers[0] if len(tilers) == 1 else tuple(tilers)
         return self.with_layout(_alg.composition(self.layout, tiler))
-
-    def __divide__(self, fn, tiler):
-        return self.with_layout(fn(self.layout, tiler))
-
-    def __product__(self, fn, tiler):
-        return self.with_layout(fn(self.layout, tiler))
 
     def coalesce(self, profile=None):
         return self.with_layout(_alg.coalesce(self.layout, profile))
