@@ -419,7 +419,7 @@ def local_partition(tensor, thr_layout, idx, proj=None):
     if isinstance(idx, bool) or not is_int(idx) or not 0 <= idx < n:
         raise LayoutError(f"local_partition: thread index {idx!r} out of range [0, {n}) for {thr_layout}")
     if proj is not None:
-        thr_layout = _alg.make_layout(*[thr_layout[i] for i, p in enumerate(proj) if p is not None])
+        thr_layout = make_layout(*[thr_layout[i] for i, p in enumerate(proj) if p is not None])
     tiler = tuple(size(m) for m in thr_layout) if isinstance(thr_layout.shape, tuple) else size(thr_layout)
     return outer_partition(tensor, tiler, get_flat_coord(thr_layout, idx))
 
