@@ -58,8 +58,12 @@ def _coalesce(L):
 def coalesce(layout, profile=None):
     """The layout with the fewest modes that is the same function on ``[0, size)``.
 
-    With a tuple ``profile``, coalesce each of the first ``rank(profile)`` modes
-    on its own (recursively) and keep the mode structure.
+    Pre: ``layout`` is a layout (or a layout-like object with a ``coalesce`` method);
+    ``profile``, if a tuple, has at most ``rank(layout)`` modes.
+    Post: ``R = coalesce(layout)`` has ``size(R) == size(layout)``, depth at most 1 and
+    ``R(i) == layout(i)`` for every ``i`` in ``[0, size)``; with a tuple ``profile``, each
+    of the first ``len(profile)`` modes is coalesced on its own (recursively) and the mode
+    structure, hence the rank, is kept.
 
     >>> str(coalesce(Layout((2, (1, 6)), (1, (6, 2)))))
     '12:1'
@@ -113,6 +117,10 @@ def coalesce(layout, profile=None):
 def filter_zeros(layout):
     """Replace every stride-0 mode's shape with 1.
 
+    Pre: ``layout`` is a layout (or an int ``n``, meaning ``n:1``).
+    Post: same shape profile and strides; ``R(i) == layout(j)`` for the index ``j`` of the
+    same coordinate with the stride-0 coordinates set to 0; ``cosize`` unchanged.
+
     >>> str(filter_zeros(Layout((4, 2), (0, 1))))
     '(1,2):(0,1)'
     """
@@ -127,6 +135,10 @@ def filter_zeros(layout):
 
 def filter(layout):
     """Remove stride-0 and size-1 modes, then coalesce.
+
+    Pre: ``layout`` is a layout (or an int).
+    Post: ``R`` has no stride-0 or size-1 mode (except ``1:0`` when nothing is left) and
+    its image is the image of ``layout``; ``size(R) <= size(layout)``.
 
     >>> str(filter(Layout((4, 2, 3), (0, 1, 2))))
     '6:1'
@@ -374,9 +386,17 @@ def composition(lhs, rhs):
     """``R = lhs o rhs`` with ``R(c) == lhs(rhs(c))`` for every coordinate ``c`` of ``rhs``.
 
     ``rhs`` may be a layout, an int ``n`` (meaning ``n:1``), or a tuple tiler whose
-    entries (layouts, ints or ``None`` to keep a mode) apply to ``lhs``'s modes;
-    as in CuTe, modes of ``lhs`` beyond the tiler are dropped.
-    Post: ``compatible(rhs, R)`` for a layout ``rhs``.
+    entries (layouts, ints or ``None`` to keep a mode) apply to ``lhs``'s modes; as in
+    CuTe, modes of ``lhs`` beyond the tiler are dropped.  A :class:`Swizzle` lhs gives a
+    :class:`ComposedLayout`; a layout-like lhs (a composed layout, a tensor) is composed
+    through its ``layout`` and re-wrapped.
+
+    Pre: CuTe's divisibility conditions: each rhs stride divides out of the lhs's
+    (coalesced) modes from the left, and each rhs shape then divides what remains (the
+    last lhs mode is unbounded); the modes of ``rhs`` select disjoint parts of ``lhs``
+    (their offsets never carry across a mode boundary of ``lhs``).  Otherwise
+    ``LayoutError``.
+    Post: ``compatible(rhs, R)`` for a layout ``rhs`` and ``R(c) == lhs(rhs(c))``.
 
     >>> str(composition(Layout((6, 2), (8, 2)), Layout((4, 3), (3, 1))))
     '((2,2),3):((24,2),8)'
@@ -442,6 +462,11 @@ def composition(lhs, rhs):
 def with_shape(layout, shape):
     """``layout o make_layout(shape)``: the same function re-indexed by ``shape``.
 
+    Pre: ``composition(layout, Layout(shape))`` is admissible (e.g. ``size(shape)`` divides
+    into ``layout``'s modes).
+    Post: ``R.shape == shape`` (up to coalesced leaves) and ``R(i) == layout(i)`` for ``i``
+    in ``[0, size(shape))``.
+
     >>> str(with_shape(Layout(24, 1), (4, 6)))
     '(4,6):(1,4)'
     """
@@ -449,7 +474,15 @@ def with_shape(layout, shape):
 
 
 def flatten_layout(layout):
-    """The layout with flat shape and stride."""
+    """The layout with flat shape and stride.
+
+    Pre: ``layout`` is a layout (or an int).
+    Post: ``R.shape == flatten(layout.shape)``, ``R.stride == flatten(layout.stride)``, and
+    ``R(i) == layout(i)`` for every ``i``.
+
+    >>> str(flatten_layout(Layout((2, (3, 4)), (1, (2, 6)))))
+    '(2,3,4):(1,2,6)'
+    """
     layout = _as_layout("flatten_layout", layout)
     s, d = _flat_modes(layout)
     if not isinstance(layout.shape, tuple):

@@ -126,10 +126,17 @@ def _right_inverse(L):
 
 
 def right_inverse(layout):
-    """``R`` with ``layout(R(i)) == i`` for every ``i`` in ``[0, size(R))`` (the largest such).
+    """The largest ``R`` with ``layout(R(i)) == i`` for every ``i`` in ``[0, size(R))``.
+
+    Pre: ``layout`` is a layout (or a layout-like object with a ``right_inverse`` method).
+    Post: ``R`` is compact (``cosize(R) <= size(layout)``), and ``layout(R(i)) == i`` on
+    ``[0, size(R))``; ``size(R) == size(layout)`` when ``layout`` is a bijection onto its
+    codomain; ``1:0`` when no offset ``1`` is reachable.
 
     >>> str(right_inverse(Layout((4, 2), (2, 1))))
     '(2,4):(4,1)'
+    >>> str(right_inverse(Layout((2, 3), (1, 4))))
+    '2:1'
     """
     if type(layout) is not Layout:
         if hasattr(layout, "right_inverse"):
@@ -160,10 +167,14 @@ def _left_inverse(L):
 def left_inverse(layout):
     """``R`` with ``R(layout(i)) == i`` for every ``i`` in ``[0, size(layout))``.
 
-    Pre: ``layout`` is injective (non-injective layouts raise ``LayoutError``).
+    Pre: ``layout`` is injective and its strides divide one another when sorted (so that
+    ``(layout, complement(layout))`` is contiguous); otherwise ``LayoutError``.
+    Post: ``R(layout(i)) == i`` for every ``i``; ``size(R) >= cosize(layout)``.
 
     >>> str(left_inverse(Layout((4, 2), (2, 1))))
     '(2,4):(4,1)'
+    >>> str(left_inverse(Layout((2, 2), (1, 4))))
+    '(2,2,2):(1,4,2)'
     """
     layout = _as_layout("left_inverse", layout)
     return _left_inverse(layout)
@@ -177,7 +188,11 @@ def _check_same_size(op, a, b):
 
 
 def max_common_layout(a, b):
-    """The largest layout ``C`` such that ``a o C`` and ``b o C`` are both ``n:1`` (contiguous in both).
+    """The largest layout ``C`` such that ``a o C`` and ``b o C`` are both ``n:1``.
+
+    Pre: ``a`` and ``b`` (layouts or tensors) have the same size.
+    Post: ``a(C(i)) == i`` and ``b(C(i)) == i`` for every ``i`` in ``[0, size(C))``: the
+    first ``size(C)`` elements are contiguous in both; ``1:0`` when not even two are.
 
     >>> str(max_common_layout(Layout((4, 8), (8, 1)), Layout((4, 8), (8, 1))))
     '(8,4):(4,1)'
@@ -196,8 +211,13 @@ def max_common_layout(a, b):
 def max_common_vector(a, b):
     """The number of elements that are contiguous in both ``a`` and ``b`` starting at 0.
 
+    Pre: ``a`` and ``b`` (layouts or tensors) have the same size.
+    Post: ``n >= 1``; ``a o right_inverse(b)`` maps ``[0, n)`` to itself with stride 1.
+
     >>> max_common_vector(Layout((4, 8), (8, 1)), Layout((4, 8), (1, 4)))
     1
+    >>> max_common_vector(Layout((4, 8), (1, 4)), Layout((4, 8), (1, 4)))
+    32
     """
     a = _layout_of(a) or _as_layout("max_common_vector", a)
     b = _layout_of(b) or _as_layout("max_common_vector", b)
@@ -209,6 +229,10 @@ def max_common_vector(a, b):
 
 def nullspace(layout):
     """The layout of the domain positions that ``layout`` sends to 0 (its stride-0 modes).
+
+    Pre: ``layout`` is a layout (or an int).
+    Post: ``layout(R(i)) == 0`` for every ``i`` in ``[0, size(R))``; ``size(R)`` is the
+    product of the stride-0 modes' shapes (``1:0`` when there are none).
 
     >>> str(nullspace(Layout((2, 4, 3), (0, 1, 0))))
     '(2,3):(1,8)'

@@ -35,8 +35,17 @@ def _upcast_leaf(op, s, d, n):
 def upcast(layout, n):
     """View a layout of ``n`` narrow elements per wide element as a layout of wide elements.
 
+    Pre: ``n`` is a positive int; every non-zero stride ``d`` divides or is divided by
+    ``n``; a composed (swizzled) layout's swizzle base and offset are multiples of
+    ``log2(n)`` and ``n``.  Otherwise ``LayoutError``.
+    Post: strides that are multiples of ``n`` are divided by it; a mode of stride
+    ``d`` dividing ``n`` keeps stride ``sign(d)`` and its shape shrinks to
+    ``ceil(shape / (n / |d|))`` (a partial group counts as one wide element, as in CuTe).
+
     >>> str(upcast(Layout((4, 8), (8, 1)), 2))
     '(4,4):(4,1)'
+    >>> str(upcast(Layout((3, 8), (1, 4)), 2))
+    '(2,8):(1,2)'
     """
     if not isinstance(layout, Layout) and callable(getattr(layout, "upcast", None)):
         return layout.upcast(n)
@@ -54,6 +63,11 @@ def upcast(layout, n):
 
 def downcast(layout, n):
     """View a layout of wide elements as a layout of ``n`` times narrower elements.
+
+    Pre: ``n`` is a positive int; ``layout`` has a stride-1 (or -1) mode, which the
+    narrow elements of a wide one extend (CuTe: "downcast requires adjacent elements").
+    Post: the stride-1 modes' shapes are multiplied by ``n``, the other strides by ``n``;
+    ``upcast(downcast(L, n), n) == L`` for such a layout.
 
     >>> str(downcast(Layout((4, 4), (4, 1)), 2))
     '(4,8):(8,1)'
@@ -87,6 +101,9 @@ def type_bits(t):
     """Bit width of a type given as bits (int), a registered name (``"f16"``), a numpy dtype
     or a torch dtype (see :mod:`layoutalg.element_types`).
 
+    Pre: ``t`` is a positive int, a registered element-type name, or a dtype numpy knows.
+    Post: a positive int.
+
     >>> type_bits("bf16"), type_bits(8), type_bits("u128")
     (16, 8, 128)
     """
@@ -116,6 +133,11 @@ def type_bits(t):
 def recast_layout(layout, old_type, new_type):
     """Re-express ``layout`` over elements of ``old_type`` in elements of ``new_type``.
 
+    Pre: one bit width is a multiple of the other; the :func:`upcast` (wider) or
+    :func:`downcast` (narrower) it reduces to is defined.
+    Post: ``recast_layout(L, t, t) is L``; wider types give ``upcast(L, new/old)``,
+    narrower ones ``downcast(L, old/new)``.
+
     >>> str(recast_layout(Layout((4, 8), (8, 1)), "f16", "f32"))
     '(4,4):(4,1)'
     """
@@ -134,5 +156,12 @@ def recast_layout(layout, old_type, new_type):
 
 
 def get_nonswizzle_portion(layout):
-    """The plain layout part (for a ComposedLayout, its inner layout)."""
+    """The plain layout part: a composed layout's inner layout, a layout itself.
+
+    Post: a :class:`Layout` for a layout or a composed layout.
+
+    >>> from layoutalg import Swizzle, composition
+    >>> str(get_nonswizzle_portion(composition(Swizzle(1, 0, 1), Layout(4, 1))))
+    '4:1'
+    """
     return getattr(layout, "inner", layout)

@@ -52,8 +52,16 @@ def _logical_divide_layout(A, B):
 def logical_divide(layout, tiler):
     """Split ``layout`` into (tile, rest): ``layout o (tiler, complement(tiler, shape(layout)))``.
 
-    A tuple ``tiler`` divides mode by mode (entries layouts, ints or ``None``).
-    Residue tiles are allowed, as in CuTe: the rest mode rounds up.
+    A tuple ``tiler`` divides mode by mode (entries layouts, ints or ``None`` to keep a
+    mode); an int ``n`` means ``n:1``; a layout-like ``layout`` (composed layout, tensor)
+    is divided through its ``layout`` and re-wrapped.
+
+    Pre: ``tiler`` is injective and its modes nest (a valid ``complement``), and the
+    composition with ``layout`` is admissible; otherwise ``LayoutError``.  Residue tiles
+    are allowed, as in CuTe: the rest mode rounds up.
+    Post: ``R`` has rank 2 (for a layout tiler); ``R[0] == layout o tiler`` and
+    ``size(R) >= size(layout)``; ``R(i) == layout(i)`` for every ``i`` in
+    ``[0, size(layout))`` when ``tiler`` and its complement cover ``layout`` exactly.
 
     >>> str(logical_divide(Layout((4, 2, 3), (2, 1, 8)), Layout(4, 2)))
     '((2,2),(2,3)):((4,1),(2,8))'
@@ -99,7 +107,11 @@ def _tile_unzip(op, layout, tiler):
 
 
 def zipped_divide(layout, tiler):
-    """``((tile modes...), (rest modes...))``.
+    """``logical_divide`` with the tiles gathered into mode 0: ``((tile modes...), (rest modes...))``.
+
+    Pre: as :func:`logical_divide`.
+    Post: rank 2; the same function as ``logical_divide(layout, tiler)`` up to the order of
+    modes; ``R[0]`` is the tile (``size(R[0]) == size(tiler)``).
 
     >>> str(zipped_divide(Layout((8, 8)), (2, 4)))
     '((2,4),(4,2)):((1,8),(2,32))'
@@ -111,7 +123,14 @@ def zipped_divide(layout, tiler):
 
 
 def tiled_divide(layout, tiler):
-    """``((tile modes...), rest_0, rest_1, ...)``."""
+    """``((tile modes...), rest_0, rest_1, ...)``: :func:`zipped_divide` with the rest unpacked.
+
+    Pre: as :func:`logical_divide`.
+    Post: ``R[0] == zipped_divide(layout, tiler)[0]``; ``rank(R) == 1 + rank of the rest``.
+
+    >>> str(tiled_divide(Layout((8, 8)), (2, 4)))
+    '((2,4),4,2):((1,8),2,32)'
+    """
     wrapped = _layout_like(layout)
     if wrapped is not None:
         return wrapped[1](tiled_divide(wrapped[0], tiler))
@@ -120,7 +139,14 @@ def tiled_divide(layout, tiler):
 
 
 def flat_divide(layout, tiler):
-    """``(tile_0, tile_1, ..., rest_0, rest_1, ...)``."""
+    """``(tile_0, tile_1, ..., rest_0, rest_1, ...)``: :func:`zipped_divide` with both modes unpacked.
+
+    Pre: as :func:`logical_divide`.
+    Post: the modes of ``zipped_divide(layout, tiler)[0]`` then those of ``[1]``.
+
+    >>> str(flat_divide(Layout((8, 8)), (2, 4)))
+    '(2,4,4,2):(1,8,2,32)'
+    """
     wrapped = _layout_like(layout)
     if wrapped is not None:
         return wrapped[1](flat_divide(wrapped[0], tiler))
@@ -147,7 +173,14 @@ def _logical_product_layout(A, B):
 def logical_product(block, tiler):
     """``(block, complement(block, size(block)*cosize(tiler)) o tiler)``: ``tiler`` copies of ``block``.
 
-    An int ``tiler`` ``n`` means ``n:1``; a tuple multiplies mode by mode.
+    An int ``tiler`` ``n`` means ``n:1``; a tuple multiplies mode by mode; a layout-like
+    ``block`` is multiplied through its ``layout`` and re-wrapped.
+
+    Pre: ``block`` has a complement (non-negative strides, injective, nesting modes) and
+    the composition of that complement with ``tiler`` is admissible; otherwise
+    ``LayoutError``.
+    Post: ``R[0] == block``; ``size(R) == size(block) * size(tiler)``; ``R[1](j)`` is the
+    offset of copy ``j`` and never falls inside ``block``'s image except at 0.
 
     >>> str(logical_product(Layout((2, 2), (1, 2)), Layout((3, 4), (4, 1))))
     '((2,2),(3,4)):((1,2),(16,4))'
@@ -166,7 +199,15 @@ def logical_product(block, tiler):
 
 
 def zipped_product(block, tiler):
-    """``((block modes...), (tiler modes...))``."""
+    """``logical_product`` regrouped: ``((block modes...), (tiler modes...))``.
+
+    Pre: as :func:`logical_product`.
+    Post: rank 2; the same function as ``logical_product(block, tiler)`` up to the order
+    of modes.
+
+    >>> str(zipped_product(Layout((2, 2)), (3, 2)))
+    '((2,2),(3,2)):((1,2),(2,1))'
+    """
     wrapped = _layout_like(block)
     if wrapped is not None:
         return wrapped[1](zipped_product(wrapped[0], tiler))
@@ -174,7 +215,14 @@ def zipped_product(block, tiler):
 
 
 def tiled_product(block, tiler):
-    """``((block modes...), tiler_0, tiler_1, ...)``."""
+    """``((block modes...), tiler_0, tiler_1, ...)``: :func:`zipped_product` with the tiler unpacked.
+
+    Pre: as :func:`logical_product`.
+    Post: ``R[0] == zipped_product(block, tiler)[0]``.
+
+    >>> str(tiled_product(Layout((2, 2)), (3, 2)))
+    '((2,2),3,2):((1,2),2,1)'
+    """
     wrapped = _layout_like(block)
     if wrapped is not None:
         return wrapped[1](tiled_product(wrapped[0], tiler))
@@ -183,7 +231,14 @@ def tiled_product(block, tiler):
 
 
 def flat_product(block, tiler):
-    """``(block_0, block_1, ..., tiler_0, tiler_1, ...)``."""
+    """``(block_0, block_1, ..., tiler_0, tiler_1, ...)``: :func:`zipped_product` unpacked.
+
+    Pre: as :func:`logical_product`.
+    Post: the modes of ``zipped_product(block, tiler)[0]`` then those of ``[1]``.
+
+    >>> str(flat_product(Layout((2, 2)), (3, 2)))
+    '(2,2,3,2):(1,2,2,1)'
+    """
     wrapped = _layout_like(block)
     if wrapped is not None:
         return wrapped[1](flat_product(wrapped[0], tiler))
@@ -192,7 +247,15 @@ def flat_product(block, tiler):
 
 
 def append(layout, n, fill=None):
-    """Pad ``layout`` with ``1:0`` modes (or ``fill``) up to rank ``n``."""
+    """Pad ``layout`` with ``1:0`` modes (or ``fill``) up to rank ``n``.
+
+    Pre: ``n`` is an int; ``fill``, if given, is a layout.
+    Post: ``rank(R) == max(n, rank(layout))``; the first modes are ``layout``'s; the
+    function on ``[0, size(layout))`` is unchanged when ``fill`` has size 1.
+
+    >>> str(append(Layout(4, 1), 3))
+    '(4,1,1):(1,0,0)'
+    """
     layout = _as_layout("append", layout)
     if isinstance(n, bool) or not is_int(n):
         raise LayoutTypeError(f"append: rank must be an int, got {n!r}")
@@ -207,7 +270,14 @@ def append(layout, n, fill=None):
 
 
 def zip_layouts(a, b):
-    """``((a_0, b_0), (a_1, b_1), ...)`` for layouts of equal rank."""
+    """``((a_0, b_0), (a_1, b_1), ...)`` for layouts of equal rank.
+
+    Pre: ``rank(a) == rank(b)``.
+    Post: ``rank(R) == rank(a)``; ``R[i] == make_layout(a[i], b[i])``.
+
+    >>> str(zip_layouts(Layout((2, 3), (1, 2)), Layout((4, 5), (6, 24))))
+    '((2,4),(3,5)):((1,6),(2,24))'
+    """
     a, b = _as_layout("zip_layouts", a), _as_layout("zip_layouts", b)
     if rank(a) != rank(b):
         raise LayoutError(f"zip_layouts: ranks differ ({a} and {b})")
@@ -233,14 +303,24 @@ def _block_or_raked(op, block, tiler, raked):
 def blocked_product(block, tiler):
     """Tile ``block`` in the arrangement ``tiler``, mode by mode: block elements vary fastest.
 
+    Pre: as :func:`logical_product` of ``block`` and ``tiler`` padded to a common rank.
+    Post: ``rank(R) == max(rank(block), rank(tiler))``; mode ``i`` has size
+    ``size(block[i]) * size(tiler[i])``; ``R`` restricted to the first block is ``block``.
+
     >>> str(blocked_product(Layout((2, 2), (1, 2)), Layout((3, 4), (4, 1))))
     '((2,3),8):((1,16),2)'
+    >>> str(blocked_product(Layout(2, 1), Layout(3, 1)))
+    '(6):(1)'
     """
     return _block_or_raked("blocked_product", block, tiler, False)
 
 
 def raked_product(block, tiler):
     """Interleave copies of ``block`` in ``tiler``'s arrangement: tiler elements vary fastest.
+
+    Pre: as :func:`blocked_product`.
+    Post: ``rank(R) == max(rank(block), rank(tiler))``; mode ``i`` has size
+    ``size(block[i]) * size(tiler[i])``; the same set of offsets as ``blocked_product``.
 
     >>> str(raked_product(Layout((2, 2), (1, 2)), Layout((3, 4), (4, 1))))
     '((3,2),(4,2)):((16,1),(4,2))'
