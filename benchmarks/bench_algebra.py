@@ -133,7 +133,7 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=3000, help="corpus entries per operation")
     ap.add_argument("--repeat", type=int, default=5, help="passes per measurement (best is kept)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--chunk", type=int, default=50, help="inputs per timed chunk")
+    ap.add_argument("--chunk", type=int, default=10, help="inputs per timed chunk")
     ap.add_argument("--no-check", action="store_true", help="skip the untimed agreement check")
     args = ap.parse_args(argv)
 

@@ -168,58 +168,62 @@ def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
         return s, ld[0] * d
     if d < 0:
         raise LayoutError(f"{op}: negative stride {d} in {B} needs a rank-1 left-hand side, got {A}")
-    res_s = res_d = None            # result modes after the first (f_s, f_d)
-    f_s = f_d = 0
     rest_stride, rest_shape = d, s
-    for i in range(n1):
+    # phase 1: divide the stride out of the lhs modes that it strides over entirely
+    i = 0
+    while i < n1:
         si = ls[i]
-        if rest_stride % si == 0:
-            # the whole mode is strided over
-            rest_stride //= si
-            continue
-        if rest_stride > si:
+        if rest_stride % si != 0:
+            break
+        rest_stride //= si
+        i += 1
+    else:                           # the rhs lands in the last (unbounded) lhs mode
+        return (rest_shape, rest_stride * ld[-1]) if rest_shape != 1 else (1, 0)
+    # mode i: the stride starts inside it
+    if rest_stride > si:
+        raise LayoutError(
+            f"{op}: stride divisibility violated: stride {rest_stride} and shape {si} "
+            f"do not divide one another ({A} o {B})")
+    if rest_shape == 1:
+        return 1, 0
+    next_shape = -(-si // rest_stride)
+    if si % rest_stride != 0:
+        if rest_shape > next_shape:
             raise LayoutError(
                 f"{op}: stride divisibility violated: stride {rest_stride} and shape {si} "
                 f"do not divide one another ({A} o {B})")
-        if rest_shape == 1:
-            rest_stride = 1
-            continue
-        next_shape = -(-si // rest_stride)
-        if si % rest_stride != 0:
-            if rest_shape > next_shape:
+        if weak is not None:
+            weak.append(si)
+    new_s = next_shape if next_shape < rest_shape else rest_shape     # >= 2
+    if rest_shape % new_s != 0:
+        raise LayoutError(
+            f"{op}: shape divisibility violated: shape {new_s} does not divide {rest_shape} "
+            f"({A} o {B})")
+    first_d = rest_stride * ld[i]
+    rest_shape //= new_s
+    if rest_shape == 1:
+        return new_s, first_d
+    # phase 2: the stride is 1 from here on; mod the shape out of the next modes
+    res_s, res_d = [new_s], [first_d]
+    for i in range(i + 1, n1):
+        si = ls[i]
+        if si < rest_shape:
+            if rest_shape % si != 0:
                 raise LayoutError(
-                    f"{op}: stride divisibility violated: stride {rest_stride} and shape {si} "
-                    f"do not divide one another ({A} o {B})")
-            if weak is not None:
-                weak.append(si)
-        new_s = next_shape if next_shape < rest_shape else rest_shape
-        if rest_shape % new_s != 0:
-            raise LayoutError(
-                f"{op}: shape divisibility violated: shape {new_s} does not divide {rest_shape} "
-                f"({A} o {B})")
-        if f_s == 0:
-            f_s, f_d = new_s, rest_stride * ld[i]
-        elif res_s is None:
-            res_s, res_d = [f_s, new_s], [f_d, rest_stride * ld[i]]
+                    f"{op}: shape divisibility violated: shape {si} does not divide {rest_shape} "
+                    f"({A} o {B})")
+            res_s.append(si)
+            res_d.append(ld[i])
+            rest_shape //= si
         else:
-            res_s.append(new_s)
-            res_d.append(rest_stride * ld[i])
-        rest_shape //= new_s
-        rest_stride = 1
-        if rest_shape == 1:
+            res_s.append(rest_shape)
+            res_d.append(ld[i])
+            rest_shape = 1
             break
-    if f_s == 0:                    # no mode yet: the rest of the rhs lands in the last lhs mode
-        return (rest_shape, rest_stride * ld[-1]) if rest_shape != 1 else (1, 0)
     if rest_shape != 1:
-        if res_s is None:
-            res_s, res_d = [f_s], [f_d]
         res_s.append(rest_shape)
-        res_d.append(rest_stride * ld[-1])
-    elif res_s is None:
-        return (f_s, f_d) if f_s != 1 else (1, 0)
+        res_d.append(ld[-1])
     rs, rd = _coalesce_modes(res_s, res_d)
-    if not rs:
-        return 1, 0
     if len(rs) == 1:
         return rs[0], rd[0]
     return tuple(rs), tuple(rd)

@@ -43,8 +43,12 @@ def _logical_divide_layout(A, B):
     except LayoutError as e:
         raise LayoutError(f"logical_divide: tiler {B} cannot tile {A}: {e}") from None
     try:
-        return _compose(A, _build((B.shape, comp.shape), (B.stride, comp.stride),
-                                  B._fs + comp._fs, B._fd + comp._fd), ls, ld)
+        bs, bd = (B.shape, comp.shape), (B.stride, comp.stride)
+        if type(bs[0]) is not tuple and type(bs[1]) is not tuple:
+            T = _build(bs, bd, bs, bd)              # flat: its own flat tuples
+        else:
+            T = _build(bs, bd, B._fs + comp._fs, B._fd + comp._fd)
+        return _compose(A, T, ls, ld)
     except LayoutError as e:
         raise LayoutError(f"logical_divide: tiler {B} is not admissible for {A}: {e}") from None
 
