@@ -19,3 +19,14 @@ def test_doc_examples(name):
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0, f"{name}: no examples"
     assert result.failed == 0, f"{name}: {result.failed} of {result.attempted} examples failed"
+
+
+def test_algebra_functions_state_their_conditions():
+    """Every public function of the algebra has a post-condition and an example."""
+    import inspect
+
+    import layoutalg.algebra as algebra
+
+    missing = [name for name in algebra.__all__
+               if not all(k in (inspect.getdoc(getattr(algebra, name)) or "") for k in ("Post:", ">>>"))]
+    assert not missing, f"without 'Post:' or an example: {missing}"
