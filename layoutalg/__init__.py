@@ -26,7 +26,7 @@ from .algebra import (
     tile_to_shape, tiled_divide, tiled_product, type_bits, upcast, with_shape, zip_layouts,
     zipped_divide, zipped_product,
 )
-from .parse import evaluate
+from .expressions import evaluate
 from .tensor import (
     ArrayEngine, CoordEngine, PointerEngine, RegisterEngine, Tensor, dice, get_flat_coord,
     group_modes, inner_partition, local_partition, local_tile, make_basis_like,
@@ -74,7 +74,15 @@ __all__ = [
     "make_tiled_copy", "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C",
 ]
 
-# CuTe's printing functions (text tables, LaTeX) under CuTe's names; they live with the drawing code.
-from .draw.cute_print import print_latex, print_layout, print_tensor  # noqa: E402
+# CuTe's printing functions (text tables, LaTeX) under CuTe's names. They live with the
+# drawing code, a layer above this package's, and are imported on first use.
+_PRINTING = ("print_layout", "print_tensor", "print_latex")
+__all__ += list(_PRINTING)
 
-__all__ += ["print_layout", "print_tensor", "print_latex"]
+
+def __getattr__(name):
+    if name in _PRINTING:
+        from .draw import cute_print
+
+        return getattr(cute_print, name)
+    raise AttributeError(f"module 'layoutalg' has no attribute {name!r}")

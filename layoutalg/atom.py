@@ -19,18 +19,24 @@ __all__ = ["MMAAtom", "CopyAtom", "lookup_op"]
 
 
 def lookup_op(op, kind):
-    """A table entry from itself or its name (``mma_atoms.get``)."""
+    """A table entry from itself or its name (``mma_atoms.get``).
+
+    The tables (``mma_atoms``) sit below this module: they depend only on the core
+    (``Layout``), and this module looks names up in them, never the other way round.
+    The import is deferred to the first lookup by name because the tables import
+    ``Layout`` through the ``layoutalg`` package, whose ``__init__`` imports this module.
+    """
     if isinstance(op, str):
-        import mma_atoms
+        from mma_atoms.registry import get, names
 
         try:
-            return mma_atoms.get(op)
+            return get(op)
         except LookupError as e:
             close = getattr(e, "suggestions", None)
             if close is None:
                 import difflib
 
-                close = difflib.get_close_matches(op, mma_atoms.names(), n=5, cutoff=0.6)
+                close = difflib.get_close_matches(op, names(), n=5, cutoff=0.6)
             hint = f"; close matches: {', '.join(close)}" if close else "; mma_atoms.names() lists them"
             raise LayoutError(f"{kind}: no atom named {op!r}{hint}") from None
     if not hasattr(op, "name"):

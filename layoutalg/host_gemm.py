@@ -43,6 +43,7 @@ from .basis import ScaledBasis, basis_value
 from .errors import LayoutError, LayoutTypeError
 from .inttuple import flat_tuple, is_int
 from .layout import Layout, rank, size
+from .numpy_eval import eval_layout
 from .swizzle import ComposedLayout, Swizzle
 from .tensor import (
     ArrayEngine, CoordEngine, Tensor, local_tile, make_identity_tensor, make_tensor,
@@ -59,27 +60,8 @@ __all__ = [
 # ---- evaluating layouts with numpy -----------------------------------------
 
 def _eval_layout(layout, idx):
-    """``layout(i)`` for an int64 array of 1-D indices (the last mode is unbounded, as in CuTe)."""
-    if isinstance(layout, ComposedLayout):
-        inner = _eval_layout(layout.inner, idx) + layout.offset
-        outer = layout.outer
-        if isinstance(outer, Swizzle):
-            if outer.shift >= 0:
-                return inner ^ ((inner & outer.yyy_mask) >> outer.shift)
-            return inner ^ ((inner & outer.yyy_mask) << -outer.shift)
-        return _eval_layout(outer, inner)
-    if not isinstance(layout, Layout):
-        raise LayoutTypeError(f"offsets: expected a Layout or ComposedLayout, got {layout!r}")
-    shapes, strides = flat_tuple(layout.shape), flat_tuple(layout.stride)
-    out = np.zeros(idx.shape, dtype=np.int64)
-    div = 1
-    for i, (s, d) in enumerate(zip(shapes, strides)):
-        if not is_int(d):
-            raise LayoutError(f"offsets: layout {layout} has coordinate strides; use coords()")
-        c = idx // div if i == len(shapes) - 1 else (idx // div) % s
-        out += c * int(d)
-        div *= s
-    return out
+    """``layout(i)`` for an int64 array of 1-D indices (see :func:`layoutalg.numpy_eval.eval_layout`)."""
+    return eval_layout(layout, idx, "offsets")
 
 
 def offsets(t):

@@ -76,7 +76,21 @@ def compact_col_major(shape, current=1):
     return 0 if shape == 1 else current
 
 
-class Layout:
+class _LayoutSlots:
+    """The storage of a :class:`Layout` (see :func:`_build`)."""
+
+    # ``_fs``/``_fd``: the flat shape and stride tuples, built once with the layout; the
+    # algebra's loops run on them.  ``_hash``: computed on first use.
+    __slots__ = ("shape", "stride", "_hash", "_fs", "_fd")
+
+
+class _LayoutBuilder(_LayoutSlots):
+    """A :class:`Layout` under construction: the same slots, without the immutability guard."""
+
+    __slots__ = ()
+
+
+class Layout(_LayoutSlots):
     """An immutable, hashable (shape, stride) pair.
 
     Pre: ``shape`` is a positive int-tuple; ``stride`` is congruent to it (ints,
@@ -85,7 +99,7 @@ class Layout:
     compact layout get stride 0 (``Layout((2, 1))`` is ``(2,1):(1,0)``).
     """
 
-    __slots__ = ("shape", "stride", "_hash")
+    __slots__ = ()
 
     def __init__(self, shape, stride=None):
         try:
@@ -102,15 +116,24 @@ class Layout:
         _set_shape(self, shape)
         _set_stride(self, stride)
         _set_hash(self, None)
+        if type(shape) is tuple:
+            _set_fs(self, flat_tuple(shape))
+            _set_fd(self, flat_tuple(stride))
+        else:
+            _set_fs(self, (shape,))
+            _set_fd(self, (stride,))
 
-    @classmethod
-    def _make(cls, shape, stride):
+    @staticmethod
+    def _make(shape, stride):
         """Trusted constructor for results of the algebra (no validation)."""
-        self = _new(cls)
-        _set_shape(self, shape)
-        _set_stride(self, stride)
-        _set_hash(self, None)
-        return self
+        if type(shape) is tuple:
+            return _build(shape, stride, flat_tuple(shape), flat_tuple(stride))
+        return _build(shape, stride, (shape,), (stride,))
+
+    @staticmethod
+    def _make_flat(shape, stride, fs, fd):
+        """Trusted constructor given also the flat tuples ``fs == flat_tuple(shape)``, ``fd``."""
+        return _build(shape, stride, fs, fd)
 
     def __setattr__(self, name, value):
         raise AttributeError("Layout is immutable")
@@ -206,6 +229,26 @@ _new = object.__new__
 _set_shape = Layout.shape.__set__          # slot descriptors: bypass the immutability guard
 _set_stride = Layout.stride.__set__
 _set_hash = Layout._hash.__set__
+_set_fs = Layout._fs.__set__
+_set_fd = Layout._fd.__set__
+
+
+def _build(shape, stride, fs, fd):
+    """A layout from trusted parts, as fast as Python allows.
+
+    The slots are filled on a :class:`_LayoutBuilder` (plain attribute stores, no guard)
+    and the object then becomes a :class:`Layout` (same slots, so ``__class__`` may be
+    assigned); storing through the slot descriptors of a guarded object costs three times
+    as much, and the algebra builds a layout for every intermediate result.
+    """
+    self = _new(_LayoutBuilder)
+    self.shape = shape
+    self.stride = stride
+    self._fs = fs
+    self._fd = fd
+    self._hash = None
+    self.__class__ = Layout
+    return self
 
 
 def is_layout(x):
@@ -323,8 +366,9 @@ def size(x, mode=None):
     if mode is not None:
         if isinstance(x, Layout):
             return product(x[mode].shape)
-        if hasattr(x, "__layout_mode__"):
-            return size(x.__layout_mode__(mode))
+        lay = _layout_of(x)
+        if lay is not None:                     # a layout-like object: a tensor, a composed layout
+            return product(lay[mode].shape)
         return product(x[mode] if isinstance(x, tuple) else x)
     if isinstance(x, Layout):
         return product(x.shape)
@@ -361,8 +405,9 @@ def rank(x):
     """Number of top-level modes."""
     if isinstance(x, Layout):
         return len(x.shape) if isinstance(x.shape, tuple) else 1
-    if hasattr(x, "__layout_rank__"):
-        return x.__layout_rank__()
+    lay = _layout_of(x)
+    if lay is not None:                         # a layout-like object: a tensor, a composed layout
+        return rank(lay)
     if not isinstance(x, tuple) and (isinstance(x, bool) or not is_int(x)):
         raise LayoutTypeError(f"rank: expected a layout or an int-tuple, got {x!r}")
     return len(x) if isinstance(x, tuple) else 1

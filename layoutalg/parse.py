@@ -4,13 +4,17 @@ Layouts: ``(4,(2,2)):(2,(1,8))``, ``8:1``, ``(8,8)`` (compact column-major),
 static-int spellings ``(_4,_2):(_1,_4)``, and swizzled layouts as CuTe prints
 them, ``Sw<3,3,3> o 0 o (8,64):(64,1)``.
 
-Expressions (for the command line) are calls of the algebra's functions on
-layouts, ints, tuples, ``None``/``_`` and ``Swizzle(b,m,s)``:
+Expressions (for the command line) are calls of functions on layouts, ints,
+tuples, ``None``/``_`` and ``Swizzle(b,m,s)``; this module parses them, and
+:mod:`layoutalg.expressions` evaluates them over the package's public functions:
 
->>> str(evaluate("composition((4,3):(3,1), 6:2)"))
-'(2,3):(6,1)'
->>> str(evaluate("logical_divide((8,8):(1,8), (2:1, 4:1))"))
-'((2,4),(4,2)):((1,2),(8,32))'
+>>> node = parse_expr("composition((4,3):(3,1), 6:2)")
+>>> node.name, len(node.args)
+('composition', 2)
+>>> str(evaluate_tree(node, {"composition": lambda a, b: f"{a} o {b}"}))
+'(4,3):(3,1) o 6:2'
+>>> str(parse_layout("(4,(2,2)):(2,(1,8))"))
+'(4,(2,2)):(2,(1,8))'
 
 Both go through one parser, :func:`parse_expr`, which builds an
 :class:`ExprNode` tree keeping each sub-expression's source text, and
@@ -26,7 +30,7 @@ from .errors import LayoutError
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>-?_?\d+)|(?P<name>[A-Za-z][A-Za-z0-9_]*|_)|(?P<op><|>|[(),:@]))")
 
-__all__ = ["ExprNode", "parse_expr", "evaluate_tree", "evaluate", "parse_layout", "format_value"]
+__all__ = ["ExprNode", "parse_expr", "evaluate_tree", "parse_layout", "format_value"]
 
 
 @dataclass
@@ -273,20 +277,16 @@ def _eval(n, env, ev):
         raise LayoutError(f"eval: {n.name}{tuple(args)!r}: {e}") from None
 
 
-def function_names():
-    """The names ``evaluate`` knows (the callables of the ``layoutalg`` namespace), sorted."""
-    return sorted(k for k, v in _env().items() if v is not None)
+def unknown_name_error(name, env):
+    """The ``LayoutError`` for a name that is not in ``env`` (name -> function), with the
+    closest names that are.
 
-
-def unknown_name_error(name, env=None):
-    """The ``LayoutError`` for a name that ``evaluate`` does not know, with the closest known names.
-
-    >>> str(unknown_name_error("compositon"))
+    >>> str(unknown_name_error("compositon", {"composition": None, "complement": None}))
     "eval: unknown function 'compositon'; did you mean composition? (layoutalg eval --help lists the functions)"
     """
     import difflib
 
-    known = sorted(k for k in (env if env is not None else _env()))
+    known = sorted(env)
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     return LayoutError(f"eval: unknown function {name!r}{hint} (layoutalg eval --help lists the functions)")
@@ -311,16 +311,3 @@ def format_value(x):
     if callable(x) and hasattr(x, "__name__") and not hasattr(x, "shape"):
         return x.__name__
     return str(x)
-
-
-def _env():
-    import layoutalg
-
-    env = {name: getattr(layoutalg, name) for name in layoutalg.__all__ if callable(getattr(layoutalg, name))}
-    env["None"] = None
-    return env
-
-
-def evaluate(text):
-    """Evaluate an algebra expression such as ``"complement(4:2, 24)"``."""
-    return evaluate_tree(parse_expr(text), _env())

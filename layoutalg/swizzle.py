@@ -134,11 +134,6 @@ class ComposedLayout:
     def cosize(self):
         return _cosize(self.inner)
 
-    def __layout_rank__(self):
-        from .layout import rank
-
-        return rank(self.inner)
-
     def __eq__(self, other):
         if not isinstance(other, ComposedLayout):
             return NotImplemented
@@ -175,28 +170,18 @@ class ComposedLayout:
         for m in self.inner:
             yield self._with(m)
 
-    def __compose__(self, rhs):
-        from .algebra import composition
-
-        return self._with(composition(self.inner, rhs))
-
-    def __divide__(self, fn, tiler):
-        return self._with(fn(self.inner, tiler))
-
-    def __product__(self, fn, tiler):
-        return self._with(fn(self.inner, tiler))
-
-    def __tile_to_shape__(self, shape, order=None):
-        from .algebra import tile_to_shape
-
-        return self._with(tile_to_shape(self.inner, shape, order))
+    def with_layout(self, inner):
+        """``outer o offset o inner`` with another inner layout: the algebra's protocol
+        (composition, divides, products and ``tile_to_shape`` act on :attr:`layout`)."""
+        return self._with(inner)
 
     def coalesce(self, profile=None):
         from .algebra import coalesce
 
         return self._with(coalesce(self.inner, profile))
 
-    def __upcast__(self, n):
+    def upcast(self, n):
+        """``upcast(self, n)``: the inner layout upcast, the swizzle's base moved down by log2(n)."""
         from .algebra import upcast
 
         if not isinstance(self.outer, Swizzle):
@@ -207,7 +192,8 @@ class ComposedLayout:
             raise LayoutError(f"upcast: swizzle {sw} with offset {self.offset} cannot be grouped by {n}")
         return ComposedLayout(Swizzle(sw.bits, sw.base - k, sw.shift), self.offset // n, upcast(self.inner, n))
 
-    def __downcast__(self, n):
+    def downcast(self, n):
+        """``downcast(self, n)``: the inner layout downcast, the swizzle's base moved up by log2(n)."""
         from .algebra import downcast
 
         if not isinstance(self.outer, Swizzle):

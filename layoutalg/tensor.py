@@ -166,12 +166,6 @@ class Tensor:
 
         return cosize(self.layout)
 
-    def __layout_rank__(self):
-        return rank(self.layout)
-
-    def __layout_mode__(self, i):
-        return self.layout[i]
-
     def __len__(self):
         return size(self.layout)
 
@@ -228,20 +222,11 @@ class Tensor:
     def with_layout(self, layout):
         return Tensor(self.engine, layout)
 
-    # algebra hooks: act on the layout, keep the engine
-    def __compose__(self, rhs):
-        return self.with_layout(_alg.composition(self.layout, rhs))
-
+    # the algebra acts on ``layout`` and re-wraps with ``with_layout`` (see layoutalg.algebra)
     def compose(self, *tilers):
         """``compose(t0, t1, ...)``: compose mode by mode (CuTe's ``tensor.compose``)."""
         tiler = tilers[0] if len(tilers) == 1 else tuple(tilers)
         return self.with_layout(_alg.composition(self.layout, tiler))
-
-    def __divide__(self, fn, tiler):
-        return self.with_layout(fn(self.layout, tiler))
-
-    def __product__(self, fn, tiler):
-        return self.with_layout(fn(self.layout, tiler))
 
     def coalesce(self, profile=None):
         return self.with_layout(_alg.coalesce(self.layout, profile))
@@ -491,7 +476,7 @@ def local_partition(tensor, thr_layout, idx, proj=None):
     if isinstance(idx, bool) or not is_int(idx) or not 0 <= idx < n:
         raise LayoutError(f"local_partition: thread index {idx!r} out of range [0, {n}) for {thr_layout}")
     if proj is not None:
-        thr_layout = _alg.make_layout(*[thr_layout[i] for i, p in enumerate(proj) if p is not None])
+        thr_layout = make_layout(*[thr_layout[i] for i, p in enumerate(proj) if p is not None])
     tiler = tuple(size(m) for m in thr_layout) if isinstance(thr_layout.shape, tuple) else size(thr_layout)
     return outer_partition(tensor, tiler, get_flat_coord(thr_layout, idx))
 

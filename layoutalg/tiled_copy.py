@@ -195,11 +195,11 @@ def _check_vectors(op, atom, atom_tv, part, thr_idx):
         return
     import numpy as np
 
-    from .host_gemm import _eval_layout
+    from .numpy_eval import eval_layout
 
     n = size(part.layout)
     try:
-        off = _eval_layout(part.layout, np.arange(n, dtype=np.int64))
+        off = eval_layout(part.layout, np.arange(n, dtype=np.int64), op)
     except LayoutError:
         return                                              # not an offset layout
     base = getattr(part.engine, "offset", 0)

@@ -48,7 +48,8 @@ def cmd_show(args, out):
 
 
 def cmd_eval(args, out):
-    from layoutalg.parse import evaluate, format_value
+    from layoutalg.expressions import evaluate
+    from layoutalg.parse import format_value
 
     print(format_value(evaluate(args.expression)), file=out)
     return 0
@@ -66,7 +67,7 @@ def _version():
 
 
 def _eval_epilog():
-    from layoutalg.parse import function_names
+    from layoutalg.expressions import function_names
 
     names = ", ".join(function_names())
     return ("functions and names (the layoutalg namespace):\n"

@@ -15,6 +15,8 @@ The CuTe op types are templates over the operand majorness and input scaling
 immediates of the instruction, not the layouts here.
 """
 
+import functools
+
 from layoutalg import Layout
 
 from .ops import MMAOp, Regs
@@ -28,11 +30,13 @@ WGMMA_N = tuple(range(8, 257, 8))
 ALAYOUT_64x16 = Layout(((4, 8, 4), (2, 2, 2)), ((128, 1, 16), (64, 8, 512)))  # (T128,V8) -> (M64,K16)
 
 
+@functools.lru_cache(maxsize=None)
 def clayout_64xn(n):
     """CuTe's ``CLayout_64xN``: ``((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))``.
 
     (T128,V(N/2)) -> (M64,N): thread = (threadID_in_group, groupID, warp), value =
-    (column pair, row half, 8-column block).
+    (column pair, row half, 8-column block).  Memoised: the simulator's wgmma twin asks for
+    it on every call of every thread.
     """
     if n % 8 or not 8 <= n <= 256:
         raise ValueError(f"clayout_64xn: N must be a multiple of 8 in [8, 256], got {n}")

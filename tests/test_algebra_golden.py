@@ -356,6 +356,11 @@ def test_cute_logical_product_cases(a, b):
 
 def test_tile_to_shape_goldens():
     assert S(tile_to_shape(L("(2,2):(1,2)"), (4, 6))) == "((2,2),(2,3)):((1,4),(2,8))"
+    # CuTe coalesces the blocked product by the target's profile: a tuple target keeps its rank
+    assert S(tile_to_shape(L("2:2"), (4,))) == "((2,2)):((2,1))"
+    assert S(tile_to_shape(L("2:2"), 4)) == "(2,2):(2,1)"
+    assert S(tile_to_shape(L("(2,2):(1,2)"), ((2, 2), 6))) == "((2,2),(2,3)):((1,4),(2,8))"
+    assert S(tile_to_shape(L("4:1"), (8,))) == "(8):(1)"
     # a row-major 8x8 atom tiled to 16x32: rows first (default order), then columns
     # (the row mode (8,2):(8,64) coalesces to 16:8)
     assert S(tile_to_shape(L("(8,8):(8,1)"), (16, 32))) == "(16,(8,4)):(8,(1,128))"

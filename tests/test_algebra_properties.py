@@ -357,7 +357,8 @@ def _tile_to_shape_case(draw):
     order = None
     if src.bool():
         order = tuple(src.permutation(range(r)))
-    return block, target if r > 1 else target[0], order
+    # a rank-1 target is given as an int or as a 1-tuple (CuTe keeps a tuple target's rank)
+    return block, target if r > 1 or src.bool() else target[0], order
 
 
 @settings(max_examples=N)
@@ -367,6 +368,10 @@ def test_tile_to_shape(case):
     R = tile_to_shape(block, target, order)
     # @post compatible(target_shape, shape(result))
     assert compatible(target, R.shape)
+    if isinstance(target, tuple):
+        # the result has the target's rank, mode i of size product(target[i])
+        assert isinstance(R.shape, tuple) and len(R.shape) == len(target), (block, target, R)
+        assert [size(m) for m in modes(R)] == list(target)
     trg = target if isinstance(target, tuple) else (target,)
     r = len(trg)
     padded = append(block, r)
@@ -381,6 +386,8 @@ def test_tile_to_shape(case):
     for j in range(size(block)):
         c = idx2crd(j, bsz) if r > 1 else j
         assert R(c) == padded(c)
+        if isinstance(target, tuple) and r == 1:
+            assert R((j,)) == padded(j)
 
 
 # ---- coalesce / filter ----------------------------------------------------------------

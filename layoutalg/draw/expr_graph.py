@@ -53,7 +53,7 @@ def _size_line(x: Any) -> str | None:
 
 
 def _param_names(name: str | None, n: int) -> list[str]:
-    from ..parse import _env
+    from ..expressions import public_env as _env
 
     fn = _env().get(name) if name else None
     names: list[str] = []
@@ -93,7 +93,8 @@ def expr_graph(text: str, *, name: str = "expr", rankdir: str = "BT") -> DotGrap
     parameter's name (``lhs``, ``rhs``, ``tiler``...). ``rankdir="BT"`` puts
     the result at the top. Node ids are ``n0`` (the root), ``n1``, ... depth first.
     """
-    from ..parse import _env, unknown_name_error
+    from ..expressions import public_env as _env
+    from ..parse import unknown_name_error
 
     if not isinstance(text, str):
         raise LayoutError(f"expr_graph: expected an expression string, got {type(text).__name__} {text!r}")

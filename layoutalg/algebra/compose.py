@@ -1,0 +1,494 @@
+"""Coalesce and composition.
+
+``coalesce(L)`` is the same function on ``[0, size(L))`` with the fewest modes;
+``composition(A, B)`` is the layout ``R`` with ``R(c) == A(B(c))``, computed mode by mode
+of ``B`` (CuTe's ``composition_impl``) on the flat modes of ``coalesce(A)``.
+
+>>> from layoutalg import Layout
+>>> str(coalesce(Layout((2, (1, 6)), (1, (6, 2)))))
+'12:1'
+>>> str(composition(Layout((4, 3), (3, 1)), Layout(6, 2)))
+'(2,3):(6,1)'
+"""
+
+from math import gcd
+
+from ..basis import ScaledBasis
+from ..errors import LayoutError, LayoutTypeError
+from ..inttuple import fmt
+from ..layout import _LayoutBuilder, _new, Layout, make_layout, rank
+from ..swizzle import ComposedLayout, Swizzle
+from ._base import _as_layout, _build, _by_mode, _flat_modes, _from_modes, _layout_like
+
+__all__ = ["coalesce", "filter_zeros", "filter", "composition", "with_shape", "flatten_layout"]
+
+
+def _coalesce_modes(shapes, strides):
+    """Flat modes merged where ``shape * stride`` of one is the next one's stride; size-1
+    modes dropped.  Lists ``[], []`` when every mode has size 1."""
+    rs, rd = [], []
+    cs, cd = 1, 0                   # the mode being grown (cs == 1: none yet)
+    for s, d in zip(shapes, strides):
+        if s == 1:
+            continue
+        if cs == 1:
+            cs, cd = s, d
+        elif cs * cd == d:
+            cs *= s
+        else:
+            rs.append(cs)
+            rd.append(cd)
+            cs, cd = s, d
+    if cs != 1:
+        rs.append(cs)
+        rd.append(cd)
+    return rs, rd
+
+
+def _coalesced_modes(L):
+    """The flat (shapes, strides) of ``coalesce(L)`` as lists (``[], []`` for ``1:0``)."""
+    return _coalesce_modes(L._fs, L._fd)
+
+
+def _coalesce(L):
+    """``coalesce(L)`` for a trusted layout."""
+    return coalesce(L)
+
+
+def coalesce(layout, profile=None):
+    """The layout with the fewest modes that is the same function on ``[0, size)``.
+
+    Pre: ``layout`` is a layout (or a layout-like object with a ``coalesce`` method);
+    ``profile``, if a tuple, has at most ``rank(layout)`` modes.
+    Post: ``R = coalesce(layout)`` has ``size(R) == size(layout)``, depth at most 1 and
+    ``R(i) == layout(i)`` for every ``i`` in ``[0, size)``; with a tuple ``profile``, each
+    of the first ``len(profile)`` modes is coalesced on its own (recursively) and the mode
+    structure, hence the rank, is kept.
+
+    >>> str(coalesce(Layout((2, (1, 6)), (1, (6, 2)))))
+    '12:1'
+    >>> str(coalesce(Layout((2, (2, 3)), (1, (2, 4))), (1, 1)))
+    '(2,6):(1,2)'
+    """
+    if type(profile) is not tuple and isinstance(layout, Layout):
+        # one pass over the flat modes (inline: this is the whole cost of a call)
+        L = layout
+        fs, fd = L._fs, L._fd
+        if len(fs) == 1:
+            s = fs[0]
+            if s == 1:
+                return _build(1, 0, (1,), (0,))
+            if type(L.shape) is not tuple:
+                return L
+            return _build(s, fd[0], fs, fd)
+        rs = rd = None
+        cs, cd = 1, 0                   # the mode being grown (cs == 1: none yet)
+        for s, d in zip(fs, fd):
+            if s == 1:
+                continue
+            if cs == 1:
+                cs, cd = s, d
+            elif cs * cd == d:
+                cs *= s
+            elif rs is None:
+                rs, rd = [cs], [cd]
+                cs, cd = s, d
+            else:
+                rs.append(cs)
+                rd.append(cd)
+                cs, cd = s, d
+        if rs is None:
+            return _build(cs, cd, (cs,), (cd,)) if cs != 1 else _build(1, 0, (1,), (0,))
+        rs.append(cs)
+        rd.append(cd)
+        rs, rd = tuple(rs), tuple(rd)
+        return _build(rs, rd, rs, rd)
+    if not isinstance(layout, Layout):
+        if hasattr(layout, "coalesce"):
+            return layout.coalesce(profile)
+        raise LayoutTypeError(f"coalesce: expected a layout, got {layout!r}")
+    r = rank(layout)
+    if len(profile) > r:
+        raise LayoutError(f"coalesce: profile {fmt(profile)} has more modes than layout {layout}")
+    modes = [coalesce(layout[i], profile[i]) if i < len(profile) else layout[i] for i in range(r)]
+    return make_layout(*modes)
+
+
+def filter_zeros(layout):
+    """Replace every stride-0 mode's shape with 1.
+
+    Pre: ``layout`` is a layout (or an int ``n``, meaning ``n:1``).
+    Post: same shape profile and strides; ``R(i) == layout(j)`` for the index ``j`` of the
+    same coordinate with the stride-0 coordinates set to 0; ``cosize`` unchanged.
+
+    >>> str(filter_zeros(Layout((4, 2), (0, 1))))
+    '(1,2):(0,1)'
+    """
+    layout = _as_layout("filter_zeros", layout)
+    def fz(s, d):
+        if isinstance(s, tuple):
+            return tuple(fz(x, y) for x, y in zip(s, d))
+        return 1 if d == 0 else s
+
+    return Layout._make(fz(layout.shape, layout.stride), layout.stride)
+
+
+def filter(layout):
+    """Remove stride-0 and size-1 modes, then coalesce.
+
+    Pre: ``layout`` is a layout (or an int).
+    Post: ``R`` has no stride-0 or size-1 mode (except ``1:0`` when nothing is left) and
+    its image is the image of ``layout``; ``size(R) <= size(layout)``.
+
+    >>> str(filter(Layout((4, 2, 3), (0, 1, 2))))
+    '6:1'
+    """
+    layout = _as_layout("filter", layout)
+    shapes, strides = _flat_modes(layout)
+    keep = [(s, d) for s, d in zip(shapes, strides) if d != 0 and s != 1]
+    return _from_modes(*_coalesce_modes([s for s, _ in keep], [d for _, d in keep]))
+
+
+def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
+    """``(ls:ld) o (s:d)`` for flat coalesced lhs modes and a single rhs mode.
+
+    Follows CuTe's ``composition_impl``: divide the stride ``d`` out of the lhs
+    modes from the left, then mod the shape ``s`` out of what remains; the last
+    lhs mode is unbounded.  A stride that neither divides nor is divided by a
+    mode's size is accepted (as in CuTe) only when the rest of the rhs then fits
+    inside that mode; otherwise the result would not be ``A(B(c))`` and we raise.
+    Such a step is recorded in the list ``weak`` (see :func:`_check_additive`).
+    """
+    if d == 0:
+        return s, 0
+    if type(d) is not int and isinstance(d, ScaledBasis):
+        raise LayoutError(f"{op}: right-hand side with coordinate-basis strides is not supported ({B})")
+    n1 = len(ls) - 1
+    if n1 == 0:
+        return s, ld[0] * d
+    if d < 0:
+        raise LayoutError(f"{op}: negative stride {d} in {B} needs a rank-1 left-hand side, got {A}")
+    rest_stride, rest_shape = d, s
+    # phase 1: divide the stride out of the lhs modes that it strides over entirely
+    i = 0
+    while i < n1:
+        si = ls[i]
+        if rest_stride % si != 0:
+            break
+        rest_stride //= si
+        i += 1
+    else:                           # the rhs lands in the last (unbounded) lhs mode
+        return (rest_shape, rest_stride * ld[-1]) if rest_shape != 1 else (1, 0)
+    # mode i: the stride starts inside it
+    if rest_stride > si:
+        raise LayoutError(
+            f"{op}: stride divisibility violated: stride {rest_stride} and shape {si} "
+            f"do not divide one another ({A} o {B})")
+    if rest_shape == 1:
+        return 1, 0
+    next_shape = -(-si // rest_stride)
+    if si % rest_stride != 0:
+        if rest_shape > next_shape:
+            raise LayoutError(
+                f"{op}: stride divisibility violated: stride {rest_stride} and shape {si} "
+                f"do not divide one another ({A} o {B})")
+        if weak is not None:
+            weak.append(si)
+    new_s = next_shape if next_shape < rest_shape else rest_shape     # >= 2
+    if rest_shape % new_s != 0:
+        raise LayoutError(
+            f"{op}: shape divisibility violated: shape {new_s} does not divide {rest_shape} "
+            f"({A} o {B})")
+    first_d = rest_stride * ld[i]
+    rest_shape //= new_s
+    if rest_shape == 1:
+        return new_s, first_d
+    # phase 2: the stride is 1 from here on; mod the shape out of the next modes
+    res_s, res_d = [new_s], [first_d]
+    for i in range(i + 1, n1):
+        si = ls[i]
+        if si < rest_shape:
+            if rest_shape % si != 0:
+                raise LayoutError(
+                    f"{op}: shape divisibility violated: shape {si} does not divide {rest_shape} "
+                    f"({A} o {B})")
+            res_s.append(si)
+            res_d.append(ld[i])
+            rest_shape //= si
+        else:
+            res_s.append(rest_shape)
+            res_d.append(ld[i])
+            rest_shape = 1
+            break
+    if rest_shape != 1:
+        res_s.append(rest_shape)
+        res_d.append(ld[-1])
+    rs, rd = _coalesce_modes(res_s, res_d)
+    if len(rs) == 1:
+        return rs[0], rd[0]
+    return tuple(rs), tuple(rd)
+
+
+def _coalesce_x(L):
+    """Flat modes of a coalesce that keeps the function *outside* the domain too (CuTe's ``coalesce_x``).
+
+    The last mode of a layout is unbounded when it is evaluated past its size,
+    so a trailing size-1 mode (e.g. the ``1:0`` cap in ``(4,3,1):(3,1,0)``) must
+    not be dropped: it is kept as a size-2 mode, as in CuTe.  Used for the
+    left-hand side of a composition.
+    """
+    shapes, strides = L._fs, L._fd
+    if len(shapes) == 1:
+        return ((2,) if shapes[0] == 1 else shapes), strides
+    if shapes[-1] == 1:
+        shapes = shapes[:-1] + (2,)
+    return _coalesce_modes(shapes, strides)     # never empty: the last shape is > 1
+
+
+def _max_residue(s, d, P):
+    """``max((j*d) % P for j in range(s))`` for ``s >= 1``, ``d > 0``, without the loop when possible."""
+    if d % P == 0:
+        return 0
+    if (s - 1) * d < P:
+        return (s - 1) * d
+    g = gcd(d, P)
+    if s >= P // g:
+        return P - g
+    return max(j * d % P for j in range(s))
+
+
+def _check_additive(op, A, B, ls, weak=True):
+    """Raise unless ``A(B_0(c_0) + B_1(c_1) + ...) == A(B_0(c_0)) + A(B_1(c_1)) + ...``.
+
+    Composition is computed mode by mode of ``B`` (CuTe's left-distributivity), which
+    is exact only if adding the offsets of ``B``'s modes never carries across a mode
+    boundary of the (coalesced) ``A``: a carry changes ``A``'s value.  CuTe states the
+    condition as "B injective", which is not sufficient (``(4,2):(1,10) o (3,2):(1,3)``);
+    the exact test is, at every inner boundary ``P`` of ``A``, that the largest
+    residues ``B_k(c) mod P`` of the modes sum to less than ``P``.
+
+    Shortcut: when no mode of ``B`` took a weak (non-dividing) stride step and the
+    modes nest (sorted by stride, each starts past the extent of the smaller ones),
+    every mode lands on a digit of ``A`` that the smaller ones cannot reach, so no
+    sum carries and the exact test is not needed.
+    """
+    if len(ls) < 2:
+        return
+    leaves = [(d, s) for s, d in zip(B._fs, B._fd) if s != 1 and type(d) is int and d != 0]
+    if len(leaves) < 2:
+        return
+    if not weak:
+        leaves.sort()
+        ext = 0
+        for d, s in leaves:
+            if d < ext:
+                break
+            ext = d * s
+        else:
+            return
+    P = 1
+    for a in ls[:-1]:
+        P *= a
+        total = 0
+        for d, s in leaves:
+            m = (s - 1) * d
+            total += m if m < P else _max_residue(s, d, P)
+        if total >= P:
+            raise LayoutError(
+                f"{op}: the modes of {B} overlap in the index space of {A}: their offsets "
+                f"carry across a mode boundary ({P}), so A o B is not a layout "
+                f"(CuTe's precondition: the modes of B select disjoint parts of A)")
+
+
+def _unflat2(rs, rd, profile, i):
+    """``rs[i:]`` and ``rd[i:]`` in the nesting of the tuple ``profile``, and the next index."""
+    out_s, out_d = [], []
+    for p in profile:
+        if type(p) is tuple:
+            x, y, i = _unflat2(rs, rd, p, i)
+            out_s.append(x)
+            out_d.append(y)
+        else:
+            out_s.append(rs[i])
+            out_d.append(rd[i])
+            i += 1
+    return tuple(out_s), tuple(out_d), i
+
+
+def _composition(A, B):
+    ls, ld = _coalesce_x(A)
+    bs = B.shape
+    if type(bs) is not tuple:                       # a single rhs mode: nothing to add up
+        s, d = _compose_leaf("composition", A, B, ls, ld, bs, B.stride)
+        if type(s) is tuple:
+            return _build(s, d, s, d)
+        return _build(s, d, (s,), (d,))
+    return _compose(A, B, ls, ld)
+
+
+def _compose(A, B, ls, ld):
+    """``A o B`` given ``ls, ld = _coalesce_x(A)``."""
+    op = "composition"
+    bs = B.shape
+    if type(bs) is not tuple:                       # a single rhs mode: nothing to add up
+        s, d = _compose_leaf(op, A, B, ls, ld, bs, B.stride)
+        if type(s) is tuple:
+            return _build(s, d, s, d)
+        return _build(s, d, (s,), (d,))
+    fs, fd = B._fs, B._fd
+    if len(ls) == 1:
+        # A is one (unbounded) mode a:x, so A o B scales B's strides by x
+        x = ld[0]
+        rd = []
+        for d in fd:
+            if type(d) is not int:
+                if d == 0:
+                    rd.append(0)
+                    continue
+                _compose_leaf(op, A, B, ls, ld, 1, d)   # raises the message for basis strides
+            rd.append(x * d)
+        rd = tuple(rd)
+        if fs is bs:                                # B is flat
+            return _build(bs, rd, bs, rd)
+        _, d, _ = _unflat2(fs, rd, bs, 0)
+        return _build(bs, d, fs, rd)
+    # one leaf of B at a time, on B's flat modes, then back into B's nesting
+    weak = []
+    rs, rd = [], []
+    flat_s = flat_d = None                          # the result's flat modes, when a leaf nests
+    for s, d in zip(fs, fd):
+        if d == 0:
+            rs.append(s)
+            rd.append(0)
+            if flat_s is not None:
+                flat_s.append(s)
+                flat_d.append(0)
+            continue
+        s, d = _compose_leaf(op, A, B, ls, ld, s, d, weak)
+        if type(s) is tuple:
+            if flat_s is None:
+                flat_s, flat_d = list(rs), list(rd)
+            flat_s.extend(s)
+            flat_d.extend(d)
+        elif flat_s is not None:
+            flat_s.append(s)
+            flat_d.append(d)
+        rs.append(s)
+        rd.append(d)
+    if len(rs) > 1:
+        _check_additive(op, A, B, ls, weak)
+    if fs is bs:                                    # B is flat
+        s, d = tuple(rs), tuple(rd)
+    else:
+        s, d, _ = _unflat2(rs, rd, bs, 0)
+    if flat_s is None:
+        return _build(s, d, tuple(rs), tuple(rd))
+    return _build(s, d, tuple(flat_s), tuple(flat_d))
+
+
+def composition(lhs, rhs):
+    """``R = lhs o rhs`` with ``R(c) == lhs(rhs(c))`` for every coordinate ``c`` of ``rhs``.
+
+    ``rhs`` may be a layout, an int ``n`` (meaning ``n:1``), or a tuple tiler whose
+    entries (layouts, ints or ``None`` to keep a mode) apply to ``lhs``'s modes; as in
+    CuTe, modes of ``lhs`` beyond the tiler are dropped.  A :class:`Swizzle` lhs gives a
+    :class:`ComposedLayout`; a layout-like lhs (a composed layout, a tensor) is composed
+    through its ``layout`` and re-wrapped.
+
+    Pre: CuTe's divisibility conditions: each rhs stride divides out of the lhs's
+    (coalesced) modes from the left, and each rhs shape then divides what remains (the
+    last lhs mode is unbounded); the modes of ``rhs`` select disjoint parts of ``lhs``
+    (their offsets never carry across a mode boundary of ``lhs``).  Otherwise
+    ``LayoutError``.
+    Post: ``compatible(rhs, R)`` for a layout ``rhs`` and ``R(c) == lhs(rhs(c))``.
+
+    >>> str(composition(Layout((6, 2), (8, 2)), Layout((4, 3), (3, 1))))
+    '((2,2),3):((24,2),8)'
+    >>> str(composition(Layout((12, (4, 8)), (59, (13, 1))), (3, 8)))
+    '(3,(4,2)):(59,(13,1))'
+    """
+    if type(lhs) is Layout and type(rhs) is Layout:
+        # the common case inline (a call costs as much as a few of these lines)
+        fs = lhs._fs
+        if len(fs) == 1:
+            ls, ld = ((2,) if fs[0] == 1 else fs), lhs._fd
+        else:                                   # _coalesce_x(lhs)
+            if fs[-1] == 1:
+                fs = fs[:-1] + (2,)
+            ls, ld = [], []
+            cs, cd = 1, 0
+            for s, d in zip(fs, lhs._fd):
+                if s == 1:
+                    continue
+                if cs == 1:
+                    cs, cd = s, d
+                elif cs * cd == d:
+                    cs *= s
+                else:
+                    ls.append(cs)
+                    ld.append(cd)
+                    cs, cd = s, d
+            ls.append(cs)
+            ld.append(cd)
+        bs = rhs.shape
+        if type(bs) is not tuple:
+            s, d = _compose_leaf("composition", lhs, rhs, ls, ld, bs, rhs.stride)
+            R = _new(_LayoutBuilder)
+            R.shape = s
+            R.stride = d
+            if type(s) is tuple:
+                R._fs = s
+                R._fd = d
+            else:
+                R._fs = (s,)
+                R._fd = (d,)
+            R._hash = None
+            R.__class__ = Layout
+            return R
+        return _compose(lhs, rhs, ls, ld)
+    wrapped = _layout_like(lhs)
+    if wrapped is not None:
+        return wrapped[1](composition(wrapped[0], rhs))
+    if isinstance(lhs, Swizzle):
+        if isinstance(rhs, ComposedLayout) or not isinstance(rhs, Layout):
+            raise LayoutTypeError(f"composition: a swizzle composes with a layout, got {rhs!r}")
+        return ComposedLayout(lhs, 0, rhs)
+    if not isinstance(lhs, Layout):
+        raise LayoutTypeError(f"composition: left-hand side must be a layout, got {lhs!r}")
+    if isinstance(rhs, tuple):
+        return _by_mode("composition", lhs, rhs, composition, keep_rest=False)
+    if isinstance(rhs, ComposedLayout):
+        raise LayoutError(f"composition: a swizzled right-hand side {rhs} is not supported")
+    rhs = _as_layout("composition", rhs)
+    return _composition(lhs, rhs)
+
+
+def with_shape(layout, shape):
+    """``layout o make_layout(shape)``: the same function re-indexed by ``shape``.
+
+    Pre: ``composition(layout, Layout(shape))`` is admissible (e.g. ``size(shape)`` divides
+    into ``layout``'s modes).
+    Post: ``R.shape == shape`` (up to coalesced leaves) and ``R(i) == layout(i)`` for ``i``
+    in ``[0, size(shape))``.
+
+    >>> str(with_shape(Layout(24, 1), (4, 6)))
+    '(4,6):(1,4)'
+    """
+    return composition(layout, Layout(shape))
+
+
+def flatten_layout(layout):
+    """The layout with flat shape and stride.
+
+    Pre: ``layout`` is a layout (or an int).
+    Post: ``R.shape == flatten(layout.shape)``, ``R.stride == flatten(layout.stride)``, and
+    ``R(i) == layout(i)`` for every ``i``.
+
+    >>> str(flatten_layout(Layout((2, (3, 4)), (1, (2, 6)))))
+    '(2,3,4):(1,2,6)'
+    """
+    layout = _as_layout("flatten_layout", layout)
+    s, d = _flat_modes(layout)
+    if not isinstance(layout.shape, tuple):
+        return layout
+    return Layout._make(s, d)
