@@ -134,17 +134,28 @@ fence_mbarrier_init = _void_asm("fence_mbarrier_init", "fence.mbarrier_init.rele
 fence_proxy_async = _void_asm("fence_proxy_async", "fence.proxy.async.shared::cta;")
 
 
-@intrinsic
-def wgmma_wait(typingctx, n):
-    """``wgmma.wait_group.sync.aligned n`` (``n`` a compile-time constant)."""
-    v = _literal("wgmma_wait", "n", n)
-    sig = types.void(n)
+def _immediate_asm(op, text, check=None):
+    """An intrinsic ``op(n)`` emitting ``text`` with the compile-time constant ``n`` in its
+    ``{}``; ``check(n)`` returns an error message for a value it refuses."""
+    def impl(typingctx, n):
+        v = _literal(op, "n", n)
+        why = check(v) if check else None
+        if why:
+            raise ValueError(f"{op}: {why}, got {v}")
+        sig = types.void(n)
 
-    def codegen(context, builder, sig, args):
-        _asm(builder, _VOID, [], f"wgmma.wait_group.sync.aligned {v};", _MEM, [], True)
-        return context.get_dummy_value()
+        def codegen(context, builder, sig, args):
+            _asm(builder, _VOID, [], text.format(v), _MEM, [], True)
+            return context.get_dummy_value()
 
-    return sig, codegen
+        return sig, codegen
+
+    impl.__name__ = op
+    impl.__doc__ = f"``{text.format('n')}`` (``n`` a compile-time constant)."
+    return intrinsic(impl)
+
+
+wgmma_wait = _immediate_asm("wgmma_wait", "wgmma.wait_group.sync.aligned {};")
 
 
 @intrinsic
@@ -295,26 +306,12 @@ def mbarrier_try_wait(typingctx, addr, phase):
     return sig, codegen
 
 
-def _setmaxnreg(op, which):
-    def impl(typingctx, n):
-        v = _literal(op, "n", n)
-        if v % 8 or not 24 <= v <= 256:
-            raise ValueError(f"{op}: n must be a multiple of 8 in [24, 256], got {v}")
-        sig = types.void(n)
-
-        def codegen(context, builder, sig, args):
-            _asm(builder, _VOID, [], f"setmaxnreg.{which}.sync.aligned.u32 {v};", _MEM, [], True)
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    impl.__name__ = op
-    impl.__doc__ = f"``setmaxnreg.{which}.sync.aligned.u32 n`` (``n`` a compile-time constant)."
-    return intrinsic(impl)
+def _regs_ok(v):
+    return None if v % 8 == 0 and 24 <= v <= 256 else "n must be a multiple of 8 in [24, 256]"
 
 
-setmaxnreg_inc = _setmaxnreg("setmaxnreg_inc", "inc")
-setmaxnreg_dec = _setmaxnreg("setmaxnreg_dec", "dec")
+setmaxnreg_inc = _immediate_asm("setmaxnreg_inc", "setmaxnreg.inc.sync.aligned.u32 {};", _regs_ok)
+setmaxnreg_dec = _immediate_asm("setmaxnreg_dec", "setmaxnreg.dec.sync.aligned.u32 {};", _regs_ok)
 
 
 @intrinsic
@@ -352,24 +349,8 @@ def tma_store_2d(typingctx, tmap, src, c0, c1):
 bulk_commit_group = _void_asm("bulk_commit_group", "cp.async.bulk.commit_group;")
 
 
-def _bulk_wait(op, text):
-    def impl(typingctx, n):
-        v = _literal(op, "n", n)
-        sig = types.void(n)
-
-        def codegen(context, builder, sig, args):
-            _asm(builder, _VOID, [], text.format(v), _MEM, [], True)
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    impl.__name__ = op
-    impl.__doc__ = f"``{text.format('n')}`` (``n`` a compile-time constant)."
-    return intrinsic(impl)
-
-
-bulk_wait_group = _bulk_wait("bulk_wait_group", "cp.async.bulk.wait_group {};")
-bulk_wait_group_read = _bulk_wait("bulk_wait_group_read", "cp.async.bulk.wait_group.read {};")
+bulk_wait_group = _immediate_asm("bulk_wait_group", "cp.async.bulk.wait_group {};")
+bulk_wait_group_read = _immediate_asm("bulk_wait_group_read", "cp.async.bulk.wait_group.read {};")
 
 
 @intrinsic

@@ -119,15 +119,25 @@ def _swizzle(off, swizzle_bytes):
     return off ^ (((off >> 7) & ((1 << bits) - 1)) << 4)
 
 
+def _map_fields(op, tmap):
+    """(element bytes, address, dims, row stride, box, swizzle bytes) of a simulated map."""
+    fields = _MAPS.get(tmap)
+    if fields is None:
+        raise RuntimeError(f"{op}: {tmap:#x} is not a simulated tensor map (encode_tensor_map_2d)")
+    return fields
+
+
+def _chunk_order(nbytes, sw):
+    """Where each 16-byte chunk of an unswizzled box lands in shared memory (chunk units)."""
+    return np.array([_swizzle(i, sw) for i in range(0, nbytes, 16)]) // 16
+
+
 def tma_load_2d(dst, tmap, c0, c1, mbar):
     """Simulated ``cp.async.bulk.tensor.2d``: the box at (c0, c1) into shared memory at once."""
     op = "tma_load_2d"
     dst, tmap = _as_int(op, "dst", dst), _as_int(op, "tmap", tmap)
     c0, c1 = _as_int(op, "c0", c0), _as_int(op, "c1", c1)
-    fields = _MAPS.get(tmap)
-    if fields is None:
-        raise RuntimeError(f"{op}: {tmap:#x} is not a simulated tensor map (encode_tensor_map_2d)")
-    eb, ptr, dims, stride, box, sw = fields
+    eb, ptr, dims, stride, box, sw = _map_fields(op, tmap)
     mem = _memory(op)
     row_bytes = box[0] * eb
     out = np.zeros(box[1] * row_bytes, dtype=np.uint8)
@@ -142,9 +152,7 @@ def tma_load_2d(dst, tmap, c0, c1, mbar):
         out[r * row_bytes + (x0 - c0) * eb: r * row_bytes + (x1 - c0) * eb] = np.frombuffer(data, np.uint8)
     view = mem.shared_view(op, dst, out.size)
     if sw:
-        idx = np.array([_swizzle(i, sw) for i in range(0, out.size, 16)])
-        chunks = out.reshape(-1, 16)
-        view.reshape(-1, 16)[idx // 16] = chunks
+        view.reshape(-1, 16)[_chunk_order(out.size, sw)] = out.reshape(-1, 16)
     else:
         view[:] = out
     with _LOCK:
@@ -158,16 +166,12 @@ def tma_store_2d(tmap, src, c0, c1):
     op = "tma_store_2d"
     tmap, src = _as_int(op, "tmap", tmap), _as_int(op, "src", src)
     c0, c1 = _as_int(op, "c0", c0), _as_int(op, "c1", c1)
-    fields = _MAPS.get(tmap)
-    if fields is None:
-        raise RuntimeError(f"{op}: {tmap:#x} is not a simulated tensor map (encode_tensor_map_2d)")
-    eb, ptr, dims, stride, box, sw = fields
+    eb, ptr, dims, stride, box, sw = _map_fields(op, tmap)
     mem = _memory(op)
     row_bytes = box[0] * eb
     staged = np.array(mem.shared_view(op, src, box[1] * row_bytes))
     if sw:
-        idx = np.array([_swizzle(i, sw) for i in range(0, staged.size, 16)])
-        staged = staged.reshape(-1, 16)[idx // 16].reshape(-1)
+        staged = staged.reshape(-1, 16)[_chunk_order(staged.size, sw)].reshape(-1)
     x0, x1 = max(c0, 0), min(c0 + box[0], dims[0])
     for r in range(box[1]):
         y = c1 + r
