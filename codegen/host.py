@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -291,7 +291,7 @@ class _Setup:
     N: int
 
 
-def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm"):
+def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0):
     """Validate everything that does not change between calls with the same signature,
     choose the plan and compile it."""
     ka, kb = a.kind, b.kind
@@ -333,7 +333,7 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm"):
     b_shape, b_strides = (N, K), (b.strides[1], b.strides[0])
     a_major, b_major = _major(a.shape, a.strides), _major(b_shape, b_strides)
     hopper = _wgmma_setup(None if chosen else config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major,
-                          b_shape, b_strides, op)
+                          b_shape, b_strides, op, beta)
     if hopper is not None:
         return hopper
     bits = config.bits
@@ -350,7 +350,7 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm"):
     return _Setup(_Launcher(compiled, grid, M, N, K, strides), element_type(config.out), M, N)
 
 
-def _wgmma_setup(config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major, b_shape, b_strides, op):
+def _wgmma_setup(config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major, b_shape, b_strides, op, beta=0.0):
     """The Hopper launch (wgmma fed by TMA) where the GPU, the types and the layouts allow it,
     else None (the mma.sync kernels run). A config with ``path="wgmma"`` that the operands
     cannot take is an error."""
@@ -361,8 +361,8 @@ def _wgmma_setup(config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major, 
     cc = (9, 0) if simulating() else _device_cc()
     if config is None and (cc < (9, 0) or kind not in ("f16", "bf16")):
         return None
-    from .sm90.kernel import WgmmaKey, get_wgmma_kernel
-    from .sm90.launch import WgmmaLauncher, tma_ok
+    from .sm90.kernel import WgmmaKey, get_wgmma_kernel, wgmma_plan
+    from .sm90.launch import WgmmaLauncher, c_tma_ok, tma_ok
 
     eb = a.etype.bits // 8
     out_et = element_type(out or (config.out if config is not None else kind))
@@ -380,7 +380,11 @@ def _wgmma_setup(config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major, 
             raise GemmError(f"{op}: config.path='wgmma' needs {why}")
         return None
     cfg = config if config is not None else GemmConfig.default(kind, M, N, K, out_et.name, arch=cc)
-    compiled = get_wgmma_kernel(WgmmaKey(cfg, a_major, b_major))
+    key = WgmmaKey(cfg, a_major, b_major)
+    # compile the kernel this call needs (the TMA-store epilogue for beta = 0 and a C that TMA
+    # can write; C allocated here is); the launcher compiles the other when a call needs it
+    tma = beta == 0 and c_tma_ok(wgmma_plan(key), c_ptr, c_strides, M, N)
+    compiled = get_wgmma_kernel(replace(key, epilogue="tma" if tma else "registers"))
     launcher = WgmmaLauncher(compiled, M, N, K, (a.shape, a.strides), (b_shape, b_strides), c_strides)
     return _Setup(launcher, element_type(cfg.out), M, N)
 
@@ -414,7 +418,7 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
     alpha, beta = _scalar(alpha, "alpha", op), _scalar(beta, "beta", op)
     if a.kind == "numpy" or simulating():
         return _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op)
-    st = _setup(A, B, C, a, b, c, config, out_dtype, precision, op)
+    st = _setup(A, B, C, a, b, c, config, out_dtype, precision, op, beta)
     if C is None:
         C = _new_out(A, a.kind, (st.M, st.N), st.out)
         beta = 0.0
@@ -446,7 +450,7 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
         c = replace(c, ptr=_addr(hC)) if c is not None else None
     else:     # device copies are fresh allocations: aligned
         a, b = replace(a, ptr=0), replace(b, ptr=0)
-    st = _setup(hA, hB, hC, a, b, c, config, out_dtype, precision, op)
+    st = _setup(hA, hB, hC, a, b, c, config, out_dtype, precision, op, beta)
     if hC is None:
         if st.out.numpy is None:
             raise GemmError(f"{op}: numpy has no {st.out.name}; pass C or choose out_dtype='f32'")

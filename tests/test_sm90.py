@@ -198,3 +198,20 @@ def test_c_staging_puts_every_register_pair_of_every_thread_where_the_layout_say
     clay = clayout_64xn(bn)
     seen = {clay(t, v) for t in range(128) for v in range(bn // 2)}
     assert seen == set(range(64 * bn))
+
+
+def test_each_epilogue_is_its_own_kernel():
+    """The TMA-store kernel carries no loads or stores of C from registers; the registers
+    kernel no TMA store (each compiles only when a launch needs it)."""
+    pytest.importorskip("numba")
+    from codegen import GemmConfig
+    from codegen.sm90 import compile_ptx, emit_source
+
+    cfg = GemmConfig.default("f16", arch=(9, 0))
+    tma, reg = compile_ptx(cfg, "K", "MN", "tma"), compile_ptx(cfg, "K", "MN", "registers")
+    store = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
+    assert tma.count(store) == 4 and "ld.global" not in tma
+    assert store not in reg and "ld.global" in reg          # beta * C
+    assert emit_source(cfg, "K", "MN") == emit_source(cfg, "K", "MN", "tma")
+    with pytest.raises(ValueError, match="no TMA store for a f32 C"):
+        emit_source(cfg.with_(out_dtype="f32"), "K", "MN", "tma")

@@ -11,13 +11,14 @@ from .plan import WgmmaPlan, make_wgmma_plan
 __all__ = ["emit_source", "compile_ptx", "make_wgmma_plan", "WgmmaPlan", "WgmmaKey", "get_wgmma_kernel"]
 
 
-def emit_source(config, a_major="K", b_major="K"):
-    """The numba source of the Hopper kernel of ``config`` (``path="wgmma"``)."""
+def emit_source(config, a_major="K", b_major="K", epilogue=None):
+    """The numba source of the Hopper kernel of ``config`` (``path="wgmma"``); ``epilogue``
+    "tma" or "registers" (default: "tma" for a 16-bit C), see :class:`WgmmaKey`."""
     from .kernel import _base
 
-    return _base(WgmmaKey(config, a_major, b_major)).source
+    return _base(WgmmaKey(config, a_major, b_major, epilogue)).source
 
 
-def compile_ptx(config, a_major="K", b_major="K"):
+def compile_ptx(config, a_major="K", b_major="K", epilogue=None):
     """The kernel's PTX for ``sm_90a`` (no GPU needed)."""
-    return compile_wgmma_ptx(WgmmaKey(config, a_major, b_major))
+    return compile_wgmma_ptx(WgmmaKey(config, a_major, b_major, epilogue))

@@ -7,11 +7,12 @@ stores it). Each stage has a "full" mbarrier (the producer's TMA bytes arrived) 
 "empty" one (every consumer is done reading it). CTAs walk the output tiles in groups of
 ``GROUP_M`` tile rows, ``gridDim.x`` apart.
 
-For 16-bit outputs with ``beta == 0`` and a tensor map of C, a consumer stages its slice of
-C in shared memory and one thread stores it with TMA, asynchronously: the consumer goes on
-to the next tile's MMAs while the store drains, and waits for it only before it overwrites
-the staging buffer one tile later. Otherwise (``beta != 0``, f32 output, no map of C) the
-consumers store from registers.
+Two epilogues, one per kernel: "tma", for 16-bit outputs with ``beta == 0`` and a tensor map
+of C: a consumer stages its slice of C in shared memory and one thread stores it with TMA,
+asynchronously (the consumer goes on to the next tile's MMAs while the store drains, and
+waits for it only before it overwrites a staging buffer); "registers", for the rest
+(``beta != 0``, f32 output, a C that TMA cannot write): the consumers store from registers.
+The launcher picks the kernel per call and compiles each only when a call first needs it.
 
 Kernel arguments: the device addresses of the tensor maps of A, B and C (0: no map of C),
 the address of C, M, N, K, C's element strides, alpha, beta, and the address of an int32
@@ -71,13 +72,22 @@ def _wait(w, addr, phase, bounded=True):
                 w("break")
 
 
-def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded=True, _loads=True):
-    """Source of the kernel module. (The underscored options exist for experiments: no
-    epilogue, the number of wgmma groups left in flight, unbounded waits, and
-    ``_loads=False``: TMA fills each stage once and the pipeline then cycles on stale data,
-    which measures everything but the loads; its results are wrong.)"""
+def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_flight=1, _bounded=True,
+                      _loads=True):
+    """Source of the kernel module with ``epilogue`` "tma" (a 16-bit C staged in shared
+    memory and stored by TMA: the launch passes a map of C and ``beta == 0``) or
+    "registers" (stores from registers); None: "tma" where the plan stages C. (The
+    underscored options exist for experiments: no epilogue, the number of wgmma groups left
+    in flight, unbounded waits, and ``_loads=False``: TMA fills each stage once and the
+    pipeline then cycles on stale data, which measures everything but the loads; its
+    results are wrong.)"""
     cfg, w = plan.config, _W()
     a, b, st = plan.a, plan.b, plan.store
+    epilogue = epilogue or ("tma" if st is not None else "registers")
+    if epilogue not in ("tma", "registers") or (epilogue == "tma" and st is None):
+        raise ValueError(f"emit_wgmma_source: epilogue {epilogue!r} is not one of 'registers'"
+                         + (", 'tma'" if st is not None else f" (no TMA store for a {plan.out.name} C)"))
+    tma = epilogue == "tma"
     S = cfg.stages
     w(f"BM, BN, BK = {cfg.bm}, {cfg.bn}, {cfg.bk}  # CTA tile")
     w(f"STAGES, CONSUMERS, GROUP_M = {S}, {plan.consumers}, {cfg.group_m}")
@@ -174,10 +184,9 @@ def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded
             w(f"desc_b = int64({db.lbo << 16 | db.sbo << 32}) | (int64({db.layout_type}) << 62)  "
               f"# B descriptor: LBO {db.lbo}, SBO {db.sbo}, layout type {db.layout_type}")
             w(f"a_c = sa + c * {a.consumer_bytes}  # A rows of this consumer: smem(64 c, 0)")
-            if st is not None:
-                w("tma_c = tmap_c != 0 and beta == 0  # the epilogue through shared memory and a TMA store")
+            if tma:
                 w("sc_c = sc + c * C_STAGE  # this consumer's C staging buffer")
-                w("if tma_c and leader:")
+                w("if leader:")
                 with w.block():
                     w(w.call("tensormap_acquire", "tmap_c"))
             w("it = 0")
@@ -216,11 +225,11 @@ def emit_wgmma_source(plan: WgmmaPlan, *, _epilogue=True, _in_flight=1, _bounded
                 if _epilogue == "cold":      # experiment: the stores kept, never run
                     w("if alpha == 12345.0:")
                     with w.block():
-                        _epilogue_code(w, plan)
+                        _epilogue_code(w, plan, tma)
                 elif _epilogue:
-                    _epilogue_code(w, plan)
-            if st is not None:
-                w("if tma_c and leader:  # the last tile's store has completed before the CTA exits")
+                    _epilogue_code(w, plan, tma)
+            if tma:
+                w("if leader:  # the last tile's stores have completed before the CTA exits")
                 with w.block():
                     w(w.call("bulk_wait_group", "0"))
     return _module(plan, w)
@@ -242,18 +251,12 @@ def _raster(w):
     w("n0 = ((tile % group) // rows) * BN")
 
 
-def _epilogue_code(w, plan):
-    st = plan.store
+def _epilogue_code(w, plan, tma):
     w(f"# ---- epilogue: C = alpha * acc + beta * C; accumulators 2p, 2p + 1 are adjacent columns")
     w("wtid = tid & 127  # the thread within its warpgroup")
-    if st is None:
-        _direct_epilogue(w, plan)
-        return
-    w("if tma_c:")
-    with w.block():
+    if tma:
         _tma_store_epilogue(w, plan)
-    w("else:")
-    with w.block():
+    else:
         _direct_epilogue(w, plan)
 
 

@@ -6,22 +6,41 @@ by the source, the target and the compiler versions).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import kernel as K
 from .emit import KERNEL_NAME, emit_wgmma_source
 from .plan import WgmmaPlan, make_wgmma_plan
 
-__all__ = ["WgmmaKey", "CompiledWgmma", "get_wgmma_kernel", "wgmma_signature", "compile_wgmma_ptx"]
+__all__ = ["WgmmaKey", "CompiledWgmma", "get_wgmma_kernel", "wgmma_plan", "wgmma_signature", "compile_wgmma_ptx"]
 
 CC = (9, 0, "a")
 
 
+EPILOGUES = ("tma", "registers")
+
+
 @dataclass(frozen=True)
 class WgmmaKey:
+    """One Hopper kernel: the plan's config, the operands' majors, and its epilogue:
+    ``"tma"`` (a 16-bit C staged in shared memory and stored by TMA; the launch passes a
+    map of C and ``beta == 0``) or ``"registers"`` (stores from registers, any ``beta``).
+    ``None`` is the plan's first choice: ``"tma"`` for a 16-bit C, else ``"registers"``."""
+
     config: object
     a_major: str = "K"
     b_major: str = "K"
+    epilogue: str = None
+
+    def resolved(self):
+        """This key with its epilogue named."""
+        if self.epilogue is None:
+            from layoutalg.element_types import element_type
+
+            return replace(self, epilogue="tma" if element_type(self.config.out).bits == 16 else "registers")
+        if self.epilogue not in EPILOGUES:
+            raise ValueError(f"WgmmaKey: epilogue {self.epilogue!r} is not one of {', '.join(EPILOGUES)}")
+        return self
 
 
 @dataclass
@@ -52,10 +71,11 @@ def wgmma_signature():
 
 
 def _base(key):
+    key = key.resolved()
     hit = _MEM.get((key, None))
     if hit is None:
         plan = make_wgmma_plan(key.config, key.a_major, key.b_major)
-        source = emit_wgmma_source(plan)
+        source = emit_wgmma_source(plan, key.epilogue)
         hit = _MEM[(key, None)] = CompiledWgmma(key, plan, source, K._module_path(source))
     return hit
 
@@ -85,6 +105,11 @@ def compile_wgmma_ptx(key, cc=CC):
     return ptx
 
 
+def wgmma_plan(key):
+    """The plan of ``key`` (memoised with its source; nothing compiled)."""
+    return _base(key).plan
+
+
 def get_wgmma_kernel(key):
     """The Hopper kernel of ``key`` loaded into the current context (memoised); in numba's
     simulator, the simulated kernel."""
@@ -92,6 +117,7 @@ def get_wgmma_kernel(key):
 
     from .. import driver
 
+    key = key.resolved()
     if K.simulating():
         hit = _MEM.get((key, "sim"))
         if hit is None:

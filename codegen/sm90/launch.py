@@ -11,7 +11,7 @@ import ctypes
 
 from .. import driver
 
-__all__ = ["tma_ok", "WgmmaLauncher"]
+__all__ = ["tma_ok", "c_tma_ok", "WgmmaLauncher"]
 
 _MAX_MAPS = 4096
 
@@ -27,6 +27,17 @@ def tma_ok(major, shape, strides, ptr, ebytes):
     return strides[other] > 0 or shape[other] == 1
 
 
+def c_tma_ok(plan, c, c_strides, M, N):
+    """Whether the staged epilogue can store C at address ``c`` with element ``c_strides``:
+    the plan stages C (a 16-bit output), and C is 16-byte aligned with unit column stride
+    and a row stride of a multiple of 16 bytes."""
+    if plan.store is None:
+        return False
+    ob = plan.out.bits // 8
+    scm, scn = c_strides
+    return not (c % 16 or (scn != 1 and N > 1) or (scm * ob) % 16 and M > 1)
+
+
 class WgmmaLauncher:
     """The Hopper kernel with its arguments in place; called as ``(a, b, c, alpha, beta, stream)``."""
 
@@ -34,8 +45,8 @@ class WgmmaLauncher:
         plan = compiled.plan
         self.M, self.N = M, N
         self.c_strides = tuple(c_strides)
-        self.compiled = compiled
-        self.fn = compiled.function
+        self.compiled = compiled                            # the kernel compiled at set-up
+        self._kernels = {compiled.key.epilogue: compiled}   # by epilogue, the other on first use
         self.threads = plan.threads
         self.smem = plan.smem_bytes
         tiles = -(-M // plan.config.bm) * -(-N // plan.config.bn)
@@ -84,14 +95,22 @@ class WgmmaLauncher:
         return dev
 
     def _c_map(self, c):
-        """The TMA map of C for the staged epilogue, or 0 where C cannot take it (no staging in
-        the plan: a 32-bit output; or C not 16-byte aligned with a unit column stride)."""
-        st, out = self.compiled.plan.store, self.compiled.plan.out
-        ob = out.bits // 8
-        scm, scn = self.c_strides
-        if st is None or c % 16 or (scn != 1 and self.N > 1) or (scm * ob) % 16 and self.M > 1:
+        """The TMA map of C for the staged epilogue, or 0 where C cannot take it."""
+        plan = self.compiled.plan
+        if not c_tma_ok(plan, c, self.c_strides, self.M, self.N):
             return 0
-        return self._encode(out.name, ob, c, (self.N, self.M), max(scm * ob, 16), st.box)
+        ob = plan.out.bits // 8
+        return self._encode(plan.out.name, ob, c, (self.N, self.M), max(self.c_strides[0] * ob, 16), plan.store.box)
+
+    def _kernel(self, epilogue):
+        hit = self._kernels.get(epilogue)
+        if hit is None:
+            from dataclasses import replace
+
+            from .kernel import get_wgmma_kernel
+
+            hit = self._kernels[epilogue] = get_wgmma_kernel(replace(self.compiled.key, epilogue=epilogue))
+        return hit
 
     def maps(self, a, b, c=0):
         hit = self._maps.get((a, b, c))
@@ -106,10 +125,11 @@ class WgmmaLauncher:
         s = self.slots
         s[0].value, s[1].value, s[2].value, s[3].value = ma, mb, mc, c
         s[9].value, s[10].value = alpha, beta
+        k = self._kernel("tma" if mc and beta == 0 else "registers")
         if self.sim:
-            self.compiled.kernel[self.grid, self.threads, 0, self.smem](*[x.value for x in s])
+            k.kernel[self.grid, self.threads, 0, self.smem](*[x.value for x in s])
             return
-        self.fn.launch(self.grid, self.threads, self.smem, stream, self.params)
+        k.function.launch(self.grid, self.threads, self.smem, stream, self.params)
 
     def check(self):
         """Raise if a wait in the kernel timed out (a lost mbarrier arrival); synchronises."""

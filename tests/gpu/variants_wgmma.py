@@ -54,12 +54,12 @@ def variants(dtype):
 
 
 def _ptx(job):
-    cfg, opts, b_major = job
+    cfg, opts, b_major, tma = job
     from numba import cuda
 
-    key = SK.WgmmaKey(cfg, "K", b_major)
+    key = SK.WgmmaKey(cfg, "K", b_major, "tma" if tma else "registers")
     base = SK._base(key)
-    src = emit_wgmma_source(base.plan, **opts)
+    src = emit_wgmma_source(base.plan, key.epilogue, **opts)
     ptx, _ = cuda.compile_ptx(getattr(K._load_module(src), KERNEL_NAME), SK.wgmma_signature(), cc=(9, 0, "a"),
                               launch_bounds=(base.plan.threads, 1))
     return src, ptx
@@ -72,7 +72,7 @@ def main():
     args = ap.parse_args()
     vs = variants(args.dtype)
     with ProcessPoolExecutor(min(len(vs), os.cpu_count() or 1)) as ex:
-        built = list(ex.map(_ptx, [(cfg, opts, bm) for _, cfg, opts, _, bm in vs]))
+        built = list(ex.map(_ptx, [(cfg, opts, bm, tma) for _, cfg, opts, tma, bm in vs]))
     tdt = {"f16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     for n in map(int, args.sizes.split(",")):
         A = torch.randn(n, n, device="cuda", dtype=tdt)
@@ -81,7 +81,7 @@ def main():
         print(f"{args.dtype} {n}^3: cuBLAS {fl / bench(lambda: torch.matmul(A, B)) / 1e12:.1f} TFLOP/s", flush=True)
         refs = {"MN": A.float() @ B.float(), "K": A.float() @ B.float().t()}   # B's memory as (K,N) or (N,K)
         for (name, cfg, opts, tma, b_major), (src, ptx) in zip(vs, built):
-            key = SK.WgmmaKey(cfg, "K", b_major)
+            key = SK.WgmmaKey(cfg, "K", b_major, "tma" if tma else "registers")
             ref = refs[b_major]
             base = SK._base(key)
             C = torch.zeros(n, n, device="cuda", dtype=torch.float32 if cfg.out == "f32" else tdt)
@@ -89,7 +89,7 @@ def main():
             comp = SK.CompiledWgmma(key, base.plan, src, base.module, fn)
             b_strides = (1, n) if b_major == "MN" else (n, 1)          # B as (N,K)
             la = WgmmaLauncher(comp, n, n, n, ((n, n), (n, 1)), ((n, n), b_strides), (n, 1))
-            if not tma:
+            if not tma:                 # no map of C: the launcher runs the registers kernel given here
                 la._c_map = lambda c: 0
             t = bench(lambda: la(A.data_ptr(), B.data_ptr(), C.data_ptr(), 1.0, 0.0, 0))
             la.check()
