@@ -67,6 +67,8 @@ PICTURES = [
        "--threads", "(16,8):(8,1)", "--values", "(1,8)"),
     # codegen.md: the default plan's data path
     _p("gemm_plan", "draw", "plan", "--dtype", "f16", graph=True),
+    # hopper.md: the Hopper kernel's warp-specialized pipeline
+    _p("gemm_sm90_plan", "draw", "plan", "--path", "wgmma", "--dtype", "f16", graph=True),
     _p("expr_tree", "draw", "expr", "logical_divide(composition((4,3):(3,1), 6:2), 2:1)", graph=True),
 ]
 
