@@ -189,7 +189,6 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                 w("if leader:")
                 with w.block():
                     w(w.call("tensormap_acquire", "tmap_c"))
-            w("it = 0")
             w("s = 0")
             w("ph = 0")
             w("for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):")
@@ -216,7 +215,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                     with w.block():
                         w(w.call("mbarrier_arrive", "empty + 8 * prev"))
                     w("prev = s")
-                    _advance(w)
+                    _advance(w, count=False)
                 w(w.call("wgmma_wait", "0"))
                 w(f"acc = {w.call('acc_fence', 'acc')}")
                 w("if leader:")
@@ -235,8 +234,10 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
     return _module(plan, w)
 
 
-def _advance(w):
-    w("it += 1")
+def _advance(w, count=True):
+    """The next stage and its phase (and, where ``count``, the count of k-tiles issued)."""
+    if count:
+        w("it += 1")
     w("s += 1")
     w("if s == STAGES:")
     with w.block():
