@@ -223,10 +223,10 @@ def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
     if rest_shape != 1:
         res_s.append(rest_shape)
         res_d.append(ld[-1])
-    rs, rd = _coalesce_modes(res_s, res_d)
-    if len(rs) == 1:
-        return rs[0], rd[0]
-    return tuple(rs), tuple(rd)
+    # Already coalesced, with at least two modes: the first ends where mode i of the lhs
+    # ends (new_s * first_d == ls[i] * ld[i]: a weak step never reaches phase 2) and the
+    # lhs modes are coalesced, so no two neighbours merge; every shape is >= 2.
+    return tuple(res_s), tuple(res_d)
 
 
 def _coalesce_x(L):
@@ -242,7 +242,23 @@ def _coalesce_x(L):
         return ((2,) if shapes[0] == 1 else shapes), strides
     if shapes[-1] == 1:
         shapes = shapes[:-1] + (2,)
-    return _coalesce_modes(shapes, strides)     # never empty: the last shape is > 1
+    # _coalesce_modes(shapes, strides) inline; never empty: the last shape is > 1
+    rs, rd = [], []
+    cs, cd = 1, 0
+    for s, d in zip(shapes, strides):
+        if s == 1:
+            continue
+        if cs == 1:
+            cs, cd = s, d
+        elif cs * cd == d:
+            cs *= s
+        else:
+            rs.append(cs)
+            rd.append(cd)
+            cs, cd = s, d
+    rs.append(cs)
+    rd.append(cd)
+    return rs, rd
 
 
 def _max_residue(s, d, P):

@@ -66,9 +66,12 @@ def _compose_tile_rest(A, B, cs, cd, ls, ld):
     if len(ls) == 1:
         # A is one (unbounded) mode a:x, so A o T scales T's strides by x
         x = ld[0]
-        if not all(type(d) is int for d in fd):
-            raise LayoutError("basis strides")
-        rs, rd, flat_s, flat_d = fs, [x * d for d in fd], None, None
+        rd = []
+        for d in fd:
+            if type(d) is not int:
+                raise LayoutError("basis strides")
+            rd.append(x * d)
+        rs, flat_s, flat_d = fs, None, None
     else:
         rs, rd, flat_s, flat_d = _compose_leaves("composition", A, None, ls, ld, fs, fd)
     bs = B.shape
