@@ -273,7 +273,7 @@ def _max_residue(s, d, P):
     return max(j * d % P for j in range(s))
 
 
-def _check_additive(op, A, B, ls, fs, fd, weak=True):
+def _check_additive(op, A, B, ls, leaves, weak=True):
     """Raise unless ``A(B_0(c_0) + B_1(c_1) + ...) == A(B_0(c_0)) + A(B_1(c_1)) + ...``.
 
     Composition is computed mode by mode of ``B`` (CuTe's left-distributivity), which
@@ -288,16 +288,11 @@ def _check_additive(op, A, B, ls, fs, fd, weak=True):
     every mode lands on a digit of ``A`` that the smaller ones cannot reach, so no
     sum carries and the exact test is not needed.
 
-    ``ls`` are the flat shapes of ``_coalesce_x(A)``, ``fs, fd`` the flat modes of ``B``;
-    ``A`` and ``B`` name the operands in the message only.
+    ``ls`` are the flat shapes of ``_coalesce_x(A)``; ``leaves`` the list of ``(stride,
+    shape)`` of ``B``'s flat modes with an int stride other than 0 and a shape other than
+    1 (it may be sorted in place); ``A`` and ``B`` name the operands in the message only.
     """
-    if len(ls) < 2:
-        return
-    leaves = []
-    for s, d in zip(fs, fd):
-        if s != 1 and type(d) is int and d != 0:
-            leaves.append((d, s))
-    if len(leaves) < 2:
+    if len(ls) < 2 or len(leaves) < 2:
         return
     if not weak:
         leaves.sort()
@@ -324,6 +319,9 @@ def _check_additive(op, A, B, ls, fs, fd, weak=True):
 
 def _unflat(it, profile):
     """The next values of the iterator ``it`` in the nesting of the tuple ``profile``."""
+    if len(profile) == 1:                           # a common wrapper, e.g. ``((4,8),)``
+        p = profile[0]
+        return (_unflat(it, p) if type(p) is tuple else next(it),)
     out = []
     for p in profile:
         out.append(_unflat(it, p) if type(p) is tuple else next(it))
@@ -352,6 +350,7 @@ def _compose_leaves(op, A, B, ls, ld, fs, fd):
     operands in messages only.
     """
     weak = []
+    leaves = []                                     # (stride, shape) of the modes to add up
     rs, rd = [], []
     flat_s = flat_d = None                          # the result's flat modes, when a leaf nests
     for s, d in zip(fs, fd):
@@ -362,6 +361,8 @@ def _compose_leaves(op, A, B, ls, ld, fs, fd):
                 flat_s.append(s)
                 flat_d.append(0)
             continue
+        if s != 1 and type(d) is int:
+            leaves.append((d, s))
         s, d = _compose_leaf(op, A, B, ls, ld, s, d, weak)
         if type(s) is tuple:
             if flat_s is None:
@@ -373,8 +374,8 @@ def _compose_leaves(op, A, B, ls, ld, fs, fd):
             flat_d.append(d)
         rs.append(s)
         rd.append(d)
-    if len(rs) > 1:
-        _check_additive(op, A, B, ls, fs, fd, weak)
+    if len(leaves) > 1:
+        _check_additive(op, A, B, ls, leaves, weak)
     return rs, rd, flat_s, flat_d
 
 
