@@ -19,8 +19,8 @@ from ..errors import LayoutError, LayoutTypeError
 from ..inttuple import fmt, is_int, product
 from ..layout import cosize, Layout, make_layout, make_ordered_layout, rank, size
 from ._base import _as_layout, _build, _by_mode, _fmt_tiler, _from_modes, _layout_like, _modes
-from .compose import _coalesce_x, _coalesced_modes, _compose, _compose_leaves, _composition, _unflat, coalesce
-from .inverse import _complement, _complement_modes
+from .compose import _coalesce_x, _coalesced_modes, _compose, _compose_leaves, _unflat, coalesce
+from .inverse import _complement_modes
 
 __all__ = ["logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product", "zipped_product", "tiled_product", "flat_product", "append", "zip_layouts", "blocked_product", "raked_product", "tile_to_shape"]
 
@@ -203,17 +203,18 @@ def flat_divide(layout, tiler):
     return make_layout(*_modes(z[0]), *_modes(z[1]))
 
 
-def _cosize(L):
-    """``cosize`` of a layout with int strides (trusted: no checks)."""
-    return sum((s - 1) * abs(d) for s, d in zip(L._fs, L._fd)) + 1
-
-
 def _logical_product_layout(A, B):
     try:
-        if not all(type(d) is int for d in B._fd):
-            cosize(B)                                   # raises the message for basis strides
-        comp = _complement(A, prod(A._fs) * _cosize(B))
-        R = _composition(comp, B)
+        cos = 1                                         # cosize(B)
+        for s, d in zip(B._fs, B._fd):
+            if type(d) is not int:
+                cosize(B)                               # raises the message for basis strides
+            cos += (s - 1) * abs(d)
+        cs, cd = _complement_modes(A, prod(A._fs) * cos)
+        comp = _from_modes(cs, cd)
+        # the complement's modes are coalesced, with shapes >= 2: they are _coalesce_x(comp)
+        ls, ld = (cs, cd) if cs else ((2,), (0,))
+        R = _compose(comp, B, ls, ld)
         return _build((A.shape, R.shape), (A.stride, R.stride), A._fs + R._fs, A._fd + R._fd)
     except LayoutError as e:
         raise LayoutError(f"logical_product: {A} and {B}: {e}") from None
