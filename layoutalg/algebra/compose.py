@@ -223,10 +223,10 @@ def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
     if rest_shape != 1:
         res_s.append(rest_shape)
         res_d.append(ld[-1])
-    rs, rd = _coalesce_modes(res_s, res_d)
-    if len(rs) == 1:
-        return rs[0], rd[0]
-    return tuple(rs), tuple(rd)
+    # Already coalesced, with at least two modes: the first ends where mode i of the lhs
+    # ends (new_s * first_d == ls[i] * ld[i]: a weak step never reaches phase 2) and the
+    # lhs modes are coalesced, so no two neighbours merge; every shape is >= 2.
+    return tuple(res_s), tuple(res_d)
 
 
 def _coalesce_x(L):
@@ -242,7 +242,23 @@ def _coalesce_x(L):
         return ((2,) if shapes[0] == 1 else shapes), strides
     if shapes[-1] == 1:
         shapes = shapes[:-1] + (2,)
-    return _coalesce_modes(shapes, strides)     # never empty: the last shape is > 1
+    # _coalesce_modes(shapes, strides) inline; never empty: the last shape is > 1
+    rs, rd = [], []
+    cs, cd = 1, 0
+    for s, d in zip(shapes, strides):
+        if s == 1:
+            continue
+        if cs == 1:
+            cs, cd = s, d
+        elif cs * cd == d:
+            cs *= s
+        else:
+            rs.append(cs)
+            rd.append(cd)
+            cs, cd = s, d
+    rs.append(cs)
+    rd.append(cd)
+    return rs, rd
 
 
 def _max_residue(s, d, P):
@@ -257,7 +273,7 @@ def _max_residue(s, d, P):
     return max(j * d % P for j in range(s))
 
 
-def _check_additive(op, A, B, ls, weak=True):
+def _check_additive(op, A, B, ls, leaves, weak=True):
     """Raise unless ``A(B_0(c_0) + B_1(c_1) + ...) == A(B_0(c_0)) + A(B_1(c_1)) + ...``.
 
     Composition is computed mode by mode of ``B`` (CuTe's left-distributivity), which
@@ -271,11 +287,12 @@ def _check_additive(op, A, B, ls, weak=True):
     modes nest (sorted by stride, each starts past the extent of the smaller ones),
     every mode lands on a digit of ``A`` that the smaller ones cannot reach, so no
     sum carries and the exact test is not needed.
+
+    ``ls`` are the flat shapes of ``_coalesce_x(A)``; ``leaves`` the list of ``(stride,
+    shape)`` of ``B``'s flat modes with an int stride other than 0 and a shape other than
+    1 (it may be sorted in place); ``A`` and ``B`` name the operands in the message only.
     """
-    if len(ls) < 2:
-        return
-    leaves = [(d, s) for s, d in zip(B._fs, B._fd) if s != 1 and type(d) is int and d != 0]
-    if len(leaves) < 2:
+    if len(ls) < 2 or len(leaves) < 2:
         return
     if not weak:
         leaves.sort()
@@ -300,19 +317,15 @@ def _check_additive(op, A, B, ls, weak=True):
                 f"(CuTe's precondition: the modes of B select disjoint parts of A)")
 
 
-def _unflat2(rs, rd, profile, i):
-    """``rs[i:]`` and ``rd[i:]`` in the nesting of the tuple ``profile``, and the next index."""
-    out_s, out_d = [], []
+def _unflat(it, profile):
+    """The next values of the iterator ``it`` in the nesting of the tuple ``profile``."""
+    if len(profile) == 1:                           # a common wrapper, e.g. ``((4,8),)``
+        p = profile[0]
+        return (_unflat(it, p) if type(p) is tuple else next(it),)
+    out = []
     for p in profile:
-        if type(p) is tuple:
-            x, y, i = _unflat2(rs, rd, p, i)
-            out_s.append(x)
-            out_d.append(y)
-        else:
-            out_s.append(rs[i])
-            out_d.append(rd[i])
-            i += 1
-    return tuple(out_s), tuple(out_d), i
+        out.append(_unflat(it, p) if type(p) is tuple else next(it))
+    return tuple(out)
 
 
 def _composition(A, B):
@@ -324,6 +337,46 @@ def _composition(A, B):
             return _build(s, d, s, d)
         return _build(s, d, (s,), (d,))
     return _compose(A, B, ls, ld)
+
+
+def _compose_leaves(op, A, B, ls, ld, fs, fd):
+    """``A o`` each flat mode ``fs[k]:fd[k]`` of ``B``, given ``ls, ld = _coalesce_x(A)``.
+
+    Returns lists ``rs, rd`` with one entry per mode of ``B`` (an int, or a flat tuple
+    when the mode's image spans several modes of ``A``), and the flat lists
+    ``flat_s, flat_d`` of the result -- ``None, None`` when no entry is a tuple: then
+    ``rs == fs`` (every leaf keeps its shape) and the flat strides are ``rd``.
+    Raises unless the modes add up (:func:`_check_additive`); ``A`` and ``B`` name the
+    operands in messages only.
+    """
+    weak = []
+    leaves = []                                     # (stride, shape) of the modes to add up
+    rs, rd = [], []
+    flat_s = flat_d = None                          # the result's flat modes, when a leaf nests
+    for s, d in zip(fs, fd):
+        if d == 0:
+            rs.append(s)
+            rd.append(0)
+            if flat_s is not None:
+                flat_s.append(s)
+                flat_d.append(0)
+            continue
+        if s != 1 and type(d) is int:
+            leaves.append((d, s))
+        s, d = _compose_leaf(op, A, B, ls, ld, s, d, weak)
+        if type(s) is tuple:
+            if flat_s is None:
+                flat_s, flat_d = list(rs), list(rd)
+            flat_s.extend(s)
+            flat_d.extend(d)
+        elif flat_s is not None:
+            flat_s.append(s)
+            flat_d.append(d)
+        rs.append(s)
+        rd.append(d)
+    if len(leaves) > 1:
+        _check_additive(op, A, B, ls, leaves, weak)
+    return rs, rd, flat_s, flat_d
 
 
 def _compose(A, B, ls, ld):
@@ -350,40 +403,17 @@ def _compose(A, B, ls, ld):
         rd = tuple(rd)
         if fs is bs:                                # B is flat
             return _build(bs, rd, bs, rd)
-        _, d, _ = _unflat2(fs, rd, bs, 0)
-        return _build(bs, d, fs, rd)
+        return _build(bs, _unflat(iter(rd), bs), fs, rd)
     # one leaf of B at a time, on B's flat modes, then back into B's nesting
-    weak = []
-    rs, rd = [], []
-    flat_s = flat_d = None                          # the result's flat modes, when a leaf nests
-    for s, d in zip(fs, fd):
-        if d == 0:
-            rs.append(s)
-            rd.append(0)
-            if flat_s is not None:
-                flat_s.append(s)
-                flat_d.append(0)
-            continue
-        s, d = _compose_leaf(op, A, B, ls, ld, s, d, weak)
-        if type(s) is tuple:
-            if flat_s is None:
-                flat_s, flat_d = list(rs), list(rd)
-            flat_s.extend(s)
-            flat_d.extend(d)
-        elif flat_s is not None:
-            flat_s.append(s)
-            flat_d.append(d)
-        rs.append(s)
-        rd.append(d)
-    if len(rs) > 1:
-        _check_additive(op, A, B, ls, weak)
-    if fs is bs:                                    # B is flat
-        s, d = tuple(rs), tuple(rd)
-    else:
-        s, d, _ = _unflat2(rs, rd, bs, 0)
-    if flat_s is None:
-        return _build(s, d, tuple(rs), tuple(rd))
-    return _build(s, d, tuple(flat_s), tuple(flat_d))
+    rs, rd, flat_s, flat_d = _compose_leaves(op, A, B, ls, ld, fs, fd)
+    rd = tuple(rd)
+    if flat_s is None:                              # every leaf kept its shape: R has B's shape
+        if fs is bs:                                # B is flat
+            return _build(bs, rd, bs, rd)
+        return _build(bs, _unflat(iter(rd), bs), fs, rd)
+    if fs is bs:
+        return _build(tuple(rs), rd, tuple(flat_s), tuple(flat_d))
+    return _build(_unflat(iter(rs), bs), _unflat(iter(rd), bs), tuple(flat_s), tuple(flat_d))
 
 
 def composition(lhs, rhs):
@@ -445,7 +475,25 @@ def composition(lhs, rhs):
             R._hash = None
             R.__class__ = Layout
             return R
-        return _compose(lhs, rhs, ls, ld)
+        if len(ls) == 1:
+            return _compose(lhs, rhs, ls, ld)
+        fs = rhs._fs
+        if len(fs) == 1:                        # one leaf, nested: nothing to add up
+            s, d = _compose_leaf("composition", lhs, rhs, ls, ld, fs[0], rhs._fd[0])
+            if type(s) is not tuple:            # the leaf kept its shape: R has rhs's shape
+                rd = (d,)
+                return _build(bs, rd if fs is bs else _unflat(iter(rd), bs), fs, rd)
+            return _build(_unflat(iter((s,)), bs), _unflat(iter((d,)), bs), s, d)
+        # _compose(lhs, rhs, ls, ld) inline, from its call of _compose_leaves on
+        rs, rd, flat_s, flat_d = _compose_leaves("composition", lhs, rhs, ls, ld, fs, rhs._fd)
+        rd = tuple(rd)
+        if flat_s is None:                      # every leaf kept its shape: R has rhs's shape
+            if fs is bs:
+                return _build(bs, rd, bs, rd)
+            return _build(bs, _unflat(iter(rd), bs), fs, rd)
+        if fs is bs:
+            return _build(tuple(rs), rd, tuple(flat_s), tuple(flat_d))
+        return _build(_unflat(iter(rs), bs), _unflat(iter(rd), bs), tuple(flat_s), tuple(flat_d))
     wrapped = _layout_like(lhs)
     if wrapped is not None:
         return wrapped[1](composition(wrapped[0], rhs))

@@ -21,6 +21,13 @@ __all__ = ["complement", "right_inverse", "left_inverse", "max_common_layout", "
 
 
 def _complement(L, cotarget):
+    """``complement(L, cotarget)`` for a trusted layout and a valid (int or shape) cotarget."""
+    return _from_modes(*_complement_modes(L, cotarget if type(cotarget) is int else flat_tuple(cotarget)))
+
+
+def _complement_modes(L, cotarget):
+    """The flat modes ``rs, rd`` (lists) of ``complement(L, cotarget)``, given an int
+    ``cotarget`` or the flat modes of a shape (a tuple or list of ints)."""
     op = "complement"
     shapes, strides = L._fs, L._fd
     modes = []
@@ -51,19 +58,19 @@ def _complement(L, cotarget):
             rs.append(g)
             rd.append(cur)
         cur = s * d
+    # CuTe: coalesce(ceil_div(cotarget, cur)) -- the shape is divided from the left;
+    # its compact modes coalesce into one
     if type(cotarget) is int:
         rest = -(-cotarget // cur)
     else:
-        # CuTe: coalesce(ceil_div(cotarget, cur)) -- the shape is divided from the left;
-        # its compact modes coalesce into one
         rest, b = 1, cur
-        for a in flat_tuple(cotarget):
+        for a in cotarget:
             rest *= -(-a // b)
             b = -(-b // a)
     if rest != 1:
         rs.append(rest)
         rd.append(cur)
-    return _from_modes(rs, rd)
+    return rs, rd
 
 
 def complement(layout, cotarget=None):
@@ -80,7 +87,7 @@ def complement(layout, cotarget=None):
     '1:0'
     """
     if type(cotarget) is int and cotarget > 0 and type(layout) is Layout:
-        return _complement(layout, cotarget)
+        return _from_modes(*_complement_modes(layout, cotarget))
     if not isinstance(layout, Layout):
         layout = _as_layout("complement", layout)
     if cotarget is None:

@@ -18,9 +18,9 @@ from math import prod
 from ..errors import LayoutError, LayoutTypeError
 from ..inttuple import fmt, is_int, product
 from ..layout import cosize, Layout, make_layout, make_ordered_layout, rank, size
-from ._base import _as_layout, _build, _by_mode, _fmt_tiler, _layout_like, _modes
-from .compose import _coalesce_x, _coalesced_modes, _compose, _composition, coalesce
-from .inverse import _complement
+from ._base import _as_layout, _build, _by_mode, _fmt_tiler, _from_modes, _layout_like, _modes
+from .compose import _coalesce_x, _coalesced_modes, _compose, _compose_leaves, _unflat, coalesce
+from .inverse import _complement_modes
 
 __all__ = ["logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product", "zipped_product", "tiled_product", "flat_product", "append", "zip_layouts", "blocked_product", "raked_product", "tile_to_shape"]
 
@@ -36,21 +36,66 @@ def _tile_layout(op, t):
 def _logical_divide_layout(A, B):
     ls, ld = _coalesce_x(A)           # trusted internal values: no re-validation below
     # the cotarget is coalesce(A)'s shape, which coalesce_x's is unless A ends in a size-1 mode
-    cs = ls if A._fs[-1] != 1 else _coalesced_modes(A)[0]
-    cot = cs[0] if len(cs) == 1 else (tuple(cs) if cs else 1)
+    cot = ls if A._fs[-1] != 1 else (_coalesced_modes(A)[0] or 1)
     try:
-        comp = _complement(B, cot)
+        cs, cd = _complement_modes(B, cot)
     except LayoutError as e:
         raise LayoutError(f"logical_divide: tiler {B} cannot tile {A}: {e}") from None
     try:
-        bs, bd = (B.shape, comp.shape), (B.stride, comp.stride)
-        if type(bs[0]) is not tuple and type(bs[1]) is not tuple:
-            T = _build(bs, bd, bs, bd)              # flat: its own flat tuples
-        else:
-            T = _build(bs, bd, B._fs + comp._fs, B._fd + comp._fd)
+        return _compose_tile_rest(A, B, cs, cd, ls, ld)
+    except LayoutError:
+        pass
+    # the message names the tiler (B, rest) as a layout: build it and compose again to raise
+    comp = _from_modes(cs, cd)
+    T = _build((B.shape, comp.shape), (B.stride, comp.stride), B._fs + comp._fs, B._fd + comp._fd)
+    try:
         return _compose(A, T, ls, ld)
     except LayoutError as e:
         raise LayoutError(f"logical_divide: tiler {B} is not admissible for {A}: {e}") from None
+
+
+def _compose_tile_rest(A, B, cs, cd, ls, ld):
+    """``A o (B, C)`` for the flat modes ``cs, cd`` of ``C = complement(B, ...)``, given
+    ``ls, ld = _coalesce_x(A)``: ``_compose(A, (B, C), ls, ld)`` without building ``(B, C)``
+    (whose nesting, and ``C``'s flatness, are known).  Raises ``LayoutError`` with a
+    message that does not name ``(B, C)``."""
+    if not cs:                          # C is 1:0
+        cs, cd = [1], [0]
+    nb = len(B._fs)
+    fs, fd = B._fs + tuple(cs), B._fd + tuple(cd)
+    if len(ls) == 1:
+        # A is one (unbounded) mode a:x, so A o T scales T's strides by x
+        x = ld[0]
+        rd = []
+        for d in fd:
+            if type(d) is not int:
+                raise LayoutError("basis strides")
+            rd.append(x * d)
+        rs, flat_s, flat_d = fs, None, None
+    else:
+        rs, rd, flat_s, flat_d = _compose_leaves("composition", A, None, ls, ld, fs, fd)
+    bs = B.shape
+    if flat_s is None:                  # every leaf kept its shape: R has (B, C)'s shape
+        fd = tuple(rd)
+        if len(cs) == 1:
+            rest_s, rest_d = cs[0], fd[nb]
+        else:
+            rest_s, rest_d = fs[nb:], fd[nb:]
+        if type(bs) is not tuple:
+            return _build((bs, rest_s), (fd[0], rest_d), fs, fd)
+        tile_d = fd[:nb] if B._fs is bs else _unflat(iter(fd), bs)
+        return _build((bs, rest_s), (tile_d, rest_d), fs, fd)
+    if type(bs) is not tuple:
+        tile_s, tile_d = rs[0], rd[0]
+    elif B._fs is bs:
+        tile_s, tile_d = tuple(rs[:nb]), tuple(rd[:nb])
+    else:
+        tile_s, tile_d = _unflat(iter(rs), bs), _unflat(iter(rd), bs)
+    if len(cs) == 1:
+        rest_s, rest_d = rs[nb], rd[nb]
+    else:
+        rest_s, rest_d = tuple(rs[nb:]), tuple(rd[nb:])
+    return _build((tile_s, rest_s), (tile_d, rest_d), tuple(flat_s), tuple(flat_d))
 
 
 def logical_divide(layout, tiler):
@@ -158,17 +203,18 @@ def flat_divide(layout, tiler):
     return make_layout(*_modes(z[0]), *_modes(z[1]))
 
 
-def _cosize(L):
-    """``cosize`` of a layout with int strides (trusted: no checks)."""
-    return sum((s - 1) * abs(d) for s, d in zip(L._fs, L._fd)) + 1
-
-
 def _logical_product_layout(A, B):
     try:
-        if not all(type(d) is int for d in B._fd):
-            cosize(B)                                   # raises the message for basis strides
-        comp = _complement(A, prod(A._fs) * _cosize(B))
-        R = _composition(comp, B)
+        cos = 1                                         # cosize(B)
+        for s, d in zip(B._fs, B._fd):
+            if type(d) is not int:
+                cosize(B)                               # raises the message for basis strides
+            cos += (s - 1) * abs(d)
+        cs, cd = _complement_modes(A, prod(A._fs) * cos)
+        comp = _from_modes(cs, cd)
+        # the complement's modes are coalesced, with shapes >= 2: they are _coalesce_x(comp)
+        ls, ld = (cs, cd) if cs else ((2,), (0,))
+        R = _compose(comp, B, ls, ld)
         return _build((A.shape, R.shape), (A.stride, R.stride), A._fs + R._fs, A._fd + R._fd)
     except LayoutError as e:
         raise LayoutError(f"logical_product: {A} and {B}: {e}") from None
