@@ -196,6 +196,8 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                 _raster(w)
                 w(f"acc = {w.call('f32x_zero', str(plan.acc_regs))}  # CLayout_64x{cfg.bn}: (T128,V{plan.acc_regs}) -> (m,n)")
                 w("prev = 0")
+                if _in_flight == 2:
+                    w("prev2 = 0")
                 w("for kt in range(ktiles):")
                 with w.block():
                     _wait(w, "full + 8 * s", "ph", _bounded)
@@ -209,17 +211,30 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                           f"# start: smem_B(0, {plan.instr_k} kb)")
                         w(f"acc = {w.call(plan.intrinsic, f'acc, da, db, 1, {a.tnsp}, {b.tnsp}')}")
                     w(w.call("wgmma_commit"))
-                    w(w.call("wgmma_wait", str(_in_flight)) + "  # the previous k-tile's MMAs are done: release its stage")
-                    w(f"acc = {w.call('acc_fence', 'acc')}")
-                    w("if kt > 0 and leader:")
-                    with w.block():
-                        w(w.call("mbarrier_arrive", "empty + 8 * prev"))
+                    if _in_flight == 2:          # experiment: two groups in flight, release the stage of kt - 2
+                        w(w.call("wgmma_wait", "2"))
+                        w(f"acc = {w.call('acc_fence', 'acc')}")
+                        w("if kt > 1 and leader:")
+                        with w.block():
+                            w(w.call("mbarrier_arrive", "empty + 8 * prev2"))
+                        w("prev2 = prev")
+                    else:
+                        w(w.call("wgmma_wait", str(_in_flight))
+                          + "  # the previous k-tile's MMAs are done: release its stage")
+                        w(f"acc = {w.call('acc_fence', 'acc')}")
+                        w("if kt > 0 and leader:")
+                        with w.block():
+                            w(w.call("mbarrier_arrive", "empty + 8 * prev"))
                     w("prev = s")
                     _advance(w, count=False)
                 w(w.call("wgmma_wait", "0"))
                 w(f"acc = {w.call('acc_fence', 'acc')}")
                 w("if leader:")
                 with w.block():
+                    if _in_flight == 2:
+                        w("if ktiles > 1:")
+                        with w.block():
+                            w(w.call("mbarrier_arrive", "empty + 8 * prev2"))
                     w(w.call("mbarrier_arrive", "empty + 8 * prev"))
                 if _epilogue == "cold":      # experiment: the stores kept, never run
                     w("if alpha == 12345.0:")

@@ -49,6 +49,7 @@ def variants(dtype):
          {"_loads": False}, True, "MN"),
         ("no loads after the first fill, main loop alone", base, {"_loads": False, "_epilogue": "cold"}, True, "MN"),
         ("one wgmma group in flight at most (wait 0)", base, {"_in_flight": 0}, True, "MN"),
+        ("two wgmma groups in flight (wait 2, release the stage of k-tile kt-2)", base, {"_in_flight": 2}, True, "MN"),
         ("f32 out, stores from registers", base.with_(out_dtype="f32"), {}, False, "MN"),
     ]
 
@@ -69,8 +70,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--dtype", default="f16")
+    ap.add_argument("--only", default="", help="comma-separated variant numbers (0-based) to run; default all")
     args = ap.parse_args()
     vs = variants(args.dtype)
+    if args.only:
+        vs = [vs[int(i)] for i in args.only.split(",")]
     with ProcessPoolExecutor(min(len(vs), os.cpu_count() or 1)) as ex:
         built = list(ex.map(_ptx, [(cfg, opts, bm, tma) for _, cfg, opts, tma, bm in vs]))
     tdt = {"f16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
