@@ -22,7 +22,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 
@@ -31,6 +30,8 @@ if not hasattr(np, "row_stack"):          # numba-cuda 0.30 touches np.row_stack
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_gemm import bench  # noqa: E402  (the GEMM benchmark's timing: the same for every figure)
 
 
 def load(name):
@@ -38,26 +39,6 @@ def load(name):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-def bench(fn, iters=20, warmup=3, reps=5):
-    """Median over ``reps`` of the mean time (s) of ``iters`` back-to-back calls (CUDA events)."""
-    import torch
-
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(reps):
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / iters)
-    times.sort()
-    return times[len(times) // 2] / 1e3
 
 
 def gemm_figures(n):

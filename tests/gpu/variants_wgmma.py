@@ -18,21 +18,8 @@ from codegen.sm90 import kernel as SK
 from codegen.sm90.emit import KERNEL_NAME, emit_wgmma_source
 from codegen.sm90.launch import WgmmaLauncher
 
-
-def bench(fn, iters=20, reps=5):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    ts = []
-    for _ in range(reps):
-        s.record()
-        for _ in range(iters):
-            fn()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e) / iters / 1e3)
-    return sorted(ts)[len(ts) // 2]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
+from bench_gemm import bench  # noqa: E402  (the GEMM benchmark's timing)
 
 
 def variants(dtype):
