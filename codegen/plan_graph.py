@@ -21,7 +21,7 @@ how to install Graphviz.
 from layoutalg.draw.graphs import DotGraph
 from layoutalg.layout import size
 
-__all__ = ["plan_graph"]
+__all__ = ["plan_graph", "plan_dot_graph", "MEMORY_FILL"]
 
 _KIND = (
     ("SM80_CP_ASYNC", "cp.async"),
@@ -30,7 +30,7 @@ _KIND = (
     ("UniversalCopy", "ld/st"),
 )
 
-_FILL = {"global": "#eeeeee", "shared": "#dde8ff", "registers": "#ddf5dd", "compute": "#fff3c4"}
+MEMORY_FILL = {"global": "#eeeeee", "shared": "#dde8ff", "registers": "#ddf5dd", "compute": "#fff3c4"}
 
 
 def _kind(atom_name):
@@ -58,6 +58,18 @@ def _copy_label(stage, dtype_bits):
     return "\n".join(lines)
 
 
+def plan_dot_graph(name, rankdir, label, nodesep="0.5", ranksep="0.9"):
+    """An empty :class:`DotGraph` in the plan graphs' style (titled ``label``)."""
+    return DotGraph(
+        name,
+        graph_attrs={"rankdir": rankdir, "label": label, "labelloc": "t", "fontname": "DejaVu Sans",
+                     "fontsize": "16", "nodesep": nodesep, "ranksep": ranksep},
+        node_attrs={"shape": "box", "style": "rounded,filled", "fontname": "DejaVu Sans Mono", "fontsize": "11",
+                    "color": "#555555"},
+        edge_attrs={"fontname": "DejaVu Sans Mono", "fontsize": "10", "color": "#444444"},
+    )
+
+
 def plan_graph(plan, *, name="gemm_plan", rankdir="TB"):
     """A :class:`~layoutalg.draw.graphs.DotGraph` of ``plan``'s data path.
 
@@ -78,18 +90,9 @@ def plan_graph(plan, *, name="gemm_plan", rankdir="TB"):
     acc_type = getattr(mma.atom, "c_type", None) or "f32"
     if acc_type == "any":
         acc_type = cfg.dtype
-    g = DotGraph(
-        name,
-        graph_attrs={
-            "rankdir": rankdir,
-            "label": (f"GEMM plan: {cfg.dtype} -> {cfg.out}, CTA tile {cfg.bm}x{cfg.bn}x{cfg.bk}, "
-                      f"{cfg.threads} threads, {cfg.stages} shared-memory stages"),
-            "labelloc": "t", "fontname": "DejaVu Sans", "fontsize": "16", "nodesep": "0.5", "ranksep": "0.9",
-        },
-        node_attrs={"shape": "box", "style": "rounded,filled", "fontname": "DejaVu Sans Mono", "fontsize": "11",
-                    "color": "#555555"},
-        edge_attrs={"fontname": "DejaVu Sans Mono", "fontsize": "10", "color": "#444444"},
-    )
+    g = plan_dot_graph(name, rankdir,
+                       f"GEMM plan: {cfg.dtype} -> {cfg.out}, CTA tile {cfg.bm}x{cfg.bn}x{cfg.bk}, "
+                       f"{cfg.threads} threads, {cfg.stages} shared-memory stages")
     for op, other in ((plan.a, "M"), (plan.b, "N")):
         X = op.name
         mn = "M" if X == "A" else "N"
@@ -98,37 +101,37 @@ def plan_graph(plan, *, name="gemm_plan", rankdir="TB"):
             f"{X} in global memory",
             f"({mn},K) {cfg.dtype}, {maj}",
             f"CTA tile {op.rows}x{cfg.bk} per k-step",
-        ]), fillcolor=_FILL["global"])
+        ]), fillcolor=MEMORY_FILL["global"])
         g.add_node(f"s{X}", "\n".join([
             f"{X} in shared memory",
             f"{op.smem}",
             f"({op.rows},{cfg.bk}) -> offset, {op.stage_elems} elements x {cfg.stages} stages",
-        ]), fillcolor=_FILL["shared"])
+        ]), fillcolor=MEMORY_FILL["shared"])
         frag = op.s2r.frag
         nfrag = size(frag)
         g.add_node(f"r{X}", "\n".join([
             f"{X} fragments (registers)",
             f"{frag}  (FrgV,(Rest{mn},RestK))",
             f"{nfrag} {cfg.dtype} values per thread",
-        ]), fillcolor=_FILL["registers"])
+        ]), fillcolor=MEMORY_FILL["registers"])
     calls = plan.mma.kblocks * plan.mma.mma_m * plan.mma.mma_n
     g.add_node("mma", "\n".join([
         f"TiledMMA {mma.atom.name}",
         f"thr_layout_vmnk {mma.thr_layout_vmnk}",
         f"tile {tm}x{tn}x{tk}; {plan.mma.kblocks} k-blocks per k-step",
         f"{calls} mma per thread per k-step",
-    ]), fillcolor=_FILL["compute"], style="filled", penwidth="2")
+    ]), fillcolor=MEMORY_FILL["compute"], style="filled", penwidth="2")
     acc = plan.mma.acc_layout
     g.add_node("acc", "\n".join([
         "accumulators (registers)",
         f"{acc}  (FrgV,(RestM,RestN))" if acc is not None else "",
         f"{plan.epilogue.acc_size} {acc_type} values per thread",
-    ]).rstrip("\n"), fillcolor=_FILL["registers"])
+    ]).rstrip("\n"), fillcolor=MEMORY_FILL["registers"])
     g.add_node("gC", "\n".join([
         "C / D in global memory",
         f"(M,N) {cfg.out}",
         f"CTA tile {cfg.bm}x{cfg.bn}",
-    ]), fillcolor=_FILL["global"])
+    ]), fillcolor=MEMORY_FILL["global"])
     for op in (plan.a, plan.b):
         X = op.name
         g.add_edge(f"g{X}", f"s{X}", _copy_label(op.g2s, bits))

@@ -13,13 +13,10 @@ accumulators -> its C staging buffers -> (TMA stores) -> global C.
 True
 """
 
-from layoutalg.draw.graphs import DotGraph
-
+from ..plan_graph import MEMORY_FILL, plan_dot_graph
 from .plan import WgmmaPlan
 
 __all__ = ["wgmma_plan_graph"]
-
-_FILL = {"global": "#eeeeee", "shared": "#dde8ff", "registers": "#ddf5dd", "compute": "#fff3c4"}
 
 
 def wgmma_plan_graph(plan, *, name="gemm_sm90_plan", rankdir="LR"):
@@ -32,22 +29,14 @@ def wgmma_plan_graph(plan, *, name="gemm_sm90_plan", rankdir="LR"):
         raise TypeError(f"wgmma_plan_graph: expected a WgmmaPlan (codegen.sm90.make_wgmma_plan(...)), "
                         f"got {type(plan).__name__}")
     cfg, a, b, st = plan.config, plan.a, plan.b, plan.store
-    g = DotGraph(
-        name,
-        graph_attrs={
-            "rankdir": rankdir,
-            "label": (f"Hopper GEMM plan: {cfg.dtype} -> {cfg.out}, CTA tile {cfg.bm}x{cfg.bn}x{cfg.bk}, "
-                      f"1 producer + {plan.consumers} consumer warpgroups, {cfg.stages} stages, persistent CTAs"),
-            "labelloc": "t", "fontname": "DejaVu Sans", "fontsize": "16", "nodesep": "0.4", "ranksep": "1.0",
-        },
-        node_attrs={"shape": "box", "style": "rounded,filled", "fontname": "DejaVu Sans Mono", "fontsize": "11",
-                    "color": "#555555"},
-        edge_attrs={"fontname": "DejaVu Sans Mono", "fontsize": "10", "color": "#444444"},
-    )
+    g = plan_dot_graph(name, rankdir,
+                       f"Hopper GEMM plan: {cfg.dtype} -> {cfg.out}, CTA tile {cfg.bm}x{cfg.bn}x{cfg.bk}, "
+                       f"1 producer + {plan.consumers} consumer warpgroups, {cfg.stages} stages, persistent CTAs",
+                       nodesep="0.4", ranksep="1.0")
     for op in (a, b):
         mn = "M" if op.name == "A" else "N"
         g.add_node(f"g{op.name}", f"{op.name} in global memory\n({mn},K) {cfg.dtype}, {op.major}-major",
-                   fillcolor=_FILL["global"])
+                   fillcolor=MEMORY_FILL["global"])
         g.add_edge(f"g{op.name}", "producer", f"tensor map: box {op.box[0]}x{op.box[1]}, "
                                               f"{op.swizzle_bytes}-byte swizzle")
     g.add_node("producer", "\n".join([
@@ -55,14 +44,14 @@ def wgmma_plan_graph(plan, *, name="gemm_sm90_plan", rankdir="LR"):
         "one thread issues the TMA loads",
         "waits empty[s], arrive.expect_tx(full[s], "
         f"{a.stage_bytes + b.stage_bytes} B)",
-    ]), fillcolor=_FILL["compute"])
+    ]), fillcolor=MEMORY_FILL["compute"])
     for s in range(cfg.stages):
         g.add_node(f"stage{s}", "\n".join([
             f"stage {s} (shared memory)",
             f"A {a.smem}",
             f"B {b.smem}",
             f"mbarriers full[{s}], empty[{s}]",
-        ]), fillcolor=_FILL["shared"])
+        ]), fillcolor=MEMORY_FILL["shared"])
         boxes = len(a.boxes) + len(b.boxes)
         g.add_edge("producer", f"stage{s}", f"{boxes} TMA boxes -> full[{s}]")
     for c in range(1, plan.consumers + 1):
@@ -73,7 +62,7 @@ def wgmma_plan_graph(plan, *, name="gemm_sm90_plan", rankdir="LR"):
             f"descriptors A {a.desc}",
             f"            B {b.desc}",
             f"accumulators CLayout_64x{cfg.bn}: {plan.acc_regs} f32 per thread",
-        ]), fillcolor=_FILL["registers"])
+        ]), fillcolor=MEMORY_FILL["registers"])
         for s in range(cfg.stages):
             g.add_edge(f"stage{s}", cid, f"wait full[{s}]; release empty[{s}]" if c == 1 and s == 0 else "",
                        style="dashed" if s else "solid")
@@ -82,10 +71,10 @@ def wgmma_plan_graph(plan, *, name="gemm_sm90_plan", rankdir="LR"):
             g.add_node(sid, "\n".join([
                 f"C staging of consumer {c} ({st.buffers} x {st.box[0]}x{st.box[1]} boxes)",
                 f"{st.smem}",
-            ]), fillcolor=_FILL["shared"])
+            ]), fillcolor=MEMORY_FILL["shared"])
             g.add_edge(cid, sid, f"alpha*acc -> {cfg.out}, st.shared at the staging layout")
             g.add_edge(sid, "gC", f"{st.boxes} TMA stores per tile (beta = 0)")
         else:
             g.add_edge(cid, "gC", f"alpha*acc + beta*C -> {cfg.out}, stores from registers")
-    g.add_node("gC", f"C in global memory\n(M,N) {cfg.out}", fillcolor=_FILL["global"])
+    g.add_node("gC", f"C in global memory\n(M,N) {cfg.out}", fillcolor=MEMORY_FILL["global"])
     return g
