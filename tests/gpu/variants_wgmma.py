@@ -57,6 +57,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--dtype", default="f16")
+    ap.add_argument("--rounds", type=int, default=1, help="time every variant this many times, interleaved")
     ap.add_argument("--only", default="", help="comma-separated variant numbers (0-based) to run; default all")
     args = ap.parse_args()
     vs = variants(args.dtype)
@@ -71,9 +72,9 @@ def main():
         fl = 2 * n ** 3
         print(f"{args.dtype} {n}^3: cuBLAS {fl / bench(lambda: torch.matmul(A, B)) / 1e12:.1f} TFLOP/s", flush=True)
         refs = {"MN": A.float() @ B.float(), "K": A.float() @ B.float().t()}   # B's memory as (K,N) or (N,K)
+        runs = []
         for (name, cfg, opts, tma, b_major), (src, ptx) in zip(vs, built):
             key = SK.WgmmaKey(cfg, "K", b_major, "tma" if tma else "registers")
-            ref = refs[b_major]
             base = SK._base(key)
             C = torch.zeros(n, n, device="cuda", dtype=torch.float32 if cfg.out == "f32" else tdt)
             fn = driver.Function(driver.link_ptx(ptx), driver.entry_name(ptx), base.plan.smem_bytes)
@@ -82,12 +83,19 @@ def main():
             la = WgmmaLauncher(comp, n, n, n, ((n, n), (n, 1)), ((n, n), b_strides), (n, 1))
             if not tma:                 # no map of C: the launcher runs the registers kernel given here
                 la._c_map = lambda c: 0
-            t = bench(lambda: la(A.data_ptr(), B.data_ptr(), C.data_ptr(), 1.0, 0.0, 0))
-            la.check()
-            err = ((C.float() - ref).abs().max() / ref.abs().max()).item()
-            print(f"  {name}: {fl / t / 1e12:.1f} TFLOP/s (max rel err {err:.1e})", flush=True)
-            del la, fn
-
+            runs.append((name, la, C, refs[b_major], []))
+        for r in range(args.rounds):
+            if r:
+                print(f"  cuBLAS again: {fl / bench(lambda: torch.matmul(A, B)) / 1e12:.1f} TFLOP/s", flush=True)
+            for name, la, C, ref, tf in runs:
+                t = bench(lambda: la(A.data_ptr(), B.data_ptr(), C.data_ptr(), 1.0, 0.0, 0))
+                la.check()
+                tf.append(fl / t / 1e12)
+                err = ((C.float() - ref).abs().max() / ref.abs().max()).item()
+                print(f"  {name}: {tf[-1]:.1f} TFLOP/s (max rel err {err:.1e})", flush=True)
+        if args.rounds > 1:
+            for name, la, C, ref, tf in runs:
+                print(f"  best of {args.rounds}: {max(tf):.1f}  {name}")
 
 if __name__ == "__main__":
     sys.exit(main())
