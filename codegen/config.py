@@ -86,7 +86,7 @@ class GemmConfig:
                 raise ValueError(f"GemmConfig: wgmma tiles are BM 64 or 128 (one consumer warpgroup per 64 "
                                  f"rows) and BN 64, 128 or 256; got {self.bm}x{self.bn}")
             if self.out == "f64":
-                raise ValueError(f"GemmConfig: the wgmma path writes an f16, bf16 or f32 C, got out_dtype 'f64'")
+                raise ValueError("GemmConfig: the wgmma path writes an f16, bf16 or f32 C, got out_dtype 'f64'")
             row = self.bk * self.bits // 8
             if self.dtype in KMAJOR_ONLY and row not in (32, 64, 128):
                 raise ValueError(f"GemmConfig: wgmma reads {self.dtype} K-major, one k-tile row per swizzle row "
