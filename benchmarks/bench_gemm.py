@@ -1,11 +1,17 @@
 """GEMM speed: generated kernels against cuBLAS (torch.matmul) and an autotuned Triton
 matmul (benchmarks/triton_matmul.py), all in the same process.
 
-    python benchmarks/bench_gemm.py [--sizes 4096] [--dtypes f16,bf16,tf32] [--configs SPEC]
+    python benchmarks/bench_gemm.py [--sizes 4096] [--dtypes f16,bf16,tf32,e4m3,e5m2] [--configs SPEC]
                                     [--precompile WORKERS] [--json out.json]
 
 Prints TFLOP/s per dtype and size and the ratios to cuBLAS and Triton.  Needs a CUDA GPU,
 torch and triton (``--no-triton`` leaves Triton out).
+
+f16 and bf16 multiply row-major A and B.  tf32 and the 8-bit floats multiply a row-major A
+by a column-major B (both K-major: the layout the Hopper kernel reads them in; on other GPUs
+the mma.sync kernel takes it too): tf32 against cuBLAS with TF32 allowed
+(``torch.backends.cuda.matmul.allow_tf32``), e4m3/e5m2 (bf16 C, scales 1) against cuBLAS fp8
+through ``torch._scaled_mm`` (which takes no e5m2 x e5m2: e5m2 has no cuBLAS column there).
 """
 
 import argparse
@@ -63,11 +69,33 @@ def _compile_one(job):
     import codegen
 
     name, cfg = job
-    tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[name]
-    A = torch.randn(256, 256, device="cuda", dtype=tdt)
-    codegen.gemm(A, A, config=cfg)
+    A, B = operands(torch, name, 256)
+    codegen.gemm(A, B, config=cfg)
     torch.cuda.synchronize()
     return repr(cfg)
+
+
+FP8 = ("e4m3", "e5m2")
+
+
+def operands(torch, name, n):
+    """n x n A and B: row-major both for 16-bit types; for tf32 and the 8-bit floats a
+    column-major B (both operands K-major)."""
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32,
+          "f64": torch.float64, "e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}[name]
+    A = torch.randn(n, n, device="cuda").to(dt)
+    B = torch.randn(n, n, device="cuda").to(dt)
+    return A, (B.t() if name in FP8 + ("tf32",) else B)
+
+
+def reference(torch, name):
+    """The library call to compare with: cuBLAS (torch.matmul, or torch._scaled_mm for fp8), or None."""
+    if name not in FP8:
+        return torch.matmul
+    if name == "e5m2":
+        return None
+    one = torch.ones((), device="cuda")
+    return lambda A, B: torch._scaled_mm(A, B, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
 
 
 def precompile(dtypes, spec, n, workers):
@@ -77,7 +105,7 @@ def precompile(dtypes, spec, n, workers):
 
     from codegen import GemmConfig
 
-    jobs = [(d, c) for d in dtypes for c in [GemmConfig.default(d, n, n, n)] + extra_configs(spec, d)]
+    jobs = [(d, c) for d in dtypes if d not in FP8 for c in [GemmConfig.default(d, n, n, n)] + extra_configs(spec, d)]
     import torch
 
     cc = torch.cuda.get_device_capability()
@@ -110,28 +138,32 @@ def main(argv=None):
         t0 = time.time()
         precompile(a.dtypes.split(","), a.configs, int(a.sizes.split(",")[0]), a.precompile)
         print(f"precompiled in {time.time() - t0:.1f}s", flush=True)
-    tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32,
-           "f64": torch.float64}
     rows = []
     dev = torch.cuda.get_device_name()
     for n in (int(s) for s in a.sizes.split(",")):
         for name in a.dtypes.split(","):
-            A = torch.randn(n, n, device="cuda", dtype=tdt[name])
-            B = torch.randn(n, n, device="cuda", dtype=tdt[name])
+            A, B = operands(torch, name, n)
             torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
             cc = torch.cuda.get_device_capability()
             cfgs = [GemmConfig.default(name, n, n, n, arch=cc)]
-            if cfgs[0].path != "mma_sync":     # the mma.sync default beside the Hopper one
+            if cfgs[0].path != "mma_sync" and name not in FP8:     # the mma.sync default beside the Hopper one
                 cfgs.append(GemmConfig.default(name, n, n, n))
             cfgs += extra_configs(a.configs, name)
-            ref = torch.matmul(A, B)
-            t_ref = bench(lambda: torch.matmul(A, B))
+            lib = reference(torch, name)
+            if lib is not None:
+                ref = lib(A, B)
+                t_ref = bench(lambda: lib(A, B))
+            else:                               # no cuBLAS call: float32 products as the reference
+                ref, t_ref = A.float() @ B.float(), None
             t_tri = None
             if tri is not None:
-                tri(A, B)                       # autotune once, outside the timing
-                t_tri = bench(lambda: tri(A, B))
+                try:
+                    tri(A, B)                   # autotune once, outside the timing
+                    t_tri = bench(lambda: tri(A, B))
+                except Exception as e:          # e.g. a Triton without this fp8 dot
+                    print(f"{name}: Triton matmul failed: {type(e).__name__}: {str(e)[:200]}", flush=True)
             for cfg in cfgs:
-                C = torch.empty(n, n, device="cuda", dtype=ref.dtype)
+                C = torch.empty(n, n, device="cuda", dtype=torch.bfloat16 if name in FP8 else ref.dtype)
                 t0 = time.time()
                 codegen.gemm(A, B, C, config=cfg)
                 torch.cuda.synchronize()
@@ -143,12 +175,14 @@ def main(argv=None):
                 fl = 2 * n ** 3
                 row = {"device": dev, "n": n, "dtype": name, "config": repr(cfg), "tflops": fl / t / 1e12,
                        "tflops_per_gemm_call": fl / t_call / 1e12,
-                       "cublas_tflops": fl / t_ref / 1e12, "ratio": t_ref / t, "rel_err": err,
+                       "cublas_tflops": fl / t_ref / 1e12 if t_ref else None,
+                       "ratio": t_ref / t if t_ref else None, "rel_err": err,
                        "triton_tflops": fl / t_tri / 1e12 if t_tri else None,
                        "ratio_triton": t_tri / t if t_tri else None, "first_call_s": first}
                 rows.append(row)
                 print(f"{name:5s} n={n:5d} {cfg.path} {cfg.bm}x{cfg.bn}x{cfg.bk} w{cfg.warps_m}x{cfg.warps_n} s{cfg.stages}: "
-                      f"{row['tflops']:7.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:7.1f}  ratio {row['ratio']:.2f}  "
+                      f"{row['tflops']:7.1f} TFLOP/s  "
+                      + (f"cuBLAS {row['cublas_tflops']:7.1f}  ratio {row['ratio']:.2f}  " if t_ref else "cuBLAS n/a  ")
                       + (f"Triton {row['triton_tflops']:7.1f}  vs Triton {row['ratio_triton']:.2f}  " if t_tri else "") +
                       f"rel_err {err:.1e}  (gemm() per call: {row['tflops_per_gemm_call']:.1f})  "
                       f"first call {first:.1f}s", flush=True)

@@ -4,7 +4,7 @@ The plan records the choice for each stage; the emitter only prints the name.  K
 from the intrinsics themselves so that planning does not import numba.
 """
 
-__all__ = ["COPY_INTRINSICS", "MMA_INTRINSICS", "WGMMA_SHAPES", "wgmma_name"]
+__all__ = ["COPY_INTRINSICS", "MMA_INTRINSICS", "WGMMA_SHAPES", "wgmma_name", "wgmma_types", "wgmma_input_name"]
 
 
 #: The intrinsic that implements each copy atom of the tables (:mod:`mma_atoms`) that the
@@ -27,12 +27,28 @@ MMA_INTRINSICS = {
 }
 
 
-#: (N, input type, PTX input type, K) of the Hopper wgmma intrinsics (f32 accumulators).
-WGMMA_SHAPES = tuple((n, t, p, k) for n in (64, 128, 256)
-                     for t, p, k in (("f16", "f16", 16), ("bf16", "bf16", 16), ("tf32", "tf32", 8),
-                                     ("e4m3", "e4m3", 32), ("e5m2", "e5m2", 32)))
+#: (N, input types, PTX input types "A.B", K) of the Hopper wgmma intrinsics (f32 accumulators).
+#: The input types are one name ("f16": A and B both f16) or "A_B" for mixed 8-bit floats.
+WGMMA_SHAPES = tuple((n, t, ".".join(ab), k) for n in (64, 128, 256)
+                     for t, ab, k in (("f16", ("f16", "f16"), 16), ("bf16", ("bf16", "bf16"), 16),
+                                               ("tf32", ("tf32", "tf32"), 8),
+                                               ("e4m3", ("e4m3", "e4m3"), 32), ("e5m2", ("e5m2", "e5m2"), 32),
+                                               ("e4m3_e5m2", ("e4m3", "e5m2"), 32),
+                                               ("e5m2_e4m3", ("e5m2", "e4m3"), 32)))
+
+
+def wgmma_types(t):
+    """(A type, B type) of the intrinsics' input-type name ``t`` ("f16" or "e4m3_e5m2")."""
+    a, _, b = t.partition("_")
+    return a, b or a
+
+
+def wgmma_input_name(a, b):
+    """The intrinsics' input-type name for A of type ``a`` and B of type ``b``."""
+    return a if a == b else f"{a}_{b}"
 
 
 def wgmma_name(n, t, k):
-    """The intrinsic of ``wgmma.mma_async`` m64n{n}k{k} with f32 accumulation of type-``t`` inputs."""
+    """The intrinsic of ``wgmma.mma_async`` m64n{n}k{k} with f32 accumulation of type-``t`` inputs
+    (``t`` as in :data:`WGMMA_SHAPES`)."""
     return f"wgmma_m64n{n}k{k}_f32_{t}"

@@ -9,10 +9,16 @@ from dataclasses import dataclass, replace
 
 from layoutalg.element_types import element_type
 
-__all__ = ["GemmConfig", "DTYPES", "OUT_DTYPES", "PATHS"]
+__all__ = ["GemmConfig", "DTYPES", "OUT_DTYPES", "PATHS", "WGMMA_DTYPES", "KMAJOR_ONLY", "FP8"]
 
 #: Input element types with a generated kernel (facts about each: layoutalg.element_types).
-DTYPES = ("f16", "bf16", "tf32", "f32", "f64")
+#: The 8-bit floats run on the wgmma path only.
+DTYPES = ("f16", "bf16", "tf32", "f32", "f64", "e4m3", "e5m2")
+#: Input types of the Hopper (wgmma) path, and those of them that wgmma reads K-major only
+#: (the PTX ISA allows the transpose for 16-bit inputs only).
+WGMMA_DTYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2")
+KMAJOR_ONLY = ("tf32", "e4m3", "e5m2")
+FP8 = ("e4m3", "e5m2")
 #: Output element types.
 OUT_DTYPES = ("f16", "bf16", "f32", "f64")
 #: Kernel families: warp-level ``mma.sync`` (sm_80 and newer) and Hopper's ``wgmma``.
@@ -23,13 +29,16 @@ PATHS = ("mma_sync", "wgmma")
 class GemmConfig:
     """A GEMM plan's free parameters.
 
-    ``dtype``: input element type ("f16", "bf16", "tf32", "f32" on CUDA cores, "f64");
-    ``out_dtype``: output element type (None: same as the input, f32 for tf32);
+    ``dtype``: input element type ("f16", "bf16", "tf32", "f32" on CUDA cores, "f64", and on
+    the wgmma path only the 8-bit floats "e4m3" and "e5m2"); ``out_dtype``: output element
+    type (None: same as the input, f32 for tf32, bf16 for the 8-bit floats);
     ``bm, bn, bk``: CTA tile; ``warps_m, warps_n``: warps tiling the CTA (for "f32",
     threads are arranged 16 x (warps*32/16)); ``stages``: shared-memory pipeline depth (>= 2);
     ``group_m``: CTA rasterization group (CTAs of ``group_m`` rows of tiles run together
     for L2 reuse; 1 disables it); ``min_blocks``: CTAs that must fit on one multiprocessor
-    (launch bounds: caps registers at 65536 / (threads * min_blocks)).
+    (launch bounds: caps registers at 65536 / (threads * min_blocks)); ``path``: "mma_sync"
+    or "wgmma" (Hopper); ``b_dtype``: B's type where it differs from A's (mixed 8-bit
+    floats: "e4m3" A with "e5m2" B, or the reverse; None: A's type).
     """
 
     dtype: str = "f16"
@@ -43,6 +52,7 @@ class GemmConfig:
     group_m: int = 8
     min_blocks: int = 1
     path: str = "mma_sync"
+    b_dtype: str = None
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -61,12 +71,26 @@ class GemmConfig:
             v = getattr(self, name)
             if v & (v - 1):
                 raise ValueError(f"GemmConfig: {name} must be a power of two, got {v}")
+        if self.b_dtype == self.dtype:
+            object.__setattr__(self, "b_dtype", None)           # one spelling per kernel
+        if self.b_dtype is not None and not (self.dtype in FP8 and self.b_dtype in FP8):
+            raise ValueError(f"GemmConfig: b_dtype (a B type other than A's) is for mixed 8-bit floats "
+                             f"(e4m3 with e5m2), got dtype {self.dtype!r}, b_dtype {self.b_dtype!r}")
+        if self.dtype in FP8 and self.path != "wgmma":
+            raise ValueError(f"GemmConfig: {self.dtype} runs on the wgmma path only (path='wgmma', compute "
+                             f"capability 9.0); got path {self.path!r}")
         if self.path == "wgmma":
-            if self.dtype not in ("f16", "bf16"):
-                raise ValueError(f"GemmConfig: the wgmma path takes f16 or bf16, got {self.dtype!r}")
+            if self.dtype not in WGMMA_DTYPES:
+                raise ValueError(f"GemmConfig: the wgmma path takes {', '.join(WGMMA_DTYPES)}, got {self.dtype!r}")
             if self.bm not in (64, 128) or self.bn not in (64, 128, 256):
                 raise ValueError(f"GemmConfig: wgmma tiles are BM 64 or 128 (one consumer warpgroup per 64 "
                                  f"rows) and BN 64, 128 or 256; got {self.bm}x{self.bn}")
+            if self.out == "f64":
+                raise ValueError("GemmConfig: the wgmma path writes an f16, bf16 or f32 C, got out_dtype 'f64'")
+            row = self.bk * self.bits // 8
+            if self.dtype in KMAJOR_ONLY and row not in (32, 64, 128):
+                raise ValueError(f"GemmConfig: wgmma reads {self.dtype} K-major, one k-tile row per swizzle row "
+                                 f"of 32, 64 or 128 bytes; BK {self.bk} is {row} bytes")
 
     @property
     def threads(self):
@@ -89,29 +113,50 @@ class GemmConfig:
         return self.etype.mma_atom((8, 0))
 
     @property
+    def b_type(self):
+        """B's element type name (A's unless ``b_dtype`` says otherwise)."""
+        return self.b_dtype or self.dtype
+
+    @property
     def out(self):
         if self.out_dtype:
             return self.out_dtype
-        return {"tf32": "f32"}.get(self.dtype, self.dtype)
+        return {"tf32": "f32", "e4m3": "bf16", "e5m2": "bf16"}.get(self.dtype, self.dtype)
 
     def with_(self, **kw):
         return replace(self, **kw)
 
     @classmethod
-    def default(cls, dtype="f16", M=None, N=None, K=None, out_dtype=None, aligned=True, arch=None):
+    def default(cls, dtype="f16", M=None, N=None, K=None, out_dtype=None, aligned=True, arch=None, b_dtype=None):
         """A sensible plan for ``dtype`` and (optionally) the problem size.
 
-        ``arch``: the compute capability to plan for; (9, 0) and newer with f16 or bf16 give
-        the Hopper plan (``path="wgmma"``: 128x256x64 tiles, 4 stages), which needs operands
-        that TMA can read (16-byte aligned addresses and strides).
+        ``arch``: the compute capability to plan for; (9, 0) and newer give the Hopper plan
+        (``path="wgmma"``, 4 stages of 48 KiB: 128x256 CTA tiles whose k-tile is one
+        128-byte swizzle row of each operand row: BK 64 for f16/bf16, 32 for tf32, 128 for
+        the 8-bit floats), which needs operands that TMA can read (16-byte aligned
+        addresses and strides), K-major for tf32 and the 8-bit floats, and an f16, bf16 or
+        f32 output. The 8-bit floats (``b_dtype``: B's type when it differs) have only this
+        plan, whatever ``arch`` says (None included).
 
         Large problems with 16-byte aligned operands (``aligned``) get 128x256 CTA tiles,
         the fastest measured on an H100 (benchmarks/RESULTS.md); problems with fewer than
         about one such tile per multiprocessor, and operands copied element by element,
         get 128x128 tiles (more CTAs; smaller kernels to compile).
         """
-        if arch is not None and tuple(arch[:2]) >= (9, 0) and dtype in ("f16", "bf16") and aligned:
+        if dtype in FP8:
+            if arch is not None and tuple(arch[:2]) < (9, 0):
+                raise ValueError(f"GemmConfig.default: {dtype} runs on the wgmma path, which needs compute "
+                                 f"capability 9.0; got arch {tuple(arch)}")
+            return cls(dtype, out_dtype, 128, 256, 128, 2, 4, 4, 8, 1, "wgmma", b_dtype)
+        if b_dtype not in (None, dtype):
+            raise ValueError(f"GemmConfig.default: b_dtype is for mixed 8-bit floats, got {dtype!r} with {b_dtype!r}")
+        hopper = (arch is not None and tuple(arch[:2]) >= (9, 0) and aligned and out_dtype != "f64")
+        if hopper and dtype in ("f16", "bf16"):
             return cls(dtype, out_dtype, 128, 256, 64, 2, 4, 4, 8, 1, "wgmma")
+        if hopper and dtype == "tf32":
+            # 128-byte K-major rows (32 f32) as for the other types: 48 KiB a stage, and a
+            # k-tile of tf32 takes the tensor cores as long as one of f16 (half the rate)
+            return cls(dtype, out_dtype, 128, 256, 32, 2, 4, 4, 8, 1, "wgmma")
         tiles = None if M is None or N is None else -(-M // 128) * -(-N // 256)
         big = aligned and (tiles is None or tiles >= 128)
         if dtype in ("f16", "bf16"):

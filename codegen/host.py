@@ -21,17 +21,20 @@ import numpy as np
 
 from layoutalg.element_types import ElementType, element_type
 
-from .config import DTYPES, OUT_DTYPES, GemmConfig
+from .config import DTYPES, FP8, KMAJOR_ONLY, OUT_DTYPES, GemmConfig
 from .errors import GemmError
 from .kernel import KernelKey, get_kernel, simulating
 
 __all__ = ["gemm", "prepare", "GemmLaunch", "GemmError", "PRECISIONS"]
 
 #: ``precision`` values: None or the inputs' own type, or "tf32" for f32 inputs on tensor
-#: cores ("f32" keeps f32 inputs on CUDA cores, exact f32 products).
-PRECISIONS = (None, "f16", "bf16", "tf32", "f32", "f64")
+#: cores ("f32" keeps f32 inputs on CUDA cores, exact f32 products); "e4m3"/"e5m2" also
+#: say that uint8 arrays hold the bits of that 8-bit float (numpy has no fp8 dtype).
+PRECISIONS = (None, "f16", "bf16", "tf32", "f32", "f64", "e4m3", "e5m2")
 
-_SUPPORTED_IN = ("f16", "bf16", "f32", "f64")
+_SUPPORTED_IN = ("f16", "bf16", "f32", "f64", "e4m3", "e5m2")
+#: Accepted as well: uint8 arrays holding 8-bit float bits (with precision or config saying which).
+_BITS_IN = _SUPPORTED_IN + ("u8",)
 
 
 # ---- describing arrays ------------------------------------------------------
@@ -71,11 +74,14 @@ def _etype(x, kind, op, name, allowed):
     except Exception:
         et = None
     if et is None or et.name not in allowed:
-        raise GemmError(f"{op}: {name} has dtype {dt}; supported: {', '.join(allowed)}")
+        shown = [t for t in allowed if t != "u8"]
+        raise GemmError(f"{op}: {name} has dtype {dt}; supported: {', '.join(shown)}"
+                        + (" (and uint8 arrays of 8-bit float bits, with precision='e4m3' or 'e5m2')"
+                           if "u8" in allowed else ""))
     return et
 
 
-def _describe(x, op, name, allowed=_SUPPORTED_IN):
+def _describe(x, op, name, allowed=_BITS_IN):
     kind = _kind(x, op, name)
     et = _etype(x, kind, op, name, allowed)
     shape = tuple(int(s) for s in x.shape)
@@ -137,7 +143,10 @@ def _precision(precision, a):
         return a.etype.name
     if precision == "tf32" and a.etype.name == "f32":
         return precision
-    need = "float32" if precision in ("tf32", "f32") else precision
+    if precision in FP8 and a.etype.name == "u8":
+        return precision
+    need = ("float32" if precision in ("tf32", "f32") else
+            f"{precision} (or uint8 arrays of its bits)" if precision in FP8 else precision)
     raise GemmError(f"gemm: precision={precision!r} needs {need} inputs, got {a.etype.name}")
 
 
@@ -297,8 +306,10 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0):
     ka, kb = a.kind, b.kind
     if ka != kb and not ({ka, kb} <= {"cupy", "cuda"}):
         raise GemmError(f"{op}: A is a {ka} array but B is a {kb} array; pass arrays of one kind")
-    if a.etype != b.etype:
-        raise GemmError(f"{op}: A is {a.etype} but B is {b.etype}; convert one (supported: {', '.join(_SUPPORTED_IN)})")
+    a, b = _fp8_bits(a, b, precision, config, op)
+    if a.etype != b.etype and not (a.etype.name in FP8 and b.etype.name in FP8):
+        raise GemmError(f"{op}: A is {a.etype} but B is {b.etype}; convert one (supported: {', '.join(_SUPPORTED_IN)}; "
+                        f"8-bit floats mix: e4m3 with e5m2)")
     M, K = a.shape
     K2, N = b.shape
     if K != K2:
@@ -315,25 +326,32 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0):
                                                             and precision is None):
         raise GemmError(f"{op}: config is for {config.dtype} but the inputs are {a.etype.name}"
                         + (f" with precision={precision!r}" if precision else ""))
+    b_fp8 = b.etype.name if kind in FP8 else None
+    if config is not None and b_fp8 and config.b_type != b_fp8:
+        raise GemmError(f"{op}: config is for {config.dtype} x {config.b_type} but the inputs are {kind} x {b_fp8}")
     out = _out_name(out_dtype, op)
     if c is not None:
         _check_c(C, c, M, N, op)
         if out is not None and out != c.etype.name:
             raise GemmError(f"{op}: C is {c.etype.name} but out_dtype is {out}; pass one or make them agree")
         out = c.etype.name
+    if kind in FP8 and out == "f64":
+        raise GemmError(f"{op}: 8-bit float inputs give an f16, bf16 or f32 C (bf16 by default), got f64")
     chosen = config is None
     if chosen:
-        config = GemmConfig.default(kind, M, N, K, out)
+        config = GemmConfig.default(kind, M, N, K, out, b_dtype=b_fp8)
     elif out is not None and config.out != out:
         config = config.with_(out_dtype=out)
     if config.dtype not in DTYPES:
         raise GemmError(f"{op}: no kernel for {config.dtype}")
-    _check_gpu()
     # B as (N,K): B_nk[n,k] = B[k,n]
     b_shape, b_strides = (N, K), (b.strides[1], b.strides[0])
     a_major, b_major = _major(a.shape, a.strides), _major(b_shape, b_strides)
-    hopper = _wgmma_setup(None if chosen else config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major,
-                          b_shape, b_strides, op, beta)
+    if kind in FP8:
+        _check_fp8_operands(a, b, a_major, b_major, b_shape, b_strides, op)
+    _check_gpu()
+    hopper = _wgmma_setup(None if chosen else config, chosen, config.dtype, out or config.out, a, b, c, M, N, K, a_major,
+                          b_major, b_shape, b_strides, op, beta)
     if hopper is not None:
         return hopper
     bits = config.bits
@@ -353,33 +371,44 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0):
 def _wgmma_setup(config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major, b_shape, b_strides, op, beta=0.0):
     """The Hopper launch (wgmma fed by TMA) where the GPU, the types and the layouts allow it,
     else None (the mma.sync kernels run). A config with ``path="wgmma"`` that the operands
-    cannot take is an error."""
+    cannot take is an error, and so are 8-bit float inputs that it cannot take (they have no
+    other path). tf32 with an MN-major operand (wgmma reads tf32 K-major only) runs on the
+    mma.sync path, which reads any layout."""
     if config is not None and config.path != "wgmma":
         return None
-    if simulating() and config is None:     # the simulator runs the Hopper kernel when asked to
+    fp8 = kind in FP8
+    if simulating() and config is None and not fp8:     # the simulator runs the Hopper kernel when asked to
         return None
     cc = (9, 0) if simulating() else _device_cc()
-    if config is None and (cc < (9, 0) or kind not in ("f16", "bf16")):
+    if config is None and not fp8 and (cc < (9, 0) or kind not in ("f16", "bf16", "tf32")):
         return None
     from .sm90.kernel import WgmmaKey, get_wgmma_kernel, wgmma_plan
     from .sm90.launch import WgmmaLauncher, c_tma_ok, tma_ok
 
     eb = a.etype.bits // 8
-    out_et = element_type(out or (config.out if config is not None else kind))
+    out_et = element_type(out)
     c_strides = c.strides if c is not None else (N, 1)
     c_ptr = c.ptr if c is not None else 0
     why = None
     if cc < (9, 0):
         why = f"a GPU of compute capability 9.0 (this one is {cc[0]}.{cc[1]})"
+    elif kind in KMAJOR_ONLY and "MN" in (a_major, b_major):
+        why = (f"K-major operands (wgmma reads {kind} K-major only): A row-major (strides (K', 1)) and B "
+               f"column-major (strides (1, K')); got A strides {a.strides}, B strides {(b_strides[1], b_strides[0])}")
     elif not tma_ok(a_major, a.shape, a.strides, a.ptr, eb) or not tma_ok(b_major, b_shape, b_strides, b.ptr, eb):
         why = "16-byte aligned operands with a unit stride and 16-byte multiple row strides (TMA)"
     elif c_strides[1] != 1 or c_strides[0] % 2 or c_ptr % (2 * out_et.bits // 8):
-        why = "a row-major C with an even row stride"
+        why = f"a row-major C with an even row stride (C strides {c_strides})"
     if why is not None:
         if config is not None:
             raise GemmError(f"{op}: config.path='wgmma' needs {why}")
+        if fp8:
+            raise GemmError(f"{op}: {kind} inputs run on the wgmma path only, which needs {why}")
         return None
-    cfg = config if config is not None else GemmConfig.default(kind, M, N, K, out_et.name, arch=cc)
+    cfg = config if config is not None else GemmConfig.default(kind, M, N, K, out_et.name, arch=cc,
+                                                               b_dtype=b.etype.name if fp8 else None)
+    if cfg.path != "wgmma":
+        return None
     key = WgmmaKey(cfg, a_major, b_major)
     # compile the kernel this call needs (the TMA-store epilogue for beta = 0 and a C that TMA
     # can write; C allocated here is); the launcher compiles the other when a call needs it
@@ -387,6 +416,45 @@ def _wgmma_setup(config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major, 
     compiled = get_wgmma_kernel(replace(key, epilogue="tma" if tma else "registers"))
     launcher = WgmmaLauncher(compiled, M, N, K, (a.shape, a.strides), (b_shape, b_strides), c_strides)
     return _Setup(launcher, element_type(cfg.out), M, N)
+
+
+def _fp8_bits(a, b, precision, config, op):
+    """``a`` and ``b`` with uint8 operands read as the 8-bit float that ``config`` (an 8-bit
+    float plan) or ``precision`` ("e4m3"/"e5m2") names; the others unchanged."""
+    if "u8" not in (a.etype.name, b.etype.name):
+        return a, b
+    if isinstance(config, GemmConfig) and config.dtype in FP8:
+        ta, tb = config.dtype, config.b_type
+    elif precision in FP8:
+        ta = tb = precision
+    else:
+        name = "A" if a.etype.name == "u8" else "B"
+        raise GemmError(f"{op}: {name} is uint8: integer GEMMs are not supported; if it holds 8-bit float bits, "
+                        f"say which with precision='e4m3' or 'e5m2' (or an e4m3/e5m2 config)")
+    for name, x in (("A", a), ("B", b)):
+        if x.etype.name not in ("u8", ta if name == "A" else tb):
+            raise GemmError(f"{op}: {name} is {x.etype} but the 8-bit float bits of the other operand are read as "
+                            f"{ta if name == 'B' else tb}; pass both as uint8 bits or both as 8-bit floats")
+    return (replace(a, etype=element_type(ta)) if a.etype.name == "u8" else a,
+            replace(b, etype=element_type(tb)) if b.etype.name == "u8" else b)
+
+
+def _check_fp8_operands(a, b, a_major, b_major, b_shape, b_strides, op):
+    """8-bit float operands must be K-major and readable by TMA (as ``torch._scaled_mm``
+    requires): A row-major (M,K), B column-major (K,N), i.e. ``B.T`` contiguous; raise a
+    GemmError naming the operand, its strides and what is needed."""
+    from .sm90.launch import tma_ok
+
+    if a_major != "K" or not tma_ok("K", a.shape, a.strides, a.ptr, 1):
+        raise GemmError(f"{op}: A ({a.etype}) has shape {a.shape} and strides {a.strides}: 8-bit float operands "
+                        f"must be K-major, A row-major (M,K) with strides (K', 1), K' a multiple of 16 (16-byte "
+                        f"rows for TMA), at a 16-byte aligned address (as torch._scaled_mm requires); "
+                        f"e.g. pass A.contiguous() with K a multiple of 16")
+    if b_major != "K" or not tma_ok("K", b_shape, b_strides, b.ptr, 1):
+        raise GemmError(f"{op}: B ({b.etype}) has shape {b.shape} and strides {b.strides}: 8-bit float operands "
+                        f"must be K-major, B column-major (K,N) with strides (1, K'), i.e. B.T contiguous, K' a "
+                        f"multiple of 16, at a 16-byte aligned address (as torch._scaled_mm requires); "
+                        f"e.g. pass B.t().contiguous().t() with K a multiple of 16")
 
 
 def _new_out(A, kind, shape, et):
@@ -409,13 +477,15 @@ def _new_out(A, kind, shape, et):
     return cuda.device_array(shape, dtype=et.numpy)
 
 
-def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None):
+def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None,
+            scale_a=None, scale_b=None):
     """Validate, plan, compile and place the arguments once; returns a :class:`GemmLaunch`
-    whose call computes ``alpha * A @ B + beta * C`` (see :func:`gemm`)."""
+    whose call computes ``alpha * (scale_a * A) @ (scale_b * B) + beta * C`` (see :func:`gemm`)."""
     op = "prepare"
     a, b = _describe(A, op, "A"), _describe(B, op, "B")
     c = _describe(C, op, "C", OUT_DTYPES) if C is not None else None
     alpha, beta = _scalar(alpha, "alpha", op), _scalar(beta, "beta", op)
+    alpha *= _scale(scale_a, "scale_a", op) * _scale(scale_b, "scale_b", op)
     if a.kind == "numpy" or simulating():
         return _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op)
     st = _setup(A, B, C, a, b, c, config, out_dtype, precision, op, beta)
@@ -433,6 +503,27 @@ def _scalar(x, name, op):
     return float(x)
 
 
+def _scale(x, name, op):
+    """A per-tensor scale: None (1), a real number, or an array or tensor of one element (read
+    on the host: for a CUDA tensor this waits for the values it depends on)."""
+    if x is None:
+        return 1.0
+    if isinstance(x, bool):
+        raise GemmError(f"{op}: {name} must be a real number or a 1-element tensor, got {x!r}")
+    if isinstance(x, (int, float, np.integer, np.floating)):
+        return float(x)
+    shape = getattr(x, "shape", None)
+    if shape is None or not hasattr(x, "item"):
+        raise GemmError(f"{op}: {name} must be a real number or a 1-element tensor, got {type(x).__name__} {x!r}")
+    if int(np.prod(tuple(shape))) != 1:
+        raise GemmError(f"{op}: {name} must be one scale for the whole operand (a real number or a 1-element "
+                        f"tensor), got shape {tuple(shape)}; per-row or per-block scales are not supported")
+    v = x.item()
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise GemmError(f"{op}: {name} must hold a real number, got {v!r}")
+    return float(v)
+
+
 def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op):
     """numpy arrays (copied to the device and back), or any arrays in the simulator (where
     every array lives on the host and kernels reach it by address)."""
@@ -443,7 +534,8 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
         _check_c(C, c, a.shape[0], b.shape[1], op)
     hA, hB = _packed(_host(A, a)), _packed(_host(B, b))
     hC = _packed(_host(C, c)) if C is not None else None
-    a, b = _describe(hA, op, "A"), _describe(hB, op, "B")
+    # the element types stay the caller's (torch fp8 crosses to the host as its bytes)
+    a, b = replace(_describe(hA, op, "A"), etype=a.etype), replace(_describe(hB, op, "B"), etype=b.etype)
     c = _describe(hC, op, "C", OUT_DTYPES) if hC is not None else None
     if sim:   # plan with the host addresses (their alignment is what the kernel sees)
         a, b = replace(a, ptr=_addr(hA)), replace(b, ptr=_addr(hB))
@@ -488,6 +580,10 @@ def _host(x, desc):
     if desc.kind == "numpy":
         return x
     if desc.kind == "torch":
+        if desc.etype.name in FP8:        # numpy has no fp8: its bytes (read back as desc.etype)
+            import torch
+
+            return x.detach().cpu().view(torch.uint8).numpy()
         return x.detach().cpu().numpy()
     if desc.kind == "cupy":
         return x.get()
@@ -495,7 +591,9 @@ def _host(x, desc):
 
 
 def _bits_view(x):
-    return x.view(np.uint16) if x.dtype.name == "bfloat16" else x
+    if x.dtype.name == "bfloat16":
+        return x.view(np.uint16)
+    return x.view(np.uint8) if x.dtype.itemsize == 1 and x.dtype.kind not in "iub" else x   # 8-bit floats
 
 
 def _packed(x):
@@ -545,16 +643,34 @@ def _torch_stream(stream, device):
     return _stream_handle(stream, "torch", device)
 
 
-def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None):
-    """``alpha * A @ B + beta * C``, computed by a generated tensor-core kernel; returns C.
+def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None,
+         scale_a=None, scale_b=None):
+    """``alpha * (scale_a * A) @ (scale_b * B) + beta * C``, computed by a generated
+    tensor-core kernel; returns C.
 
     ``A``: (M,K), ``B``: (K,N), ``C``: (M,N) or None (a new array of the output type).
     Arrays may be numpy (copied), numba device arrays, CuPy arrays or torch tensors, with
     any strides.  fp16/bf16 use ``mma.sync`` m16n8k16 with f32 accumulation; fp32 runs on
-    CUDA cores unless ``precision="tf32"``; fp64 uses the m8n8k4 f64 MMA.  The output type
-    is ``out_dtype``, else C's type, else the input type (f32 for tf32).  ``stream``: None
-    (torch's or CuPy's current stream for their arrays, else the default stream), an int
-    handle, or a torch/CuPy/numba stream.
+    CUDA cores unless ``precision="tf32"``; fp64 uses the m8n8k4 f64 MMA.  On a Hopper GPU
+    (compute capability 9.0), fp16/bf16 and tf32 with operands that TMA can read run on
+    the wgmma kernel instead (tf32 only with both operands K-major: A row-major, B
+    column-major; wgmma reads tf32 as the f32 bits with the low 13 mantissa bits ignored,
+    the mma.sync path rounds to nearest).  The output type is ``out_dtype``, else C's type,
+    else the input type (f32 for tf32).
+
+    8-bit floats (torch ``float8_e4m3fn``/``float8_e5m2``, or numpy uint8 arrays of their
+    bits with ``precision="e4m3"``/``"e5m2"``; A and B may mix e4m3 and e5m2) run on the
+    wgmma kernel only, on compute capability 9.0, with f32 accumulation and a bf16 (default),
+    f16 or f32 C. Both operands must be K-major, as ``torch._scaled_mm`` requires: A row-major
+    (M,K), B column-major (K,N) (``B.T`` contiguous), with 16-byte aligned rows (K a multiple
+    of 16); anything else is a GemmError naming the operand and its strides.
+
+    ``scale_a``, ``scale_b``: per-tensor scales (None, a real number, or a 1-element array or
+    tensor; a CUDA tensor is read on the host, which waits for it), for the dequantization
+    of 8-bit inputs; they fold into ``alpha``, so they apply to every input type alike.
+
+    ``stream``: None (torch's or CuPy's current stream for their arrays, else the default
+    stream), an int handle, or a torch/CuPy/numba stream.
 
     Repeated calls on torch tensors of the same dtypes, shapes, strides, alignment and
     device, with the same options, reuse the prepared launch: only the addresses and
@@ -570,7 +686,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
             key = hit = None
         if hit is None and key is not None:
             launch = prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
-                             precision=precision, stream=stream)
+                             precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b)
             import torch
 
             out = element_type(launch.kernel.config.out)
@@ -584,7 +700,10 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
 
                 C = torch.empty((hit.M, hit.N), dtype=hit.out_dtype, device=A.device)
                 beta = 0.0
+            if scale_a is not None or scale_b is not None:
+                alpha = _scalar(alpha, "alpha", "gemm") * _scale(scale_a, "scale_a", "gemm") \
+                    * _scale(scale_b, "scale_b", "gemm")
             hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), _torch_stream(stream, hit.device))
             return C
     return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
-                   precision=precision, stream=stream)()
+                   precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b)()

@@ -95,7 +95,8 @@ def add_parser(sub):
     d.add_argument("--a-major", choices=("K", "MN"), help="plan: A's major mode (default K)")
     d.add_argument("--b-major", choices=("K", "MN"), help="plan: B's major mode (default MN)")
     d.add_argument("--path", choices=("mma_sync", "wgmma"),
-                   help="plan: the kernel family (default mma_sync; wgmma: the Hopper pipeline, f16/bf16)")
+                   help="plan: the kernel family (default mma_sync; wgmma: the Hopper pipeline, "
+                        "f16/bf16/tf32/e4m3/e5m2)")
     d.add_argument("--cell-size", type=int, metavar="PX", help="svg/png: pixels per cell (default 32)")
     d.add_argument("--scale", type=float, help="png: scale factor (default 1)")
     d.add_argument("--no-data", action="store_true",
@@ -309,19 +310,27 @@ def _plan_graph(args):
     except ImportError as e:
         raise DrawError(f"draw plan needs the codegen package and its dependencies "
                         f"(pip install 'layoutalg[cuda]'): {e}") from None
+    from codegen.config import FP8, KMAJOR_ONLY, WGMMA_DTYPES
+
     dtype = args.dtype or "f16"
     if args.path == "wgmma":
         from codegen.sm90.plan import make_wgmma_plan
         from codegen.sm90.plan_graph import wgmma_plan_graph
 
-        cfg = GemmConfig.default(dtype, arch=(9, 0))
-        if cfg.path != "wgmma":
-            raise DrawError(f"draw plan --path wgmma: the Hopper kernel takes f16 or bf16, not {dtype}")
         try:
-            plan = make_wgmma_plan(cfg, args.a_major or "K", args.b_major or "MN")
+            cfg = GemmConfig.default(dtype, arch=(9, 0))
+        except ValueError as e:
+            raise DrawError(f"draw plan --path wgmma: {e}") from None
+        if cfg.path != "wgmma":
+            raise DrawError(f"draw plan --path wgmma: the Hopper kernel takes {', '.join(WGMMA_DTYPES)}, not {dtype}")
+        b_major = args.b_major or ("K" if dtype in KMAJOR_ONLY else "MN")    # tf32, fp8: K-major only
+        try:
+            plan = make_wgmma_plan(cfg, args.a_major or "K", b_major)
         except ValueError as e:
             raise DrawError(f"draw plan --path wgmma: {e}") from None
         return wgmma_plan_graph(plan)
+    if dtype in FP8:
+        raise DrawError(f"draw plan: {dtype} runs on the Hopper kernel only; pass --path wgmma")
     cfg = GemmConfig.default(dtype)
     plan = make_plan(cfg, args.a_major or "K", args.b_major or "MN")
     return plan_graph(plan)

@@ -257,14 +257,25 @@ def _m168256_b1(p, operand):
     return {"a": (a, 128), "b": (b, 64)}.get(operand, (_c_m16n8, 4))
 
 
-def _wgmma_k16(p, operand):
+def _wgmma(p, operand):
     # Warpgroup thread tid: warp w = tid // 32 owns rows 16w .. 16w+15; within the warp
-    # the register A and the accumulator follow the m16n8 patterns, the accumulator
-    # repeating every 8 columns (ISA figures "WGMMA .m64nNk16 register fragment layout").
-    def a(tid, i):
+    # the register A and the accumulator follow the mma.sync m16n8 patterns of the same
+    # input width, the accumulator repeating every 8 columns (ISA figures "WGMMA .m64nNk16 /
+    # .m64nNk8 / .m64nNk32 register fragment layout").
+    def a16(tid, i):         # .f16/.bf16, K 16: a0,a1 row g; a2,a3 row g+8; cols 2t + (i & 1), +8 for i >= 4
         w, lane = tid // 32, tid % 32
         g, t = _gt(lane)
         return 16 * w + g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >= 4)
+
+    def a8(tid, i):          # .tf32, K 8: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4)
+        w, lane = tid // 32, tid % 32
+        g, t = _gt(lane)
+        return 16 * w + g + 8 * (i & 1), t + 4 * (i >> 1)
+
+    def a32(tid, i):         # .e4m3/.e5m2, K 32: rows g for i in [0,4) u [8,12), g+8 otherwise;
+        w, lane = tid // 32, tid % 32      # cols 4t + (i & 3), +16 for i >= 8
+        g, t = _gt(lane)
+        return 16 * w + g + 8 * ((i >> 2) & 1), 4 * t + (i & 3) + 16 * (i >= 8)
 
     def d(tid, i):
         w, lane = tid // 32, tid % 32
@@ -272,7 +283,7 @@ def _wgmma_k16(p, operand):
         return 16 * w + g + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * t + (i & 1)
 
     if operand == "a":
-        return a, 8
+        return {16: (a16, 8), 8: (a8, 4), 32: (a32, 16)}[p.k]
     if operand == "b":
         raise ValueError("mma_coords: wgmma's B is always a shared-memory descriptor, "
                          "it has no register fragment")
@@ -284,7 +295,7 @@ FAMILIES = {
     "m16n8k8.f16": _m1688_f16, "m16n8k8.tf32": _m1688_tf32, "m16n8k16.f16": _m16816_f16,
     "m8n8k16.i8": _m8816_i8, "m16n8k16.i8": _m16816_i8, "m16n8k32.i8": _m16832_i8,
     "m8n8k128.b1": _m88128_b1, "m16n8k128.b1": _m168128_b1, "m16n8k256.b1": _m168256_b1,
-    "wgmma.m64nNk16.f16": _wgmma_k16,
+    "wgmma.m64nNk16.f16": _wgmma, "wgmma.m64nNk8.tf32": _wgmma, "wgmma.m64nNk32.i8": _wgmma,
 }
 
 

@@ -236,6 +236,16 @@ def test_plan_graph_of_the_hopper_pipeline(capsys):
     for word in ("producer warpgroup 0", "consumer warpgroup 2", "mbarriers full[3], empty[3]", "TMA stores"):
         assert word in out, word
     capsys.readouterr()
-    rc, out = run("draw", "plan", "--path", "wgmma", "--dtype", "tf32")
+    rc, out = run("draw", "plan", "--path", "wgmma", "--dtype", "f32")
     err = capsys.readouterr().err
-    assert rc == 2 and "takes f16 or bf16, not tf32" in err and out == ""
+    assert rc == 2 and "takes f16, bf16, tf32, e4m3, e5m2, not f32" in err and out == ""
+    # tf32 and the 8-bit floats: both operands K-major (the default for them), MN-major refused
+    for dt, tile, k in (("tf32", "128x256x32", 8), ("e4m3", "128x256x128", 32)):
+        rc, out = run("draw", "plan", "--path", "wgmma", "--dtype", dt)
+        assert rc == 0 and f"{dt} -> " in out and f"CTA tile {tile}" in out and f"wgmma m64n256k{k}" in out, dt
+        assert "mbarriers full[3], empty[3]" in out
+    capsys.readouterr()
+    rc, out = run("draw", "plan", "--path", "wgmma", "--dtype", "tf32", "--b-major", "MN")
+    assert rc == 2 and "wgmma reads tf32 operands K-major only" in capsys.readouterr().err
+    rc, out = run("draw", "plan", "--dtype", "e5m2")
+    assert rc == 2 and "e5m2 runs on the Hopper kernel only; pass --path wgmma" in capsys.readouterr().err

@@ -138,3 +138,81 @@ def test_compile_ptx_works_with_the_simulator_switched_on(tmp_path):
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env, timeout=900)
     assert r.stdout.split() == ["True", "True"], r.stdout + r.stderr
+
+
+# ---- 8-bit floats and per-tensor scales ------------------------------------------
+
+def _fp8(M=8, N=8, K=32):
+    """uint8 bits of e4m3/e5m2 (numpy has no fp8 dtype): A row-major, B column-major (K-major both)."""
+    return np.zeros((M, K), np.uint8), np.asfortranarray(np.zeros((K, N), np.uint8))
+
+
+def test_fp8_operands_must_be_k_major_as_scaled_mm_requires():
+    A, B = _fp8()
+    with pytest.raises(GemmError, match=r"A \(e4m3\) has shape \(8, 32\) and strides \(1, 8\): 8-bit float operands "
+                                        r"must be K-major, A row-major \(M,K\)"):
+        codegen.gemm(np.asfortranarray(A), B, precision="e4m3")
+    with pytest.raises(GemmError, match=r"B \(e5m2\) has shape \(32, 8\) and strides \(8, 1\): .* B column-major "
+                                        r"\(K,N\) with strides \(1, K'\), i.e. B.T contiguous"):
+        codegen.gemm(A, np.ascontiguousarray(B), precision="e5m2")
+    A, B = _fp8(K=24)                     # rows of 24 bytes: TMA needs multiples of 16
+    with pytest.raises(GemmError, match=r"A \(e4m3\) has shape \(8, 24\) and strides \(24, 1\): .* K' a multiple "
+                                        r"of 16"):
+        codegen.gemm(A, B, precision="e4m3")
+
+
+def test_fp8_bits_need_a_type_and_an_f16_bf16_or_f32_output():
+    A, B = _fp8()
+    with pytest.raises(GemmError, match=r"A is uint8: integer GEMMs are not supported; .* precision='e4m3' or 'e5m2'"):
+        codegen.gemm(A, B)
+    with pytest.raises(GemmError, match="8-bit float inputs give an f16, bf16 or f32 C .*, got f64"):
+        codegen.gemm(A, B, precision="e4m3", out_dtype="f64")
+    with pytest.raises(GemmError, match="A is f16 but the 8-bit float bits of the other operand are read as e4m3"):
+        codegen.gemm(A.astype(np.float16), B, precision="e4m3")
+    with pytest.raises(GemmError, match=r"precision='e4m3' needs e4m3 \(or uint8 arrays of its bits\) inputs, got f16"):
+        codegen.gemm(*_ab(), precision="e4m3")
+
+
+@pytest.mark.parametrize("scale,match", [
+    (np.ones(2), r"scale_a must be one scale for the whole operand .* got shape \(2,\); per-row"),
+    ("2", "scale_a must be a real number or a 1-element tensor, got str '2'"),
+    (True, "scale_a must be a real number or a 1-element tensor, got True")])
+def test_scales_are_one_real_number_per_operand(scale, match):
+    with pytest.raises(GemmError, match=match):
+        codegen.gemm(*_fp8(), precision="e4m3", scale_a=scale)
+
+
+def test_routing_on_hopper_tf32_k_major_to_wgmma_mn_major_to_mma_sync_fp8_only_wgmma(monkeypatch):
+    """On a (pretended) compute capability 9.0 GPU: tf32 with both operands K-major runs the
+    wgmma kernel, tf32 with an MN-major operand the mma.sync kernel (wgmma reads tf32 K-major
+    only; no hidden copy); 8-bit floats run the wgmma kernel, and on 8.9 are an error."""
+    import codegen.host as H
+    import codegen.sm90.kernel as SK
+    import codegen.sm90.launch as SL
+
+    monkeypatch.setattr(H, "simulating", lambda: False)
+    monkeypatch.setattr(H, "_check_gpu", lambda: None)
+    monkeypatch.setattr(H, "_device_cc", lambda: (9, 0))
+    monkeypatch.setattr(H, "get_kernel", lambda key: ("mma_sync", key))
+    monkeypatch.setattr(SK, "get_wgmma_kernel", lambda key: ("wgmma", key))
+    monkeypatch.setattr(SL, "WgmmaLauncher", lambda compiled, *a: compiled)
+    monkeypatch.setattr(H, "_Launcher", lambda compiled, *a: compiled)
+
+    def route(A, B, precision, out=None):
+        a, b = H._describe(A, "gemm", "A"), H._describe(B, "gemm", "B")
+        path, key = H._setup(A, B, None, a, b, None, None, out, precision).launcher
+        return path, key.config.dtype, key.config.path
+
+    A32 = np.zeros((64, 32), np.float32)
+    B32 = np.zeros((32, 48), np.float32)
+    assert route(A32, np.asfortranarray(B32), "tf32") == ("wgmma", "tf32", "wgmma")
+    assert route(A32, B32, "tf32") == ("mma_sync", "tf32", "mma_sync")
+    assert route(np.asfortranarray(A32), np.asfortranarray(B32), "tf32") == ("mma_sync", "tf32", "mma_sync")
+    assert route(A32, B32, None) == ("mma_sync", "f32", "mma_sync")           # f32 stays on CUDA cores
+    assert route(*_fp8(), "e5m2") == ("wgmma", "e5m2", "wgmma")
+    assert route(*_ab(), None) == ("wgmma", "f16", "wgmma")
+    assert route(*_ab(), None, "f64") == ("mma_sync", "f16", "mma_sync")      # wgmma writes no f64 C
+    monkeypatch.setattr(H, "_device_cc", lambda: (8, 9))
+    with pytest.raises(GemmError, match=r"e4m3 inputs run on the wgmma path only, which needs a GPU of compute "
+                                        r"capability 9.0 \(this one is 8.9\)"):
+        route(*_fp8(), "e4m3")

@@ -36,6 +36,9 @@ REQUIRED = (
        for a in ("S8", "U8") for b in ("S8", "U8") for sat in ("", "_SATURATE")]
     + [f"SM90_64x{n}x16_{t}_{m}" for n in range(8, 257, 8)
        for t in ("F32F16F16", "F32BF16BF16", "F16F16F16") for m in ("SS", "RS")]
+    + [f"SM90_64x{n}x8_F32TF32TF32_{m}_TN" for n in range(8, 257, 8) for m in ("SS", "RS")]
+    + [f"SM90_64x{n}x32_F32{a}{b}_{m}_TN" for n in range(8, 257, 8)
+       for a in ("E4M3", "E5M2") for b in ("E4M3", "E5M2") for m in ("SS", "RS")]
 )
 
 
@@ -54,7 +57,7 @@ def test_names_unique_and_get_roundtrip():
 def test_names_filters():
     assert set(mma_atoms.names("mma")) | set(mma_atoms.names("copy")) == set(mma_atoms.names())
     assert all(mma_atoms.get(n).kind == "wgmma" for n in mma_atoms.names("wgmma"))
-    assert len(mma_atoms.names("wgmma")) == 32 * 3 * 2
+    assert len(mma_atoms.names("wgmma")) == 32 * 8 * 2      # N 8..256; f16/bf16 (3), tf32, 4 fp8 pairs; SS, RS
     sm80 = mma_atoms.names(sm=80)
     assert "SM80_16x8x16_F32F16F16F32_TN" in sm80
     assert not any(n.startswith(("SM89", "SM90")) for n in sm80)
@@ -93,6 +96,10 @@ def test_unknown_name_lists_close_matches():
     ("SM90_64x128x16_F32F16F16_SS", "layout_a", "(128,(64,16)):(0,(1,64))"),
     ("SM90_64x8x16_F16F16F16_RS", "layout_c", "((4,8,4),(2,2,1)):((128,1,16),(64,8,512))"),
     ("SM90_64x128x16_F32BF16BF16_RS", "layout_a", "((4,8,4),(2,2,2)):((128,1,16),(64,8,512))"),
+    ("SM90_64x64x8_F32TF32TF32_RS_TN", "layout_a", "((4,8,4),(2,2)):((64,1,16),(8,256))"),
+    ("SM90_64x256x8_F32TF32TF32_SS_TN", "layout_b", "(128,(256,8)):(0,(1,256))"),
+    ("SM90_64x32x32_F32E4M3E5M2_RS_TN", "layout_a", "((4,8,4),(4,2,2)):((256,1,16),(64,8,1024))"),
+    ("SM90_64x256x32_F32E5M2E5M2_SS_TN", "layout_c", "((4,8,4),(2,2,32)):((128,1,16),(64,8,512))"),
     ("SM80_16x8x256_S32U1U1S32_TN_XORPOPC", "layout_a", "((4,8),(32,2,2)):((512,1),(16,8,2048))"),
 ])
 def test_known_layouts(name, which, text):
@@ -273,6 +280,24 @@ def test_float_rounding_of_inputs_and_result():
     assert d[0, 0] == 1.25
     assert float(quantize(1 + 2**-10 + 2**-12, "tf32")) == 1 + 2**-10      # tf32 drops the low 13 bits
     assert float(quantize(1000.0, "e4m3")) == 448.0 and np.isinf(quantize(1e6, "e5m2"))
+
+
+def test_wgmma_tf32_and_fp8_read_their_inputs_as_the_hardware_does():
+    """tf32: the low 13 mantissa bits of an f32 are ignored (truncation, not rounding);
+    e4m3 saturates at 448 and e5m2 keeps 2 mantissa bits; mixed e4m3 x e5m2 reads each
+    operand in its own type."""
+    op = mma_atoms.get("SM90_64x8x8_F32TF32TF32_SS_TN")
+    A = np.zeros((64, 8)); B = np.zeros((8, 8)); C = np.zeros((64, 8))
+    A[0, 0] = 1 + 3 * 2**-12       # nearest tf32 is 1 + 2**-10; truncated: 1.0
+    B[0, 0] = 1.0
+    d = E.gather(op, "d", E.mma(op, A, B, E.scatter(op, "c", C)))
+    assert d[0, 0] == 1.0
+    op = mma_atoms.get("SM90_64x8x32_F32E4M3E5M2_SS_TN")
+    A = np.zeros((64, 32)); B = np.zeros((8, 32))
+    A[0, 0], B[0, 0] = 1000.0, 1.0 + 2**-3      # e4m3: 448; e5m2: 1.125 is between 1 and 1.25 -> 1.0
+    A[0, 1], B[0, 1] = 1.0, 3.5
+    d = E.gather(op, "d", E.mma(op, A, B, E.scatter(op, "c", np.zeros((64, 8)))))
+    assert d[0, 0] == 448.0 + 3.5
 
 
 @pytest.mark.parametrize("t", ["f16", "bf16", "tf32", "f32", "f64", "e4m3", "e5m2", "s8", "u8", "s32", "b1"])

@@ -136,12 +136,13 @@ def _wgmma_kernel(op, kid):
     lines.append('  asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");')
     dl = ", ".join(f"%{i}" for i in range(dr.count))
     k = dr.count
+    tnsp = op.a_type in ("f16", "bf16")      # transpose immediates exist for 16-bit inputs only
     if op.a_source == "smem_desc":
-        body = f"{op.ptx} {{{dl}}}, %{k}, %{k + 1}, p, 1, 1, 0, 0;"
+        body = f"{op.ptx} {{{dl}}}, %{k}, %{k + 1}, p, 1, 1" + (", 0, 0;" if tnsp else ";")
         ins = '"l"(descA), "l"(descB), "r"(1)'
         pred = k + 2
     else:
-        body = f"{op.ptx} {{{dl}}}, {{%{k}, %{k + 1}, %{k + 2}, %{k + 3}}}, %{k + 4}, p, 1, 1, 0;"
+        body = f"{op.ptx} {{{dl}}}, {{%{k}, %{k + 1}, %{k + 2}, %{k + 3}}}, %{k + 4}, p, 1, 1" + (", 0;" if tnsp else ";")
         ins = '"r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(descB), "r"(1)'
         pred = k + 5
     outs = ", ".join(f'"+{cons}"(d{i})' for i in range(dr.count))
@@ -287,14 +288,17 @@ def test_mma_sync_on_gpu(module, name, overflow):
 
 
 def _kmajor_bytes(mat, dtype):
-    """Tile (rows, 16) of 16-bit values in the no-swizzle K-major canonical layout used by the kernels."""
-    rows = mat.shape[0]
-    codes = mma_atoms.numerics.encode(mat, dtype).astype(np.uint16)
-    out = np.zeros(rows * 16, dtype=np.uint16)
-    r, k = np.meshgrid(np.arange(rows), np.arange(16), indexing="ij")
-    byte = (r // 8) * 256 + (k // 8) * 128 + (r % 8) * 16 + (k % 8) * 2
-    out[byte // 2] = codes
-    return out.view(np.uint8)
+    """Tile (rows, 32 bytes of K) in the no-swizzle K-major canonical layout used by the kernels
+    (16-bit K 16, tf32 K 8, 8-bit floats K 32)."""
+    rows, k = mat.shape
+    eb = 32 // k
+    codes = mma_atoms.numerics.encode(mat, dtype).astype(np.uint64)
+    out = np.zeros(rows * 32, dtype=np.uint8)
+    r, kk = np.meshgrid(np.arange(rows), np.arange(k), indexing="ij")
+    byte = (r // 8) * 256 + (kk * eb // 16) * 128 + (r % 8) * 16 + (kk * eb) % 16
+    for j in range(eb):                          # little-endian bytes of each element
+        out[byte + j] = (codes >> np.uint64(8 * j)) & np.uint64(0xFF)
+    return out
 
 
 @pytest.mark.parametrize("name", [n for n in mma_atoms.names("wgmma")

@@ -102,11 +102,79 @@ def test_gemm_config_for_hopper_and_its_errors():
     from codegen import GemmConfig
 
     assert GemmConfig.default("f16", arch=(8, 0)).path == "mma_sync"
-    assert GemmConfig.default("tf32", arch=(9, 0)).path == "mma_sync"
-    with pytest.raises(ValueError, match="wgmma path takes f16 or bf16"):
-        GemmConfig("tf32", None, 128, 256, 32, 2, 4, 4, 8, 1, "wgmma")
+    assert GemmConfig.default("tf32", arch=(8, 0)).path == "mma_sync"
+    assert GemmConfig.default("f16", arch=(9, 0), out_dtype="f64").path == "mma_sync"    # wgmma writes no f64
+    with pytest.raises(ValueError, match="wgmma path takes f16, bf16, tf32, e4m3, e5m2, got 'f32'"):
+        GemmConfig("f32", None, 128, 256, 32, 2, 4, 4, 8, 1, "wgmma")
     with pytest.raises(ValueError, match="path 'tma' is not one of"):
         GemmConfig(path="tma")
+    with pytest.raises(ValueError, match="e4m3 runs on the wgmma path only"):
+        GemmConfig("e4m3", None, 128, 128, 128, 2, 4, 4)
+    with pytest.raises(ValueError, match="wgmma reads tf32 K-major, one k-tile row per swizzle row of 32, 64 or "
+                                         "128 bytes; BK 64 is 256 bytes"):
+        GemmConfig("tf32", None, 128, 256, 64, 2, 4, 4, 8, 1, "wgmma")
+    with pytest.raises(ValueError, match="b_dtype .* is for mixed 8-bit floats"):
+        GemmConfig("f16", None, 128, 256, 64, 2, 4, 4, 8, 1, "wgmma", "bf16")
+    with pytest.raises(ValueError, match="writes an f16, bf16 or f32 C, got out_dtype 'f64'"):
+        GemmConfig("e4m3", "f64", 128, 256, 128, 2, 4, 4, 8, 1, "wgmma")
+    with pytest.raises(ValueError, match="needs compute capability 9.0"):
+        GemmConfig.default("e5m2", arch=(8, 9))
+    assert GemmConfig("e4m3", b_dtype="e4m3", bk=128, path="wgmma") == GemmConfig("e4m3", bk=128, path="wgmma")
+
+
+@pytest.mark.parametrize("dtype,b_dtype,bk,out,instr", [
+    ("tf32", None, 32, "f32", "wgmma_m64n256k8_f32_tf32"), ("e4m3", None, 128, "bf16", "wgmma_m64n256k32_f32_e4m3"),
+    ("e5m2", None, 128, "bf16", "wgmma_m64n256k32_f32_e5m2"),
+    ("e4m3", "e5m2", 128, "bf16", "wgmma_m64n256k32_f32_e4m3_e5m2")])
+def test_default_hopper_plans_of_tf32_and_fp8(dtype, b_dtype, bk, out, instr):
+    """128x256 tiles whose k-tile is one 128-byte swizzle row of K (as for f16: 48 KiB a stage),
+    4 stages in 227 KiB, 4 instructions of 32 bytes of K per k-tile, both operands K-major."""
+    from codegen import GemmConfig
+    from codegen.sm90.plan import make_wgmma_plan
+
+    cfg = GemmConfig.default(dtype, arch=(9, 0), b_dtype=b_dtype)
+    assert (cfg.path, cfg.bm, cfg.bn, cfg.bk, cfg.stages, cfg.out) == ("wgmma", 128, 256, bk, 4, out)
+    plan = make_wgmma_plan(cfg, "K", "K")
+    assert plan.intrinsic == instr and plan.kblocks == 4 and plan.instr_k * plan.etype.bits == 256
+    assert plan.atom.shape_mnk == (64, 256, plan.instr_k) and plan.atom.b_type == (b_dtype or dtype)
+    assert plan.a.stage_bytes + plan.b.stage_bytes == 48 * 1024
+    assert plan.a.desc == plan.b.desc and plan.a.desc.layout_type == 1        # 128-byte swizzle
+    assert plan.smem_bytes <= 227 * 1024 < plan.smem_bytes + 48 * 1024       # no room for a 5th stage
+    with pytest.raises(ValueError, match=f"wgmma reads {dtype} operands K-major only"):
+        make_wgmma_plan(cfg, "K", "MN")
+
+
+@pytest.mark.parametrize("dtype,b_dtype", [("tf32", None), ("e4m3", None), ("e5m2", None), ("e4m3", "e5m2")])
+def test_ptx_of_tf32_and_fp8_plans_has_their_wgmma_and_no_spills(dtype, b_dtype, tmp_path):
+    """codegen.compile_ptx on the default Hopper plans: the instruction with the right types,
+    TMA loads, mbarriers; ptxas for sm_90a: no spills."""
+    pytest.importorskip("numba")
+    import re
+
+    import codegen
+    from codegen import GemmConfig
+
+    cfg = GemmConfig.default(dtype, arch=(9, 0), b_dtype=b_dtype)
+    ptx = codegen.compile_ptx(cfg, cc=(9, 0, "a"))
+    k = {"tf32": 8}.get(dtype, 32)
+    assert set(re.findall(r"wgmma\.mma_async\S+", ptx)) == {
+        f"wgmma.mma_async.sync.aligned.m64n256k{k}.f32.{dtype}.{b_dtype or dtype}"}
+    assert ptx.count("wgmma.mma_async") == 4 and ".target sm_90a" in ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx and "mbarrier.try_wait.parity" in ptx
+    assert ".local" not in ptx
+    _ptxas_no_spills(ptx, tmp_path)
+
+
+def _ptxas_no_spills(ptx, tmp_path):
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        pytest.skip("ptxas not on PATH")
+    p = os.path.join(tmp_path, "k.ptx")
+    with open(p, "w") as f:
+        f.write(ptx)
+    out = subprocess.run([ptxas, "-v", "-arch=sm_90a", p, "-o", os.path.join(tmp_path, "k.cubin")],
+                         capture_output=True, text=True, check=True).stderr
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in out, out
 
 
 SIM = """
@@ -157,6 +225,82 @@ def test_hopper_kernel_runs_in_the_simulator_exactly(tmp_path):
                PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env, timeout=900)
     assert "SIM OK" in r.stdout, r.stdout + r.stderr[-3000:]
+
+
+SIM_DTYPES = """
+import sys
+sys.setswitchinterval(1e-4)
+import numpy as np, codegen
+from codegen import GemmConfig, GemmError
+from mma_atoms.numerics import decode, quantize
+rng = np.random.default_rng(1)
+
+def tf32_inputs(shape):
+    # f32 values +-(k + j 2**-12), k in 2..8 (or 0), j in 1..7: tf32 truncation gives +-k exactly;
+    # rounding to nearest would not (j >= 5 rounds up where 2**-9 is the tf32 spacing)
+    k = rng.integers(2, 9, shape) * rng.choice([-1, 1], shape)
+    k[rng.random(shape) < 0.2] = 0
+    frac = np.where(k != 0, rng.integers(1, 8, shape) * 2.0**-12, 0.0)
+    return (np.sign(k) * (np.abs(k) + frac)).astype(np.float32), k.astype(np.float64)
+
+def fp8_bits(t, shape):
+    # bytes whose values are multiples of 1/4 up to 16: exact products and f32 sums
+    tab = decode(np.arange(256), t)
+    ok = np.flatnonzero(np.isfinite(tab) & (np.abs(tab) <= 16) & (tab * 4 == np.round(tab * 4)))
+    return rng.choice(ok, shape).astype(np.uint8)
+
+cases = [  # A row-major, B column-major (K-major both); residues in M, N and K
+    (GemmConfig("tf32", "f32", 64, 64, 32, 2, 4, 2, 8, 1, "wgmma"), 37, 50, 44, 0.0),
+    # f16 C through the TMA store; BK 64: the 64-byte swizzle
+    (GemmConfig("e4m3", "f16", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 33, 72, 80, 0.0),
+    # two consumers, BK 32 (one instruction a k-tile, the 32-byte swizzle), beta != 0
+    (GemmConfig("e5m2", "f32", 128, 64, 32, 2, 4, 3, 8, 1, "wgmma"), 70, 24, 48, -1.0),
+    # e4m3 A x e5m2 B, BK 128
+    (GemmConfig("e4m3", "f32", 64, 64, 128, 2, 4, 2, 8, 1, "wgmma", "e5m2"), 9, 8, 144, 0.0)]
+for cfg, M, N, K, beta in cases:
+    if cfg.dtype == "tf32":
+        A, Aq = tf32_inputs((M, K))
+        B, Bq = tf32_inputs((K, N))
+        assert np.abs(Aq - A).max() > 0 and np.abs(quantize(A, "tf32") - Aq).max() == 0
+        kw = dict(alpha=0.5)
+        prod = 0.5 * Aq @ Bq
+    else:
+        A, B = fp8_bits(cfg.dtype, (M, K)), fp8_bits(cfg.b_type, (K, N))
+        kw = dict(scale_a=np.array([0.25]), scale_b=2.0)      # folded into alpha: 0.5
+        prod = 0.5 * decode(A, cfg.dtype) @ decode(B, cfg.b_type)
+    B = np.asfortranarray(B)
+    C0 = rng.integers(-3, 4, (M, N)).astype(np.float16 if cfg.out == "f16" else np.float32)
+    C = C0.copy()
+    launch = codegen.prepare(A, B, C, beta=beta, config=cfg, **kw)
+    launch()
+    launch._launcher.check()
+    ref = quantize(prod + beta * C0, cfg.out)
+    err = float(np.abs(C.astype(np.float64) - ref).max())
+    print(cfg.dtype, cfg.b_type, M, N, K, beta, err)
+    assert err == 0.0, (cfg, M, N, K, err)
+# a wgmma tf32 plan cannot read an MN-major operand: a clear error (no silent copy)
+A, _ = tf32_inputs((40, 16))
+B, _ = tf32_inputs((16, 24))
+try:
+    codegen.gemm(A, B, np.zeros((40, 24), np.float32), config=cases[0][0])
+    raise SystemExit("no error for an MN-major tf32 B")
+except GemmError as e:
+    assert "config.path='wgmma' needs K-major operands (wgmma reads tf32 K-major only)" in str(e), e
+print("SIM DTYPES OK")
+"""
+
+
+def test_hopper_kernel_runs_tf32_and_fp8_in_the_simulator_exactly(tmp_path):
+    """tf32 (inputs whose truncation to tf32 is exact integers), e4m3 with a TMA-stored f16 C,
+    e5m2 with beta, e4m3 x e5m2; per-tensor scales folded into alpha; the wgmma twin reads
+    tf32 truncated and fp8 bytes decoded by table, as the tensor core does."""
+    pytest.importorskip("numba")
+    import sys
+
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", LAYOUTALG_CACHE=str(tmp_path),
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, "-c", SIM_DTYPES], capture_output=True, text=True, env=env, timeout=900)
+    assert "SIM DTYPES OK" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
 def _has_ml_dtypes():

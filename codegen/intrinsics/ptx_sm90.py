@@ -7,8 +7,9 @@ Each name is a numba ``@intrinsic`` lowering to inline PTX, as in
   ``wgmma.mma_async`` with both operands in shared memory (64-bit descriptors) and f32
   accumulators: ``acc`` is a tuple of ``N / 2`` float32 (CuTe's ``CLayout_64xN``); it is
   returned updated. ``scale_d`` 0 ignores the accumulators' old values (D = A * B).
-  ``tnsp_a``/``tnsp_b`` (compile-time 0 or 1, 16-bit types only) say an operand is
-  MN-major.
+  ``tnsp_a``/``tnsp_b`` (compile-time 0 or 1) say an operand is MN-major: 16-bit types
+  only (the PTX ISA has no transpose for tf32 and the 8-bit floats, whose operands are
+  K-major). ``T`` is one input type, or ``A_B`` for mixed 8-bit floats (``e4m3_e5m2``).
 * ``wgmma_fence``, ``wgmma_commit``, ``wgmma_wait(n)``; ``acc_fence(acc)`` keeps the
   compiler from moving accumulator uses across them; ``f32x_zero(n)`` is a tuple of zeros.
 * ``tma_load_2d(dst, tmap, c0, c1, mbar)``: ``cp.async.bulk.tensor.2d`` of one box at
@@ -83,7 +84,7 @@ def _make_wgmma(n, t, ptxt, k):
         tail = f"p, 1, 1, {ta}, {tb}" if sixteen else "p, 1, 1"
         text = ("{\n.reg .pred p;\n"
                 f"setp.ne.b32 p, ${nreg + 2}, 0;\n"
-                f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptxt}.{ptxt} {outs}, ${nreg}, ${nreg + 1}, {tail};\n"
+                f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptxt} {outs}, ${nreg}, ${nreg + 1}, {tail};\n"
                 "}")
         cons = ",".join(["=f"] * nreg + ["l", "l", "r"] + [str(i) for i in range(nreg)] + [_MEM])
 
@@ -100,7 +101,8 @@ def _make_wgmma(n, t, ptxt, k):
         return sig, codegen
 
     impl.__name__ = name
-    impl.__doc__ = (f"``wgmma.mma_async`` m64n{n}k{k}, f32 += {t} x {t}, both operands in shared memory "
+    ta, tb = ptxt.split(".")
+    impl.__doc__ = (f"``wgmma.mma_async`` m64n{n}k{k}, f32 += {ta} x {tb}, both operands in shared memory "
                     f"(descriptors); ``acc``: {nreg} float32 (CLayout_64x{n}).")
     return intrinsic(impl)
 

@@ -13,7 +13,10 @@ Same names and signatures as the PTX intrinsics; each computes what the instruct
 * ``wgmma`` reads both operands through their descriptors (the PTX ISA's canonical
   layouts, swizzled), computes the whole 64 x N product and returns this thread's
   accumulators (``CLayout_64xN``); the warpgroup's threads each compute it, so no
-  rendezvous is needed, since the operands stay in shared memory until released;
+  rendezvous is needed, since the operands stay in shared memory until released.
+  Inputs are read as the tensor core reads them: tf32 operands are f32 bit patterns
+  truncated to tf32 (the low 13 mantissa bits ignored), e4m3/e5m2 bytes decoded by table;
+  products are summed in float64 and added to the f32 accumulators;
 * a TMA store copies its box at once from shared memory (un-swizzling it, writing only
   what lies inside the tensor); the bulk async-group waits then have nothing to wait for;
 * ``named_barrier_sync`` is a barrier of the given number of threads of the block;
@@ -305,13 +308,17 @@ def _decode(desc, major, ebytes, mn, k):
     return addr ^ (((addr >> 7) & ((1 << bits) - 1)) << 4)
 
 
-_DT = {"f16": np.float16, "bf16": "bf16", "tf32": np.float32, "e4m3": "e4m3", "e5m2": "e5m2"}
+#: Bytes per element of each wgmma input type.
+_EBYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1}
 
 
 def _operand(mem, desc, major, t, mn, k):
+    """The (mn, k) block a descriptor describes, as the tensor core reads it (float64):
+    tf32 is the f32 bit pattern with its low 13 mantissa bits dropped (truncated, as the
+    hardware reads a .tf32 operand), the 8-bit floats are decoded by table."""
     from mma_atoms.numerics import decode
 
-    eb = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1}[t]
+    eb = _EBYTES[t]
     addr = _decode(desc, major, eb, mn, k)
     lo = int(addr.min())
     raw = mem.shared_view("wgmma", lo, int(addr.max()) - lo + eb)
@@ -322,18 +329,24 @@ def _operand(mem, desc, major, t, mn, k):
 
 
 def _make_wgmma(n, t, k):
+    from ..atom_intrinsics import wgmma_types
+
     name = wgmma_name(n, t, k)
+    ta, tb = wgmma_types(t)
+    sixteen = ta in ("f16", "bf16")
 
     def twin(acc, desc_a, desc_b, scale_d, tnsp_a, tnsp_b):
         from mma_atoms.mma_sm90 import clayout_64xn
 
+        if not sixteen and (tnsp_a or tnsp_b):
+            raise ValueError(f"{name}: {t} operands must be K-major (tnsp_a = tnsp_b = 0)")
         th = _thread(name)
         mem = _memory(name)
-        a = _operand(mem, _as_int(name, "desc_a", desc_a), "MN" if tnsp_a else "K", t, 64, k)   # (64, K)
-        b = _operand(mem, _as_int(name, "desc_b", desc_b), "MN" if tnsp_b else "K", t, n, k)    # (N, K)
-        d = a @ b.T                                                                           # (64, N)
+        a = _operand(mem, _as_int(name, "desc_a", desc_a), "MN" if tnsp_a else "K", ta, 64, k)   # (64, K)
+        b = _operand(mem, _as_int(name, "desc_b", desc_b), "MN" if tnsp_b else "K", tb, n, k)    # (N, K)
+        d = a @ b.T                                                                            # (64, N)
         lane = th.thread_id % 128          # linear thread index within the block, then the warpgroup
-        clay = clayout_64xn(n)                                                               # (T128,V) -> m + 64 n
+        clay = clayout_64xn(n)                                                                # (T128,V) -> m + 64 n
         out = []
         for v in range(n // 2):
             idx = clay(lane, v)
@@ -342,7 +355,7 @@ def _make_wgmma(n, t, k):
         return tuple(out)
 
     twin.__name__ = name
-    twin.__doc__ = f"Simulated wgmma m64n{n}k{k}, f32 += {t} x {t}, operands from shared-memory descriptors."
+    twin.__doc__ = f"Simulated wgmma m64n{n}k{k}, f32 += {ta} x {tb}, operands from shared-memory descriptors."
     return twin
 
 

@@ -38,6 +38,11 @@ def c_tma_ok(plan, c, c_strides, M, N):
     return not (c % 16 or (scn != 1 and N > 1) or (scm * ob) % 16 and M > 1)
 
 
+def _tma_type(et):
+    """The tensor-map element type that carries operands of type ``et``."""
+    return {"tf32": "f32", "e4m3": "u8", "e5m2": "u8"}.get(et.name, et.name)
+
+
 class WgmmaLauncher:
     """The Hopper kernel with its arguments in place; called as ``(a, b, c, alpha, beta, stream)``."""
 
@@ -52,9 +57,10 @@ class WgmmaLauncher:
         tiles = -(-M // plan.config.bm) * -(-N // plan.config.bn)
         self.sim = compiled.function is None
         self.grid = max(1, min(tiles, 2 if self.sim else driver.multiprocessors()))
-        self.dtype = plan.etype.name
-        self._a = (a_desc, plan.a)
-        self._b = (b_desc, plan.b)
+        # TMA copies bytes: f32 data that wgmma reads as tf32 travels as f32 (the tensor core
+        # ignores the low 13 mantissa bits), the 8-bit floats as bytes
+        self._a = (a_desc, plan.a, _tma_type(plan.etype))
+        self._b = (b_desc, plan.b, _tma_type(plan.b_etype or plan.etype))
         if self.sim:
             import numpy as np
 
@@ -71,7 +77,7 @@ class WgmmaLauncher:
         self._maps = {}
 
     def _map(self, which, ptr):
-        (shape, strides), op = which
+        (shape, strides), op, dtype = which
         rows, k = shape
         ebytes = self.compiled.plan.etype.bits // 8
         if op.major == "K":
@@ -80,7 +86,7 @@ class WgmmaLauncher:
             dims, stride = (rows, k), strides[1] * ebytes
         if rows == 1 or k == 1:
             stride = max(stride, 16)
-        return self._encode(self.dtype, ebytes, ptr, dims, stride, op.box, op.swizzle_bytes)
+        return self._encode(dtype, ebytes, ptr, dims, stride, op.box, op.swizzle_bytes)
 
     def _encode(self, dtype, ebytes, ptr, dims, stride, box, swizzle_bytes=128):
         if self.sim:

@@ -109,6 +109,7 @@ class WgmmaPlan:
     thr_col: Index
     smem_bytes: int           # stages + C staging + barriers + 1024 for alignment
     store: WgmmaStore = None  # the TMA-store epilogue (16-bit outputs), else None
+    b_etype: ElementType = None  # B's type (A's unless mixed 8-bit floats)
 
     @property
     def operands(self):
@@ -140,7 +141,7 @@ def _operand(name, major, rows, bk, et, instr_k, consumers):
     boxes = tuple((inner(r, k) * ebytes, r, k) for r, k in corners)
     mn = 64 if name == "A" else rows
     desc = gmma_desc(smem, (mn, instr_k), major, et.name)
-    kblock_bytes = inner(0, instr_k) * ebytes
+    kblock_bytes = inner(0, instr_k) * ebytes if bk > instr_k else 0    # one instruction per k-tile: no step
     consumer_bytes = inner(64, 0) * ebytes if name == "A" and rows > 64 else 0
     return WgmmaOperand(name, major, rows, sw, smem, size(inner) * ebytes, box, boxes, desc, kblock_bytes,
                         consumer_bytes, 1 if major == "MN" else 0)
@@ -151,22 +152,23 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
     from mma_atoms import get
     from mma_atoms.mma_sm90 import clayout_64xn
 
-    from ..atom_intrinsics import wgmma_name
+    from ..atom_intrinsics import wgmma_input_name, wgmma_name
 
     if not isinstance(cfg, GemmConfig) or cfg.path != "wgmma":
         raise ValueError(f"make_wgmma_plan: expected a GemmConfig with path='wgmma', got {cfg!r}")
-    et = element_type(cfg.dtype)
-    if et.name not in ACC_TYPES:
-        raise ValueError(f"make_wgmma_plan: no wgmma kernel for {et.name}")
+    et, etb = element_type(cfg.dtype), element_type(cfg.b_type)
+    if et.name not in ACC_TYPES or etb.name not in ACC_TYPES:
+        raise ValueError(f"make_wgmma_plan: no wgmma kernel for {et.name} x {etb.name}")
     if et.bits != 16 and "MN" in (a_major, b_major):
         raise ValueError(f"make_wgmma_plan: wgmma reads {et.name} operands K-major only; got A {a_major}-major, "
                          f"B {b_major}-major")
-    instr_k = 32 // (et.bits // 8)
+    instr_k = 32 // (et.bits // 8)                           # one instruction reads 32 bytes of K
     consumers = cfg.bm // 64
     a = _operand("A", a_major, cfg.bm, cfg.bk, et, instr_k, consumers)
-    b = _operand("B", b_major, cfg.bn, cfg.bk, et, instr_k, consumers)
-    atom_name = {"f16": "F32F16F16", "bf16": "F32BF16BF16"}.get(et.name)
-    atom = get(f"SM90_64x{cfg.bn}x16_{atom_name}_SS") if atom_name else None
+    b = _operand("B", b_major, cfg.bn, cfg.bk, etb, instr_k, consumers)
+    atom = get(_atom_name(cfg.bn, instr_k, et.name, etb.name))
+    if atom.shape_mnk != (64, cfg.bn, instr_k) or (atom.a_type, atom.b_type) != (et.name, etb.name):
+        raise ValueError(f"wgmma plan: atom {atom.name} does not multiply {et.name} x {etb.name} 64x{cfg.bn}x{instr_k}")
     clay = clayout_64xn(cfg.bn)                              # (T128,V(N/2)) -> m + 64 n
     nreg = cfg.bn // 2
     crd = make_identity_layout((64, cfg.bn))                 # m + 64 n -> (m, n)
@@ -184,9 +186,17 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
     smem = 1024 + cfg.stages * (a.stage_bytes + b.stage_bytes) + staging + bars
     if smem > 227 * 1024:
         raise ValueError(f"wgmma plan: {cfg.stages} stages need {smem} bytes of shared memory, more than 227 KiB")
-    return WgmmaPlan(cfg, et, out, a, b, atom, wgmma_name(cfg.bn, et.name, instr_k), instr_k,
+    return WgmmaPlan(cfg, et, out, a, b, atom, wgmma_name(cfg.bn, wgmma_input_name(et.name, etb.name), instr_k),
+                     instr_k,
                      cfg.bk // instr_k, consumers, 128 * (consumers + 1), nreg, pair_row, pair_col, thr_row,
-                     thr_col, smem, store)
+                     thr_col, smem, store, etb)
+
+
+def _atom_name(n, k, a, b):
+    """The SS atom of :mod:`mma_atoms.mma_sm90` for f32 += ``a`` x ``b``, m64n{n}k{k}."""
+    if a in ("f16", "bf16"):
+        return f"SM90_64x{n}x{k}_F32{a.upper()}{b.upper()}_SS"
+    return f"SM90_64x{n}x{k}_F32{a.upper()}{b.upper()}_SS_TN"     # K-major only
 
 
 def _store(out, bn, clay):

@@ -64,6 +64,28 @@ def run_cases(cases):
     return rows
 
 
+def run_in_workers(cases, workers, group_key, run_fn):
+    """``run_fn`` over ``cases`` in ``workers`` spawned processes (each with its own CUDA
+    context), cases of one ``group_key`` (likely one kernel variant) in one process, the
+    groups spread so that each process compiles about as many variants; the rows of all
+    processes. ``run_fn`` must be importable (a module-level function)."""
+    if workers <= 1:
+        return run_fn(cases)
+    import multiprocessing as mp
+
+    groups = {}
+    for c in cases:
+        groups.setdefault(group_key(c), []).append(c)
+    buckets = [[] for _ in range(workers)]
+    nvar = [0] * workers
+    for g in sorted(groups.values(), key=len, reverse=True):
+        i = min(range(workers), key=lambda j: (nvar[j], len(buckets[j])))  # compiles dominate
+        buckets[i].extend(g)
+        nvar[i] += 1
+    with mp.get_context("spawn").Pool(workers) as pool:
+        return [r for part in pool.map(run_fn, [b for b in buckets if b]) for r in part]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--shapes", type=int, default=120)
@@ -89,22 +111,7 @@ def main(argv=None):
                     for _ in range(3)]
             cases.append((name, *dims, rnd.choice("NTS"), rnd.choice("NTS")))
     cases = [c for c in cases if c[0] in dtypes]
-    if a.workers > 1:
-        import multiprocessing as mp
-
-        groups = {}
-        for c in cases:
-            groups.setdefault(variant_group(c), []).append(c)
-        buckets = [[] for _ in range(a.workers)]
-        nvar = [0] * a.workers
-        for g in sorted(groups.values(), key=len, reverse=True):
-            i = min(range(a.workers), key=lambda j: (nvar[j], len(buckets[j])))  # compiles dominate
-            buckets[i].extend(g)
-            nvar[i] += 1
-        with mp.get_context("spawn").Pool(a.workers) as pool:
-            rows = [r for part in pool.map(run_cases, [b for b in buckets if b]) for r in part]
-    else:
-        rows = run_cases(cases)
+    rows = run_in_workers(cases, a.workers, variant_group, run_cases)
     ok_n = sum(r["ok"] for r in rows)
     bad_n = len(rows) - ok_n
     print(f"{ok_n} passed, {bad_n} failed")
