@@ -44,7 +44,19 @@ _MAPS = {}          # host address of a registered map -> its fields
 
 def encode_tensor_map_2d(elem_bytes, ptr, dims, row_stride_bytes, box, swizzle_bytes=128):
     """A simulated tensor map: a registered 16-word host array whose address the kernel
-    receives; the simulated TMA looks its fields up by that address."""
+    receives; the simulated TMA looks its fields up by that address.  Raises ValueError where
+    the driver's ``cuTensorMapEncodeTiled`` refuses the values: an address that is not
+    16-byte aligned, a row stride that is not a multiple of 16 bytes, a box side over 256 or
+    a box row that is not a multiple of 16 bytes."""
+    bad = []
+    if ptr % 16:
+        bad.append(f"address {ptr:#x} is not 16-byte aligned")
+    if row_stride_bytes % 16 or not 0 < row_stride_bytes < 1 << 40:
+        bad.append(f"row stride {row_stride_bytes} B is not a positive multiple of 16")
+    if not all(0 < b <= 256 for b in box) or (box[0] * elem_bytes) % 16:
+        bad.append(f"box {tuple(box)} of {elem_bytes}-byte elements: sides 1..256, rows a multiple of 16 B")
+    if bad:
+        raise ValueError(f"encode_tensor_map_2d: {'; '.join(bad)} (tensor of dims {tuple(dims)})")
     arr = np.zeros(16, dtype=np.uint64)
     addr = register_global(arr)
     with _LOCK:

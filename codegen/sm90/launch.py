@@ -43,6 +43,11 @@ def _tma_type(et):
     return {"tf32": "f32", "e4m3": "u8", "e5m2": "u8"}.get(et.name, et.name)
 
 
+def _round16(nbytes):
+    """``nbytes`` rounded up to a positive multiple of 16 (a TMA stride)."""
+    return max(16, -(-nbytes // 16) * 16)
+
+
 class WgmmaLauncher:
     """The Hopper kernel with its arguments in place; called as ``(a, b, c, alpha, beta, stream)``."""
 
@@ -84,8 +89,8 @@ class WgmmaLauncher:
             dims, stride = (k, rows), strides[0] * ebytes
         else:
             dims, stride = (rows, k), strides[1] * ebytes
-        if rows == 1 or k == 1:
-            stride = max(stride, 16)
+        if rows == 1 or k == 1:         # a single row: its stride is never used, but TMA wants a multiple of 16
+            stride = _round16(stride)
         return self._encode(dtype, ebytes, ptr, dims, stride, op.box, op.swizzle_bytes)
 
     def _encode(self, dtype, ebytes, ptr, dims, stride, box, swizzle_bytes=128):
@@ -106,7 +111,10 @@ class WgmmaLauncher:
         if not c_tma_ok(plan, c, self.c_strides, self.M, self.N):
             return 0
         ob = plan.out.bits // 8
-        return self._encode(plan.out.name, ob, c, (self.N, self.M), max(self.c_strides[0] * ob, 16), plan.store.box)
+        stride = self.c_strides[0] * ob
+        if self.M == 1:                 # one row of C: any stride will do, and TMA wants a multiple of 16
+            stride = _round16(stride)
+        return self._encode(plan.out.name, ob, c, (self.N, self.M), stride, plan.store.box)
 
     def _kernel(self, epilogue):
         hit = self._kernels.get(epilogue)
