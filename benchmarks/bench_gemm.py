@@ -19,8 +19,10 @@ import json
 import time
 
 
-def bench(fn, iters=20, warmup=3, reps=5):
-    """Median over ``reps`` of the mean time of ``iters`` back-to-back calls (CUDA events).
+def bench(fn, iters=20, warmup=3, reps=5, min_rep_s=0.05):
+    """Median over ``reps`` of the mean time of back-to-back calls (CUDA events): ``iters``
+    calls a rep, more where that takes less than ``min_rep_s`` (short kernels: a rep of a
+    few milliseconds measured clock ramps as much as the kernel).
 
     The generated kernel is timed through ``codegen.prepare`` (launch only), and the
     per-call ``codegen.gemm`` (argument checks, array conversion, launch) separately.
@@ -34,6 +36,13 @@ def bench(fn, iters=20, warmup=3, reps=5):
         fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    one = start.elapsed_time(end) / 1e3 / iters
+    iters = max(iters, min(5000, int(min_rep_s / max(one, 1e-7)) + 1))
     times = []
     for _ in range(reps):
         start.record()
@@ -64,12 +73,12 @@ def extra_configs(spec, name):
 
 
 def _compile_one(job):
-    """Compile (and cache on disk) the kernel of one (dtype, config) for n x n row-major operands."""
+    """Compile (and cache on disk) the kernel of one (dtype, config) for the benchmark's operand layouts."""
     import torch
     import codegen
 
     name, cfg = job
-    A, B = operands(torch, name, 256)
+    A, B = operands(torch, name, 256, 256, 256)
     codegen.gemm(A, B, config=cfg)
     torch.cuda.synchronize()
     return repr(cfg)
@@ -78,14 +87,15 @@ def _compile_one(job):
 FP8 = ("e4m3", "e5m2")
 
 
-def operands(torch, name, n):
-    """n x n A and B: row-major both for 16-bit types; for tf32 and the 8-bit floats a
+def operands(torch, name, M, N, K):
+    """A (M,K) and B (K,N): row-major both for 16-bit types; for tf32 and the 8-bit floats a
     column-major B (both operands K-major)."""
     dt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32,
           "f64": torch.float64, "e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}[name]
-    A = torch.randn(n, n, device="cuda").to(dt)
-    B = torch.randn(n, n, device="cuda").to(dt)
-    return A, (B.t() if name in FP8 + ("tf32",) else B)
+    A = torch.randn(M, K, device="cuda").to(dt)
+    if name in FP8 + ("tf32",):
+        return A, torch.randn(N, K, device="cuda").to(dt).t()
+    return A, torch.randn(K, N, device="cuda").to(dt)
 
 
 def reference(torch, name):
@@ -98,18 +108,32 @@ def reference(torch, name):
     return lambda A, B: torch._scaled_mm(A, B, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
 
 
-def precompile(dtypes, spec, n, workers):
+def shapes(spec):
+    """``--sizes``: comma-separated ``n`` (n x n x n) or ``MxNxK``; a list of (M, N, K)."""
+    out = []
+    for s in filter(None, spec.split(",")):
+        v = [int(x) for x in s.lower().split("x")]
+        if len(v) not in (1, 3):
+            raise SystemExit(f"--sizes: {s!r} is neither n nor MxNxK")
+        out.append(tuple(v * 3 if len(v) == 1 else v))
+    return out
+
+
+def precompile(dtypes, spec, mnk, workers):
     """Compile every benchmarked kernel in ``workers`` processes first (numba caches them on
     disk), so that the timed process only loads them."""
     import multiprocessing as mp
 
     from codegen import GemmConfig
 
-    jobs = [(d, c) for d in dtypes if d not in FP8 for c in [GemmConfig.default(d, n, n, n)] + extra_configs(spec, d)]
     import torch
 
     cc = torch.cuda.get_device_capability()
-    jobs += [(d, c) for d in dtypes for c in [GemmConfig.default(d, n, n, n, arch=cc)] if c.path != "mma_sync"]
+    jobs = set()
+    for M, N, K in mnk:
+        jobs |= {(d, c) for d in dtypes if d not in FP8 for c in [GemmConfig.default(d, M, N, K)] + extra_configs(spec, d)}
+        jobs |= {(d, c) for d in dtypes for c in [GemmConfig.default(d, M, N, K, arch=cc)] if c.path != "mma_sync"}
+    jobs = sorted(jobs, key=repr)
     with mp.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
         pool.map(_compile_one, jobs)
 
@@ -120,7 +144,7 @@ def main(argv=None):
     from codegen import GemmConfig
 
     p = argparse.ArgumentParser()
-    p.add_argument("--sizes", default="4096")
+    p.add_argument("--sizes", default="4096", help="comma-separated n (square) or MxNxK")
     p.add_argument("--dtypes", default="f16,bf16,tf32")
     p.add_argument("--configs", default="", help="extra f16/bf16 configs: bm,bn,bk,wm,wn,stages[,min_blocks];...")
     p.add_argument("--json", default=None)
@@ -136,18 +160,18 @@ def main(argv=None):
         from triton_matmul import matmul as tri
     if a.precompile:
         t0 = time.time()
-        precompile(a.dtypes.split(","), a.configs, int(a.sizes.split(",")[0]), a.precompile)
+        precompile(a.dtypes.split(","), a.configs, shapes(a.sizes), a.precompile)
         print(f"precompiled in {time.time() - t0:.1f}s", flush=True)
     rows = []
     dev = torch.cuda.get_device_name()
-    for n in (int(s) for s in a.sizes.split(",")):
+    for M, N, K in shapes(a.sizes):
         for name in a.dtypes.split(","):
-            A, B = operands(torch, name, n)
+            A, B = operands(torch, name, M, N, K)
             torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
             cc = torch.cuda.get_device_capability()
-            cfgs = [GemmConfig.default(name, n, n, n, arch=cc)]
+            cfgs = [GemmConfig.default(name, M, N, K, arch=cc)]
             if cfgs[0].path != "mma_sync" and name not in FP8:     # the mma.sync default beside the Hopper one
-                cfgs.append(GemmConfig.default(name, n, n, n))
+                cfgs.append(GemmConfig.default(name, M, N, K))
             cfgs += extra_configs(a.configs, name)
             lib = reference(torch, name)
             if lib is not None:
@@ -163,7 +187,7 @@ def main(argv=None):
                 except Exception as e:          # e.g. a Triton without this fp8 dot
                     print(f"{name}: Triton matmul failed: {type(e).__name__}: {str(e)[:200]}", flush=True)
             for cfg in cfgs:
-                C = torch.empty(n, n, device="cuda", dtype=torch.bfloat16 if name in FP8 else ref.dtype)
+                C = torch.empty(M, N, device="cuda", dtype=torch.bfloat16 if name in FP8 else ref.dtype)
                 t0 = time.time()
                 codegen.gemm(A, B, C, config=cfg)
                 torch.cuda.synchronize()
@@ -172,15 +196,15 @@ def main(argv=None):
                 t_call = bench(lambda: codegen.gemm(A, B, C, config=cfg))
                 launch = codegen.prepare(A, B, C, config=cfg)
                 t = bench(launch)
-                fl = 2 * n ** 3
-                row = {"device": dev, "n": n, "dtype": name, "config": repr(cfg), "tflops": fl / t / 1e12,
+                fl = 2 * M * N * K
+                row = {"device": dev, "n": M if M == N == K else None, "M": M, "N": N, "K": K, "dtype": name, "config": repr(cfg), "tflops": fl / t / 1e12,
                        "tflops_per_gemm_call": fl / t_call / 1e12,
                        "cublas_tflops": fl / t_ref / 1e12 if t_ref else None,
                        "ratio": t_ref / t if t_ref else None, "rel_err": err,
                        "triton_tflops": fl / t_tri / 1e12 if t_tri else None,
                        "ratio_triton": t_tri / t if t_tri else None, "first_call_s": first}
                 rows.append(row)
-                print(f"{name:5s} n={n:5d} {cfg.path} {cfg.bm}x{cfg.bn}x{cfg.bk} w{cfg.warps_m}x{cfg.warps_n} s{cfg.stages}: "
+                print(f"{name:5s} {M}x{N}x{K} {cfg.path} {cfg.bm}x{cfg.bn}x{cfg.bk} w{cfg.warps_m}x{cfg.warps_n} s{cfg.stages}: "
                       f"{row['tflops']:7.1f} TFLOP/s  "
                       + (f"cuBLAS {row['cublas_tflops']:7.1f}  ratio {row['ratio']:.2f}  " if t_ref else "cuBLAS n/a  ")
                       + (f"Triton {row['triton_tflops']:7.1f}  vs Triton {row['ratio_triton']:.2f}  " if t_tri else "") +

@@ -116,7 +116,7 @@ def results_table(results: list[Result] | None = None) -> str:
 def run_from_bench(rows: list[dict], name: str, date: str, command: str) -> dict:
     """A run of ``results.json`` from the rows ``benchmarks/bench_gemm.py --json`` writes.
 
-    Per dtype and n: the first row of each kernel path is "generated mma.sync" or
+    Per dtype and n (square problems; rows of other shapes are left out): the first row of each kernel path is "generated mma.sync" or
     "generated wgmma" (the default plans come first), and the first row's cuBLAS and
     Triton figures are theirs. Raises ``ValueError`` naming a row without those fields.
 
@@ -132,6 +132,8 @@ def run_from_bench(rows: list[dict], name: str, date: str, command: str) -> dict
     seen: set[tuple[str, int, str]] = set()
     device = ""
     for row in rows:
+        if "n" in row and row["n"] is None:     # a non-square shape (M, N, K): not on the plot of sizes
+            continue
         try:
             dtype, n, device = str(row["dtype"]), int(row["n"]), str(row.get("device", device))
             m = re.search(r"path='(\w+)'", str(row["config"]))
