@@ -16,7 +16,7 @@ from math import gcd
 from ..basis import ScaledBasis
 from ..errors import LayoutError, LayoutTypeError
 from ..inttuple import fmt
-from ..layout import _LayoutBuilder, _new, Layout, make_layout, rank
+from ..layout import _LayoutBuilder, Layout, make_layout, rank
 from ..swizzle import ComposedLayout, Swizzle
 from ._base import _as_layout, _build, _by_mode, _flat_modes, _from_modes, _layout_like
 
@@ -463,7 +463,7 @@ def composition(lhs, rhs):
         bs = rhs.shape
         if type(bs) is not tuple:
             s, d = _compose_leaf("composition", lhs, rhs, ls, ld, bs, rhs.stride)
-            R = _new(_LayoutBuilder)
+            R = _LayoutBuilder()
             R.shape = s
             R.stride = d
             if type(s) is tuple:
