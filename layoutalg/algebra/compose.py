@@ -24,24 +24,20 @@ __all__ = ["coalesce", "filter_zeros", "filter", "composition", "with_shape", "f
 
 
 def _coalesce_modes(shapes, strides):
-    """Flat modes merged where ``shape * stride`` of one is the next one's stride; size-1
-    modes dropped.  Lists ``[], []`` when every mode has size 1."""
+    """Flat modes merged where one continues the kept mode before it (its stride is that
+    mode's end, shape * stride); size-1 modes dropped.  Lists ``[], []`` when every mode
+    has size 1."""
     rs, rd = [], []
-    cs, cd = 1, 0                   # the mode being grown (cs == 1: none yet)
+    end = None                      # shape * stride of the last kept mode
     for s, d in zip(shapes, strides):
         if s == 1:
             continue
-        if cs == 1:
-            cs, cd = s, d
-        elif cs * cd == d:
-            cs *= s
+        if d == end:
+            rs[-1] *= s
         else:
-            rs.append(cs)
-            rd.append(cd)
-            cs, cd = s, d
-    if cs != 1:
-        rs.append(cs)
-        rd.append(cd)
+            rs.append(s)
+            rd.append(d)
+        end = s * d
     return rs, rd
 
 
@@ -260,29 +256,35 @@ def _coalesce_x(L):
     The last mode of a layout is unbounded when it is evaluated past its size,
     so a trailing size-1 mode (e.g. the ``1:0`` cap in ``(4,3,1):(3,1,0)``) must
     not be dropped: it is kept as a size-2 mode, as in CuTe.  Used for the
-    left-hand side of a composition.
+    left-hand side of a composition.  Returns tuples ``(shapes, strides)``: ``L``'s own
+    flat tuples when nothing is dropped or merged.
     """
     shapes, strides = L._fs, L._fd
     if len(shapes) == 1:
         return ((2,) if shapes[0] == 1 else shapes), strides
     if shapes[-1] == 1:
         shapes = shapes[:-1] + (2,)
-    # _coalesce_modes(shapes, strides) inline; never empty: the last shape is > 1
-    rs, rd = [], []
-    cs, cd = 1, 0
-    for s, d in zip(shapes, strides):
+    # coalesce's pass (see there); never empty: the last shape is > 1
+    rs = None
+    end = None
+    i = -1
+    for s in shapes:
+        i += 1
         if s == 1:
+            if rs is None:
+                rs, rd = shapes[:i], strides[:i]
             continue
-        if cs == 1:
-            cs, cd = s, d
-        elif cs * cd == d:
-            cs *= s
-        else:
-            rs.append(cs)
-            rd.append(cd)
-            cs, cd = s, d
-    rs.append(cs)
-    rd.append(cd)
+        d = strides[i]
+        if d == end:
+            if rs is None:
+                rs, rd = shapes[:i], strides[:i]
+            rs = rs[:-1] + (rs[-1] * s,)
+        elif rs is not None:
+            rs += (s,)
+            rd += (d,)
+        end = s * d
+    if rs is None:
+        return shapes, strides
     return rs, rd
 
 
@@ -467,24 +469,30 @@ def composition(lhs, rhs):
         fs = lhs._fs
         if len(fs) == 1:
             ls, ld = ((2,) if fs[0] == 1 else fs), lhs._fd
-        else:                                   # _coalesce_x(lhs)
+        else:                                   # _coalesce_x(lhs), inline
             if fs[-1] == 1:
                 fs = fs[:-1] + (2,)
-            ls, ld = [], []
-            cs, cd = 1, 0
-            for s, d in zip(fs, lhs._fd):
+            fd = lhs._fd
+            ls = None
+            end = None
+            i = -1
+            for s in fs:
+                i += 1
                 if s == 1:
+                    if ls is None:
+                        ls, ld = fs[:i], fd[:i]
                     continue
-                if cs == 1:
-                    cs, cd = s, d
-                elif cs * cd == d:
-                    cs *= s
-                else:
-                    ls.append(cs)
-                    ld.append(cd)
-                    cs, cd = s, d
-            ls.append(cs)
-            ld.append(cd)
+                d = fd[i]
+                if d == end:
+                    if ls is None:
+                        ls, ld = fs[:i], fd[:i]
+                    ls = ls[:-1] + (ls[-1] * s,)
+                elif ls is not None:
+                    ls += (s,)
+                    ld += (d,)
+                end = s * d
+            if ls is None:
+                ls, ld = fs, fd
         bs = rhs.shape
         if type(bs) is not tuple:
             s, d = _compose_leaf("composition", lhs, rhs, ls, ld, bs, rhs.stride)
