@@ -225,7 +225,6 @@ class Layout(_LayoutSlots):
         return svg_of(self)
 
 
-_new = object.__new__
 _set_shape = Layout.shape.__set__          # slot descriptors: bypass the immutability guard
 _set_stride = Layout.stride.__set__
 _set_hash = Layout._hash.__set__
@@ -239,9 +238,11 @@ def _build(shape, stride, fs, fd):
     The slots are filled on a :class:`_LayoutBuilder` (plain attribute stores, no guard)
     and the object then becomes a :class:`Layout` (same slots, so ``__class__`` may be
     assigned); storing through the slot descriptors of a guarded object costs three times
-    as much, and the algebra builds a layout for every intermediate result.
+    as much, and the algebra builds a layout for every intermediate result.  The builder
+    is made by calling its class (``object.__new__(cls)`` goes through a slower, checking
+    wrapper).
     """
-    self = _new(_LayoutBuilder)
+    self = _LayoutBuilder()
     self.shape = shape
     self.stride = stride
     self._fs = fs

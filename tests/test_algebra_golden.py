@@ -41,6 +41,28 @@ def test_doc_coalesce():
     assert coalesce(a, (1, 1)) == make_layout(coalesce(a[0]), coalesce(a[1]))
 
 
+def test_coalesce_small_cases():
+    # size-1 modes go; one mode left is int-shaped; none left is 1:0 (also for the empty layout)
+    assert S(coalesce(L("(2,1):(1,0)"))) == "2:1"
+    assert S(coalesce(L("1:0"))) == "1:0" and S(coalesce(L("1:5"))) == "1:0"
+    assert S(coalesce(L("((1),1):((7),3)"))) == "1:0"
+    assert S(coalesce(Layout((), ()))) == "1:0"
+    assert S(coalesce(L("(6):(2)"))) == "6:2" and S(coalesce(L("((6)):((2))"))) == "6:2"
+    # merges: a mode continues the kept mode before it (across dropped size-1 modes)
+    assert S(coalesce(L("(2,1,3):(1,7,2)"))) == "6:1"
+    assert S(coalesce(L("(2,3):(0,0)"))) == "6:0"
+    assert S(coalesce(L("(2,3,4,5):(1,2,9,36)"))) == "(6,20):(1,9)"
+    assert S(coalesce(Layout((2, 3), (E(0), E(0) * 2)))) == "6:1@0"
+    # nothing to merge or drop: a nested layout flattens, a flat one is itself
+    assert S(coalesce(L("(2,(3,5)):(1,(7,3))"))) == "(2,3,5):(1,7,3)"
+    a = L("(2,3,5):(1,7,3)")
+    assert coalesce(a) is a
+    b = L("6:2")
+    assert coalesce(b) is b
+    # an int profile is one leaf: the whole layout
+    assert S(coalesce(L("(2,(1,6)):(1,(6,2))"), 1)) == "12:1"
+
+
 def test_doc_composition():
     assert S(composition(L("(6,2):(8,2)"), L("(4,3):(3,1)"))) == "((2,2),3):((24,2),8)"
     assert [composition(L("(6,2):(8,2)"), L("(4,3):(3,1)"))(i) for i in range(12)] == \

@@ -16,7 +16,7 @@ from math import gcd
 from ..basis import ScaledBasis
 from ..errors import LayoutError, LayoutTypeError
 from ..inttuple import fmt
-from ..layout import _LayoutBuilder, _new, Layout, make_layout, rank
+from ..layout import _LayoutBuilder, Layout, make_layout, rank
 from ..swizzle import ComposedLayout, Swizzle
 from ._base import _as_layout, _build, _by_mode, _flat_modes, _from_modes, _layout_like
 
@@ -24,24 +24,20 @@ __all__ = ["coalesce", "filter_zeros", "filter", "composition", "with_shape", "f
 
 
 def _coalesce_modes(shapes, strides):
-    """Flat modes merged where ``shape * stride`` of one is the next one's stride; size-1
-    modes dropped.  Lists ``[], []`` when every mode has size 1."""
+    """Flat modes merged where one continues the kept mode before it (its stride is that
+    mode's end, shape * stride); size-1 modes dropped.  Lists ``[], []`` when every mode
+    has size 1."""
     rs, rd = [], []
-    cs, cd = 1, 0                   # the mode being grown (cs == 1: none yet)
+    end = None                      # shape * stride of the last kept mode
     for s, d in zip(shapes, strides):
         if s == 1:
             continue
-        if cs == 1:
-            cs, cd = s, d
-        elif cs * cd == d:
-            cs *= s
+        if d == end:
+            rs[-1] *= s
         else:
-            rs.append(cs)
-            rd.append(cd)
-            cs, cd = s, d
-    if cs != 1:
-        rs.append(cs)
-        rd.append(cd)
+            rs.append(s)
+            rd.append(d)
+        end = s * d
     return rs, rd
 
 
@@ -63,54 +59,79 @@ def coalesce(layout, profile=None):
     Post: ``R = coalesce(layout)`` has ``size(R) == size(layout)``, depth at most 1 and
     ``R(i) == layout(i)`` for every ``i`` in ``[0, size)``; with a tuple ``profile``, each
     of the first ``len(profile)`` modes is coalesced on its own (recursively) and the mode
-    structure, hence the rank, is kept.
+    structure, hence the rank, is kept.  A layout that is coalesced already (an int shape,
+    or a flat one with no size-1 mode and no mode continuing the one before it) is
+    returned as it is.
 
     >>> str(coalesce(Layout((2, (1, 6)), (1, (6, 2)))))
     '12:1'
     >>> str(coalesce(Layout((2, (2, 3)), (1, (2, 4))), (1, 1)))
     '(2,6):(1,2)'
     """
-    if type(profile) is not tuple and isinstance(layout, Layout):
-        # one pass over the flat modes (inline: this is the whole cost of a call)
-        L = layout
-        fs, fd = L._fs, L._fd
-        if len(fs) == 1:
-            s = fs[0]
+    if profile is None and isinstance(layout, Layout):
+        # One pass over the flat modes, inline (this is the whole cost of a call).  A mode
+        # continues the kept mode before it when its stride is that mode's end, shape *
+        # stride (after a merge, the end of the merged mode is the end of its last part, so
+        # the test only looks at the previous kept mode); size-1 modes are dropped.
+        fs = layout._fs
+        fd = layout._fd
+        if len(fs) < 2:                         # one mode (or none: the empty layout)
+            s = fs[0] if fs else 1
             if s == 1:
-                return _build(1, 0, (1,), (0,))
-            if type(L.shape) is not tuple:
-                return L
-            return _build(s, fd[0], fs, fd)
-        rs = rd = None
-        cs, cd = 1, 0                   # the mode being grown (cs == 1: none yet)
-        for s, d in zip(fs, fd):
-            if s == 1:
-                continue
-            if cs == 1:
-                cs, cd = s, d
-            elif cs * cd == d:
-                cs *= s
-            elif rs is None:
-                rs, rd = [cs], [cd]
-                cs, cd = s, d
+                shape, stride, fs, fd = 1, 0, (1,), (0,)
+            elif type(layout.shape) is not tuple:
+                return layout                   # s:d is coalesced
             else:
-                rs.append(cs)
-                rd.append(cd)
-                cs, cd = s, d
-        if rs is None:
-            return _build(cs, cd, (cs,), (cd,)) if cs != 1 else _build(1, 0, (1,), (0,))
-        rs.append(cs)
-        rd.append(cd)
-        rs, rd = tuple(rs), tuple(rd)
-        return _build(rs, rd, rs, rd)
+                shape, stride = s, fd[0]        # (s,):(d,), ((s,),):((d,),), ... -> s:d
+        else:
+            rs = None                           # the result's modes (None: fs[:i], fd[:i])
+            end = None                          # shape * stride of the last kept mode
+            i = -1                              # the index, counted (cheaper than range() here)
+            for s in fs:
+                i += 1
+                if s == 1:                      # dropped
+                    if rs is None:
+                        rs, rd = fs[:i], fd[:i]
+                    continue
+                d = fd[i]
+                if d == end:                    # merged into the last kept mode
+                    if rs is None:
+                        rs, rd = fs[:i], fd[:i]
+                    rs = rs[:-1] + (rs[-1] * s,)
+                elif rs is not None:            # kept, after a change
+                    rs += (s,)
+                    rd += (d,)
+                end = s * d
+            if rs is None:                      # nothing to merge or drop
+                if layout.shape is fs:
+                    return layout               # flat: coalesced already
+                shape, stride = fs, fd
+            elif len(rs) > 1:
+                shape, stride, fs, fd = rs, rd, rs, rd
+            elif rs:
+                shape, stride, fs, fd = rs[0], rd[0], rs, rd
+            else:
+                shape, stride, fs, fd = 1, 0, (1,), (0,)
+        R = _LayoutBuilder()                    # _build(shape, stride, fs, fd), inline
+        R.shape = shape
+        R.stride = stride
+        R._fs = fs
+        R._fd = fd
+        R._hash = None
+        R.__class__ = Layout
+        return R
     if not isinstance(layout, Layout):
         if hasattr(layout, "coalesce"):
             return layout.coalesce(profile)
         raise LayoutTypeError(f"coalesce: expected a layout, got {layout!r}")
+    if type(profile) is not tuple:              # a leaf profile: the whole layout is one mode
+        return coalesce(layout)
     r = rank(layout)
     if len(profile) > r:
         raise LayoutError(f"coalesce: profile {fmt(profile)} has more modes than layout {layout}")
-    modes = [coalesce(layout[i], profile[i]) if i < len(profile) else layout[i] for i in range(r)]
+    modes = []                  # a loop, not a comprehension: that would put layout and profile
+    for i in range(r):          # in cells, which every call would pay for
+        modes.append(coalesce(layout[i], profile[i]) if i < len(profile) else layout[i])
     return make_layout(*modes)
 
 
@@ -235,29 +256,35 @@ def _coalesce_x(L):
     The last mode of a layout is unbounded when it is evaluated past its size,
     so a trailing size-1 mode (e.g. the ``1:0`` cap in ``(4,3,1):(3,1,0)``) must
     not be dropped: it is kept as a size-2 mode, as in CuTe.  Used for the
-    left-hand side of a composition.
+    left-hand side of a composition.  Returns tuples ``(shapes, strides)``: ``L``'s own
+    flat tuples when nothing is dropped or merged.
     """
     shapes, strides = L._fs, L._fd
     if len(shapes) == 1:
         return ((2,) if shapes[0] == 1 else shapes), strides
     if shapes[-1] == 1:
         shapes = shapes[:-1] + (2,)
-    # _coalesce_modes(shapes, strides) inline; never empty: the last shape is > 1
-    rs, rd = [], []
-    cs, cd = 1, 0
-    for s, d in zip(shapes, strides):
+    # coalesce's pass (see there); never empty: the last shape is > 1
+    rs = None
+    end = None
+    i = -1
+    for s in shapes:
+        i += 1
         if s == 1:
+            if rs is None:
+                rs, rd = shapes[:i], strides[:i]
             continue
-        if cs == 1:
-            cs, cd = s, d
-        elif cs * cd == d:
-            cs *= s
-        else:
-            rs.append(cs)
-            rd.append(cd)
-            cs, cd = s, d
-    rs.append(cs)
-    rd.append(cd)
+        d = strides[i]
+        if d == end:
+            if rs is None:
+                rs, rd = shapes[:i], strides[:i]
+            rs = rs[:-1] + (rs[-1] * s,)
+        elif rs is not None:
+            rs += (s,)
+            rd += (d,)
+        end = s * d
+    if rs is None:
+        return shapes, strides
     return rs, rd
 
 
@@ -442,28 +469,34 @@ def composition(lhs, rhs):
         fs = lhs._fs
         if len(fs) == 1:
             ls, ld = ((2,) if fs[0] == 1 else fs), lhs._fd
-        else:                                   # _coalesce_x(lhs)
+        else:                                   # _coalesce_x(lhs), inline
             if fs[-1] == 1:
                 fs = fs[:-1] + (2,)
-            ls, ld = [], []
-            cs, cd = 1, 0
-            for s, d in zip(fs, lhs._fd):
+            fd = lhs._fd
+            ls = None
+            end = None
+            i = -1
+            for s in fs:
+                i += 1
                 if s == 1:
+                    if ls is None:
+                        ls, ld = fs[:i], fd[:i]
                     continue
-                if cs == 1:
-                    cs, cd = s, d
-                elif cs * cd == d:
-                    cs *= s
-                else:
-                    ls.append(cs)
-                    ld.append(cd)
-                    cs, cd = s, d
-            ls.append(cs)
-            ld.append(cd)
+                d = fd[i]
+                if d == end:
+                    if ls is None:
+                        ls, ld = fs[:i], fd[:i]
+                    ls = ls[:-1] + (ls[-1] * s,)
+                elif ls is not None:
+                    ls += (s,)
+                    ld += (d,)
+                end = s * d
+            if ls is None:
+                ls, ld = fs, fd
         bs = rhs.shape
         if type(bs) is not tuple:
             s, d = _compose_leaf("composition", lhs, rhs, ls, ld, bs, rhs.stride)
-            R = _new(_LayoutBuilder)
+            R = _LayoutBuilder()
             R.shape = s
             R.stride = d
             if type(s) is tuple:

@@ -15,7 +15,7 @@ from ..errors import LayoutError, LayoutTypeError
 from ..inttuple import flat_tuple, is_int, prefix_product
 from ..layout import _layout_of, cosize, Layout, make_layout, size
 from ._base import _as_layout, _build, _flat_modes, _from_modes, _mode0
-from .compose import _coalesce_modes, coalesce, composition, filter
+from .compose import coalesce, composition, filter
 
 __all__ = ["complement", "right_inverse", "left_inverse", "max_common_layout", "max_common_vector", "nullspace"]
 
@@ -111,14 +111,27 @@ def _right_inverse(L):
         if s != 1 and d == 1 and type(d) is int:
             return _build(s, 1, (s,), (1,))
         return _build(1, 0, (1,), (0,))
-    shapes, strides = _coalesce_modes(fs, fd)
-    # stride -> (prefix product of the shape, shape), for the int strides
+    # stride -> (prefix product of the shape, shape) of the modes of coalesce(L), for the
+    # int strides, in coalesce's pass: a mode whose stride is the end (shape * stride) of
+    # the last kept mode merges into it; size-1 modes are dropped
     where = {}
     p = 1
-    for s, d in zip(shapes, strides):
-        if type(d) is int and d not in where:      # the first mode of a repeated stride wins
+    end = None
+    last = None                     # the key of the last kept mode's entry (None: it has none)
+    for s, d in zip(fs, fd):
+        if s == 1:
+            continue
+        if d == end:
+            if last is not None:
+                q, t = where[last]
+                where[last] = (q, t * s)
+        elif type(d) is int and d not in where:    # the first mode of a repeated stride wins
             where[d] = (p, s)
+            last = d
+        else:
+            last = None
         p *= s
+        end = s * d
     rs, rd = [], []
     cur = 1
     while cur in where:
