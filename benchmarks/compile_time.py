@@ -2,7 +2,7 @@
 
     python benchmarks/compile_time.py            # on a GPU machine (torch, triton)
     python benchmarks/compile_time.py --cpu      # no GPU: codegen.compile_ptx only
-    [--dtypes f16,bf16,tf32,f32,f64] [--json out.json]
+    [--dtypes f16,bf16,tf32,f32,f64,e4m3] [--json out.json]
     [--path mma.sync]   # GPU: the mma.sync kernels even where the Hopper path would run
     [--as-gpu]          # --cpu: the GPU run's kernels (1024^3 plan, B MN-major) instead of the defaults
 
@@ -36,14 +36,16 @@ import codegen
 t2 = time.perf_counter()
 name = sys.argv[1]
 tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32,
-       "f64": torch.float64}[name]
-A = torch.randn(1024, 1024, device="cuda", dtype=tdt)
-B = torch.randn(1024, 1024, device="cuda", dtype=tdt)
+       "f64": torch.float64, "e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}[name]
+A = torch.randn(1024, 1024, device="cuda").to(tdt)
+B = torch.randn(1024, 1024, device="cuda").to(tdt)
+if name in ("e4m3", "e5m2"):        # 8-bit floats: B column-major (K-major), as wgmma reads them
+    B = B.t()
 cfg = codegen.GemmConfig.default(name, 1024, 1024, 1024) if sys.argv[2] == "mma.sync" else None
 C = codegen.gemm(A, B, precision="tf32" if name == "tf32" else None, config=cfg)
 torch.cuda.synchronize()
 t3 = time.perf_counter()
-ref = A.double() @ B.double()
+ref = A.double() @ B.double() if A.dtype.itemsize > 1 else A.float().double() @ B.float().double()
 err = ((C.double() - ref).abs().max() / ref.abs().max()).item()
 print(json.dumps({"import_torch_s": t1 - t0, "import_codegen_s": t2 - t1, "first_call_s": t3 - t2, "rel_err": err}))
 """
@@ -90,11 +92,12 @@ t1 = time.perf_counter()
 as_gpu = sys.argv[2] == "as-gpu"
 cfg = GemmConfig.default(sys.argv[1], 1024, 1024, 1024) if as_gpu else GemmConfig.default(sys.argv[1])
 b_major = "MN" if as_gpu else "K"
+cc = (9, 0, "a") if cfg.path == "wgmma" else (9, 0)      # wgmma needs sm_90a
 c0 = time.process_time()
-ptx = codegen.compile_ptx(cfg, cc=(9, 0), b_major=b_major)
+ptx = codegen.compile_ptx(cfg, cc=cc, b_major=b_major)
 c1 = time.process_time()
 t2 = time.perf_counter()
-codegen.compile_ptx(cfg, cc=(9, 0), b_major=b_major)
+codegen.compile_ptx(cfg, cc=cc, b_major=b_major)
 t3 = time.perf_counter()
 print(json.dumps({"import_codegen_s": t1 - t0, "compile_ptx_s": t2 - t1, "compile_ptx_cpu_s": c1 - c0,
                   "again_same_process_s": t3 - t2, "ptx_chars": len(ptx),
@@ -168,7 +171,7 @@ def host_costs():
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--cpu", action="store_true", help="no GPU: time codegen.compile_ptx only")
-    p.add_argument("--dtypes", default="f16,bf16,tf32,f32,f64")
+    p.add_argument("--dtypes", default="f16,bf16,tf32,f32,f64,e4m3", help="(e4m3/e5m2: GPU only)")
     p.add_argument("--json", default=None)
     p.add_argument("--path", default="default", choices=("default", "mma.sync"),
                    help="GPU: 'mma.sync' passes the mma.sync plan as config (no Hopper kernel)")
