@@ -3,8 +3,9 @@
 * The source of every kernel is written to a cache folder as a real module (named by a
   hash of its text), so that a user can open exactly what runs.
 * numba compiles the module's kernel to PTX for one explicit signature (raw addresses,
-  ints, floats), so a launch never types its arguments.  The PTX is cached in memory and
-  on disk, keyed by the source, the target and the numba version.
+  ints, floats), so a launch never types its arguments (:mod:`codegen.numba_ptx` runs
+  numba's front end the short way that generated code allows).  The PTX is cached in
+  memory and on disk, keyed by the source, the target and the numba version.
 * The driver assembles the PTX into a cubin, which is cached on disk under the same key
   plus the device's compute capability: a later process loads the cubin directly
   (:mod:`codegen.driver`), without numba's compiler.
@@ -212,10 +213,10 @@ def compile_ptx_text(key: KernelKey, cc):
         ptx = None
     if not ptx:
         with gc_paused():
-            from numba import cuda
+            from .numba_ptx import kernel_ptx
 
-            ptx, _ = cuda.compile_ptx(getattr(_load_module(k.source), KERNEL_NAME), kernel_signature(key.config),
-                                      cc=tuple(cc), **_launch_bounds(key.config))
+            ptx = kernel_ptx(getattr(_load_module(k.source), KERNEL_NAME), kernel_signature(key.config), cc,
+                             _launch_bounds(key.config).get("launch_bounds"))
         _write(path, ptx.encode())
     _PTX[tag] = ptx
     return ptx

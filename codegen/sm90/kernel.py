@@ -96,10 +96,9 @@ def compile_wgmma_ptx(key, cc=CC):
             ptx = f.read()
     except OSError:
         with K.gc_paused():
-            from numba import cuda
+            from ..numba_ptx import kernel_ptx
 
-            ptx, _ = cuda.compile_ptx(getattr(K._load_module(base.source), KERNEL_NAME), wgmma_signature(), cc=cc,
-                                      launch_bounds=bounds)
+            ptx = kernel_ptx(getattr(K._load_module(base.source), KERNEL_NAME), wgmma_signature(), cc, bounds)
         K._write(path, ptx.encode())
     K._PTX[tag] = ptx
     return ptx

@@ -1,0 +1,278 @@
+"""numba's CUDA front end, run the way generated kernels need it: source to PTX.
+
+``kernel_ptx(fn, sig, cc, launch_bounds)`` returns what ``numba.cuda.compile_ptx`` returns
+for a kernel (the same PTX), in less time.  A generated kernel is Python of a small, known
+subset (integer arithmetic, ``range`` loops, ``if``/``while``, local and shared arrays,
+intrinsic calls); four things that ``compile_ptx`` does for any function cost time that
+such a kernel does not need:
+
+1. **The pass pipeline.**  numba-cuda runs the general nopython pipeline.  Passes for
+   Python features that generated code never contains are left out (:data:`PASSES`
+   lists what runs).
+2. **Typing the same call again.**  Type inference runs every call constraint on each of
+   its rounds until nothing changes (four rounds for the Hopper kernel), and each time
+   tries an operator's templates in turn (for ``int64 + int64``: numpy's ufunc rules,
+   the fp16, bf16 and fp8 overloads, then the integer rule); lowering types each binary
+   operation once more.  Of the 1,161 call typings of the default Hopper kernel, 135 are
+   distinct.  While one kernel compiles, a memo answers the repeats
+   (:func:`_memoised_call_types`); another types each global callable once
+   (:func:`_memoised_value_types`).
+3. **Error messages nobody reads.**  Typing and lowering raise and catch about 1,700 numba
+   errors for the Hopper kernel (templates that do not apply, values with no literal
+   type); where colorama is installed, decorating each message costs more than the rest
+   of the error (:func:`_plain_error_text`).
+4. **libdevice.**  numba-cuda hands libdevice to NVVM with every kernel; finding the file
+   makes it look up every CUDA path, the toolkit's header folder included, for which
+   cuda-pathfinder may start a Python subprocess (0.13 s of wall time on the CPU machine).
+   A kernel that calls no libdevice function (``__nv_*``) compiles with NVVM alone, to
+   the same PTX; one that does compiles as numba compiles it.
+
+The memos and the plain messages last one compilation, under numba's compiler lock.
+Where numba-cuda is configured for debugging (``NUMBA_CUDA_DEBUGINFO``) or a kernel does
+not compile through the shorter pipeline, this falls back to ``numba.cuda.compile_ptx``
+(which then compiles it, or raises numba's own error).  The kernels come out the same:
+``tests/test_numba_ptx.py`` compares the PTX of both routes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+__all__ = ["kernel_ptx", "numba_kernel_ptx", "PASSES"]
+
+#: The passes run on a generated kernel, in order (numba-cuda's names).  Left out of
+#: numba's nopython pipeline: with-lifting, closure inlining and make_function
+#: conversion (no ``with``, no closures), the post-typing rewrites (literal ``getitem``
+#: forms, array expressions), dynamic raises, ``literally``/``literal_unroll`` handling
+#: and overload inlining (none used).  The pre-typing rewrites stay: a tuple indexed by a
+#: constant must become a static ``getitem``.
+PASSES = (
+    "cuda_translate_bytecode", "fixup_args", "ir_processing", "rewrite_semantic_constants",
+    "dead_branch_prune", "generic_rewrites", "inline_inlinables", "reconstruct_ssa", "LiteralPropagation",
+    "nopython_type_inference", "strip_phis", "ir_legalization", "annotate_types",
+    "create_library", "cuda_native_lowering", "cuda_backend",
+)
+
+
+def numba_kernel_ptx(fn, sig, cc, launch_bounds=None):
+    """numba-cuda's own route (``numba.cuda.compile_ptx``), for comparison and fallback."""
+    from numba import cuda
+
+    ptx, _ = cuda.compile_ptx(fn, sig, cc=tuple(cc), launch_bounds=launch_bounds)
+    return ptx
+
+
+def kernel_ptx(fn, sig, cc, launch_bounds=None):
+    """The PTX of kernel ``fn`` for signature ``sig`` and compute capability ``cc`` (a
+    tuple such as ``(9, 0, "a")``), as ``numba.cuda.compile_ptx`` would produce it."""
+    from numba.cuda.core import config
+    from numba.cuda.core.compiler_lock import global_compiler_lock
+
+    if config.CUDA_DEBUGINFO_DEFAULT:
+        return numba_kernel_ptx(fn, sig, cc, launch_bounds)
+    with global_compiler_lock:
+        try:
+            with _memoised_call_types(), _memoised_value_types(), _plain_error_text():
+                lib = _lower(fn, sig, tuple(cc), launch_bounds)
+        except Exception:
+            # not within what the short pipeline serves: numba's own pipeline compiles it,
+            # or reports the error as it would anyway
+            return numba_kernel_ptx(fn, sig, cc, launch_bounds)
+        return _ptx(lib, tuple(cc))
+
+
+@contextlib.contextmanager
+def _memoised_call_types():
+    """For the duration, a function's call type for given argument types is computed once.
+
+    Wraps ``get_call_type`` of numba's function types (operators, builtins, intrinsics),
+    which type inference and lowering call for every call site, on every round of
+    inference.  The answer depends only on the function type, the typing context and the
+    argument types (the templates of a function type are fixed when it is made), so a
+    repeated question gets the first answer.  Only successful answers are kept; failures
+    run again.  Used under numba's compiler lock, so no other compilation sees it."""
+    from numba.core.types.functions import BaseFunction
+
+    original = BaseFunction.__dict__["get_call_type"]
+    memo = {}
+
+    def get_call_type(self, context, args, kws):
+        try:
+            key = (self, context, tuple(args), tuple(sorted(kws.items())) if kws else ())
+            hit = memo.get(key)
+        except TypeError:                         # an unhashable argument type
+            return original(self, context, args, kws)
+        if hit is None:
+            hit = original(self, context, args, kws)
+            if hit is not None:
+                memo[key] = hit
+        return hit
+
+    BaseFunction.get_call_type = get_call_type
+    try:
+        yield
+    finally:
+        BaseFunction.get_call_type = original
+
+
+@contextlib.contextmanager
+def _memoised_value_types():
+    """For the duration, the typing context types each global callable or module once.
+
+    Type inference and lowering ask for the type of a global (an operator, ``range``,
+    an intrinsic, ``cuda``) at every use; numba's ``typeof`` fails on most of them
+    before the context's own table answers, and builds an error message each time.
+    Only callables and modules are kept (their type does not depend on a value that can
+    change), by identity."""
+    from types import ModuleType
+
+    from numba.cuda.descriptor import cuda_target
+
+    ctx = cuda_target.typing_context
+    resolve = ctx.resolve_value_type
+    memo = {}
+
+    def resolve_value_type(val):
+        if not (callable(val) or isinstance(val, ModuleType)):
+            return resolve(val)
+        hit = memo.get(id(val))
+        if hit is None or hit[0] is not val:
+            hit = memo[id(val)] = (val, resolve(val))
+        return hit[1]
+
+    ctx.resolve_value_type = resolve_value_type
+    try:
+        yield
+    finally:
+        del ctx.resolve_value_type
+
+
+@contextlib.contextmanager
+def _plain_error_text():
+    """For the duration, numba's error messages are not decorated for the terminal.
+
+    Typing and lowering raise and catch numba errors as part of normal work; where
+    colorama is installed, decorating each message wraps and unwraps the standard streams
+    (about 70 us an error, against 2 us undecorated).  An error that leaves
+    :func:`kernel_ptx` comes from numba's own route, decorated as usual."""
+    from numba.core import errors as core_errors
+    from numba.cuda.core import errors as cuda_errors
+
+    names = ("code", "errmsg", "filename", "indicate", "highlight", "reset")
+    schemes = [m.termcolor() for m in (core_errors, cuda_errors)]
+    for scheme in schemes:
+        for name in names:
+            setattr(scheme, name, str)
+    try:
+        yield
+    finally:
+        for scheme in schemes:
+            for name in names:
+                scheme.__dict__.pop(name, None)
+
+
+def _compiler_class():
+    """numba-cuda's kernel compiler with the pipeline of :data:`PASSES`."""
+    global _COMPILER
+    if _COMPILER is None:
+        from numba.cuda.compiler import (
+            CreateLibrary,
+            CUDABackend,
+            CUDACompiler,
+            CUDANativeLowering,
+            CUDATranslateBytecode,
+        )
+        from numba.cuda.core.compiler_machinery import PassManager
+        from numba.cuda.core.typed_passes import (
+            AnnotateTypes,
+            IRLegalization,
+            NopythonTypeInference,
+            PreLowerStripPhis,
+        )
+        from numba.cuda.core.untyped_passes import (
+            DeadBranchPrune,
+            FixupArgs,
+            GenericRewrites,
+            InlineInlinables,
+            IRProcessing,
+            LiteralPropagationSubPipelinePass,
+            ReconstructSSA,
+            RewriteSemanticConstants,
+        )
+
+        passes = (CUDATranslateBytecode, FixupArgs, IRProcessing, RewriteSemanticConstants, DeadBranchPrune,
+                  GenericRewrites, InlineInlinables, ReconstructSSA, LiteralPropagationSubPipelinePass,
+                  NopythonTypeInference, PreLowerStripPhis, IRLegalization, AnnotateTypes,
+                  CreateLibrary, CUDANativeLowering, CUDABackend)
+        assert tuple(p._name for p in passes) == PASSES
+
+        class GeneratedKernelCompiler(CUDACompiler):
+            def define_pipelines(self):
+                pm = PassManager("codegen_kernel")
+                for p in passes:
+                    pm.add_pass(p, p._name)
+                pm.finalize()
+                return [pm]
+
+        _COMPILER = GeneratedKernelCompiler
+    return _COMPILER
+
+
+_COMPILER = None
+
+
+def _lower(fn, sig, cc, launch_bounds):
+    """numba-cuda's ``compile_cuda`` and kernel fix-up for a kernel (numba ABI, no debug
+    information) through the short pipeline: the code library holding its LLVM IR."""
+    from numba.cuda import compiler, types, utils
+    from numba.cuda.core import config, sigutils
+    from numba.cuda.core.callconv import CUDACallConv
+    from numba.cuda.cudadrv import nvvm
+    from numba.cuda.descriptor import cuda_target
+    from numba.cuda.flags import CUDAFlags
+
+    args, return_type = sigutils.normalize_signature(sig)
+    typingctx, targetctx = cuda_target.typing_context, cuda_target.target_context
+    flags = CUDAFlags()
+    flags.no_compile = True
+    flags.no_cpython_wrapper = True
+    flags.no_cfunc_wrapper = True
+    flags.inline = "never"
+    flags.error_model = "numpy"
+    flags.nvvm_options = {"fastmath": False, "opt": 3 if config.OPT != 0 else 0}
+    flags.compute_capability = cc
+    flags.max_registers = None
+    flags.lto = False
+    with utils.numba_target_override():
+        cres = compiler.compile_extra(typingctx, targetctx, fn, args, return_type, flags, {},
+                                      pipeline_class=_compiler_class(), call_conv=CUDACallConv(targetctx),
+                                      abi_info={})
+    lib = cres.library
+    lib.finalize()
+    resty = cres.signature.return_type
+    if resty and resty != types.void:
+        raise TypeError("CUDA kernel must have void return type.")
+    kernel = lib.get_function(cres.fndesc.llvm_func_name)
+    lib._entry_name = cres.fndesc.llvm_func_name
+    compiler.kernel_fixup(kernel, False)
+    nvvm.set_launch_bounds(kernel, launch_bounds)
+    return lib
+
+
+def _ptx(lib, cc):
+    """The library's PTX: NVVM alone where its IR calls no libdevice function, else
+    numba-cuda's NVVM call (which adds libdevice)."""
+    from numba.cuda.cudadrv import nvrtc, nvvm
+
+    irs = lib.llvm_strs
+    if any("__nv_" in ir for ir in irs):              # declares a libdevice function
+        return lib.get_asm_str(cc=cc)
+    options = dict(lib._nvvm_options)
+    if options.pop("fastmath", False):
+        options.update({"ftz": True, "fma": True, "prec_div": False, "prec_sqrt": False})
+    options["arch"] = nvrtc.get_arch_option(*cc)
+    cu = nvvm.CompilationUnit(options)
+    for ir in irs:
+        cu.add_module(nvvm.llvm_replace(ir).encode("utf8"))
+    cu.verify()
+    return cu.compile().decode().strip("\x00").strip()
