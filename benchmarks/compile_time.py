@@ -5,6 +5,8 @@
     [--dtypes f16,bf16,tf32,f32,f64,e4m3] [--json out.json]
     [--path mma.sync]   # GPU: the mma.sync kernels even where the Hopper path would run
     [--as-gpu]          # --cpu: the GPU run's kernels (1024^3 plan, B MN-major) instead of the defaults
+    [--hopper]          # --cpu: the defaults for an H100 (Hopper kernels for sm_90a where they apply)
+    [--repeat N]        # --cpu: N cold processes per dtype; CPU seconds min and median
 
 Every cold figure runs in a new process with empty caches (a fresh ``LAYOUTALG_CACHE``,
 which holds the generated modules and numba's cache of their binaries); "cached" runs a
@@ -90,7 +92,8 @@ import codegen
 from codegen import GemmConfig
 t1 = time.perf_counter()
 as_gpu = sys.argv[2] == "as-gpu"
-cfg = GemmConfig.default(sys.argv[1], 1024, 1024, 1024) if as_gpu else GemmConfig.default(sys.argv[1])
+cfg = (GemmConfig.default(sys.argv[1], 1024, 1024, 1024) if as_gpu
+       else GemmConfig.default(sys.argv[1], arch=(9, 0) if sys.argv[2] == "hopper" else None))
 b_major = "MN" if as_gpu else "K"
 cc = (9, 0, "a") if cfg.path == "wgmma" else (9, 0)      # wgmma needs sm_90a
 c0 = time.process_time()
@@ -125,11 +128,17 @@ def _env(cache):
     return env
 
 
-def cold_and_cached(code, name, variant):
-    with tempfile.TemporaryDirectory() as cache:
-        env = _env(cache)
-        cold = _child(code, [name, variant], env)
-        cached = _child(code, [name, variant], env)
+def cold_and_cached(code, name, variant, repeat=1):
+    """The first process's figures on empty caches and a second's on the same caches; with
+    ``repeat`` > 1 the cold figures hold, per number, the list of ``repeat`` cold runs."""
+    colds = []
+    for i in range(repeat):
+        with tempfile.TemporaryDirectory() as cache:
+            env = _env(cache)
+            colds.append(_child(code, [name, variant], env))
+            if i == 0:
+                cached = _child(code, [name, variant], env)
+    cold = colds[0] if repeat == 1 else {k: [c[k] for c in colds] for k in colds[0]}
     return cold, cached
 
 
@@ -175,14 +184,30 @@ def main(argv=None):
     p.add_argument("--json", default=None)
     p.add_argument("--path", default="default", choices=("default", "mma.sync"),
                    help="GPU: 'mma.sync' passes the mma.sync plan as config (no Hopper kernel)")
+    p.add_argument("--hopper", action="store_true", help="--cpu: the default plans for an H100 "
+                   "(GemmConfig.default(dtype, arch=(9, 0)): Hopper kernels for sm_90a where they apply)")
+    p.add_argument("--repeat", type=int, default=1, help="--cpu: cold processes per dtype (min and median)")
     p.add_argument("--as-gpu", action="store_true", help="--cpu: the kernels the GPU run compiles "
                    "(the 1024^3 plan, B MN-major) instead of the default plans with K-major B")
     a = p.parse_args(argv)
     out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cases": []}
     if a.cpu:
+        variant = "as-gpu" if a.as_gpu else "hopper" if a.hopper else "default"
         for name in a.dtypes.split(","):
-            cold, cached = cold_and_cached(_CPU_CHILD, name, "as-gpu" if a.as_gpu else "default")
+            cold, cached = cold_and_cached(_CPU_CHILD, name, variant, a.repeat)
             out["cases"].append({"dtype": name, "cold": cold, "cached": cached})
+            if a.repeat > 1:
+                import statistics
+
+                def mm(key, scale=1.0):
+                    v = cold[key]
+                    return f"{min(v) * scale:.2f} / {statistics.median(v) * scale:.2f}"
+
+                print(f"{name:5s} compile_ptx cold, {a.repeat} processes, min / median: CPU "
+                      f"{mm('compile_ptx_cpu_s')} s, wall {mm('compile_ptx_s')} s (import {mm('import_codegen_s')} s, "
+                      f"{cold['source_lines'][0]} source lines); cached in a new process {cached['compile_ptx_s']:.2f}s",
+                      flush=True)
+                continue
             print(f"{name:5s} compile_ptx cold {cold['compile_ptx_s']:.2f}s, CPU {cold['compile_ptx_cpu_s']:.2f}s "
                   f"(import {cold['import_codegen_s']:.2f}s, "
                   f"again in-process {cold['again_same_process_s'] * 1e3:.1f} ms, {cold['source_lines']} source lines); "
