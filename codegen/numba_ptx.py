@@ -140,11 +140,15 @@ def _memoised_value_types():
             hit = memo[id(val)] = (val, resolve(val))
         return hit[1]
 
+    before = vars(ctx).get("resolve_value_type")
     ctx.resolve_value_type = resolve_value_type
     try:
         yield
     finally:
-        del ctx.resolve_value_type
+        if before is None:
+            del ctx.resolve_value_type
+        else:
+            ctx.resolve_value_type = before
 
 
 @contextlib.contextmanager
@@ -160,15 +164,17 @@ def _plain_error_text():
 
     names = ("code", "errmsg", "filename", "indicate", "highlight", "reset")
     schemes = [m.termcolor() for m in (core_errors, cuda_errors)]
+    saved = [{n: vars(scheme)[n] for n in names if n in vars(scheme)} for scheme in schemes]
     for scheme in schemes:
         for name in names:
             setattr(scheme, name, str)
     try:
         yield
     finally:
-        for scheme in schemes:
+        for scheme, before in zip(schemes, saved):
             for name in names:
-                scheme.__dict__.pop(name, None)
+                vars(scheme).pop(name, None)
+            vars(scheme).update(before)
 
 
 def _compiler_class():
