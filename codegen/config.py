@@ -136,28 +136,32 @@ class GemmConfig:
         the 8-bit floats), which needs operands that TMA can read (16-byte aligned
         addresses and strides), K-major for tf32 and the 8-bit floats, and an f16, bf16 or
         f32 output. The 8-bit floats (``b_dtype``: B's type when it differs) have only this
-        plan, whatever ``arch`` says (None included).
+        plan, whatever ``arch`` says (None included). A problem of at most 64 such tiles
+        (fewer than half an H100's multiprocessors; 1024^3 has 32) gets 128x128 Hopper tiles,
+        twice the CTAs: 174 against 122 TFLOP/s at 1024^3 f16 on the H100 (2048^3, 128
+        tiles, keeps 128x256: 519 against 428; benchmarks/RESULTS.md).
 
         Large problems with 16-byte aligned operands (``aligned``) get 128x256 CTA tiles,
         the fastest measured on an H100 (benchmarks/RESULTS.md); problems with fewer than
         about one such tile per multiprocessor, and operands copied element by element,
         get 128x128 tiles (more CTAs; smaller kernels to compile).
         """
+        tiles = None if M is None or N is None else -(-M // 128) * -(-N // 256)
+        bn = 128 if tiles is not None and tiles <= 64 else 256       # of a Hopper plan
         if dtype in FP8:
             if arch is not None and tuple(arch[:2]) < (9, 0):
                 raise ValueError(f"GemmConfig.default: {dtype} runs on the wgmma path, which needs compute "
                                  f"capability 9.0; got arch {tuple(arch)}")
-            return cls(dtype, out_dtype, 128, 256, 128, 2, 4, 4, 8, 1, "wgmma", b_dtype)
+            return cls(dtype, out_dtype, 128, bn, 128, 2, 4, 4, 8, 1, "wgmma", b_dtype)
         if b_dtype not in (None, dtype):
             raise ValueError(f"GemmConfig.default: b_dtype is for mixed 8-bit floats, got {dtype!r} with {b_dtype!r}")
         hopper = (arch is not None and tuple(arch[:2]) >= (9, 0) and aligned and out_dtype != "f64")
         if hopper and dtype in ("f16", "bf16"):
-            return cls(dtype, out_dtype, 128, 256, 64, 2, 4, 4, 8, 1, "wgmma")
+            return cls(dtype, out_dtype, 128, bn, 64, 2, 4, 4, 8, 1, "wgmma")
         if hopper and dtype == "tf32":
             # 128-byte K-major rows (32 f32) as for the other types: 48 KiB a stage, and a
             # k-tile of tf32 takes the tensor cores as long as one of f16 (half the rate)
-            return cls(dtype, out_dtype, 128, 256, 32, 2, 4, 4, 8, 1, "wgmma")
-        tiles = None if M is None or N is None else -(-M // 128) * -(-N // 256)
+            return cls(dtype, out_dtype, 128, bn, 32, 2, 4, 4, 8, 1, "wgmma")
         big = aligned and (tiles is None or tiles >= 128)
         if dtype in ("f16", "bf16"):
             cfg = (cls(dtype, out_dtype, 128, 256, 64, 2, 4, 3, 8) if big

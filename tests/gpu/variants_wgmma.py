@@ -38,6 +38,9 @@ def variants(dtype):
         ("one wgmma group in flight at most (wait 0)", base, {"_in_flight": 0}, True, "MN"),
         ("two wgmma groups in flight (wait 2, release the stage of k-tile kt-2)", base, {"_in_flight": 2}, True, "MN"),
         ("f32 out, stores from registers", base.with_(out_dtype="f32"), {}, False, "MN"),
+        ("BN 128 (128x128 tiles: twice the CTAs of a small problem)", base.with_(bn=128), {}, True, "MN"),
+        ("BN 128, 6 stages", base.with_(bn=128, stages=6), {}, True, "MN"),
+        ("BM 64 (64x256 tiles, one consumer)", base.with_(bm=64), {}, True, "MN"),
     ]
 
 
