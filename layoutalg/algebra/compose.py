@@ -346,13 +346,26 @@ def _check_additive(op, A, B, ls, leaves, weak=True):
 
 def _unflat(it, profile):
     """The next values of the iterator ``it`` in the nesting of the tuple ``profile``."""
-    if len(profile) == 1:                           # a common wrapper, e.g. ``((4,8),)``
+    n = len(profile)
+    if n == 1:                                      # a common wrapper, e.g. ``((4,8),)``
         p = profile[0]
         return (_unflat(it, p) if type(p) is tuple else next(it),)
+    if n == 2:                                      # the commonest pair, without a list
+        p, q = profile
+        p = _unflat(it, p) if type(p) is tuple else next(it)
+        return (p, _unflat(it, q) if type(q) is tuple else next(it))
     out = []
     for p in profile:
         out.append(_unflat(it, p) if type(p) is tuple else next(it))
     return tuple(out)
+
+
+def _put1(v, profile):
+    """The tuple ``profile``, which has a single leaf, with that leaf replaced by ``v``."""
+    if len(profile) == 1:                           # ``(x,)``, ``((x,),)``, ...
+        p = profile[0]
+        return (_put1(v, p) if type(p) is tuple else v,)
+    return _unflat(iter((v,)), profile)             # empty tuples beside the leaf
 
 
 def _composition(A, B):
@@ -375,34 +388,117 @@ def _compose_leaves(op, A, B, ls, ld, fs, fd):
     ``rs == fs`` (every leaf keeps its shape) and the flat strides are ``rd``.
     Raises unless the modes add up (:func:`_check_additive`); ``A`` and ``B`` name the
     operands in messages only.
+
+    Each leaf is composed by :func:`_compose_leaf`'s rule, written out in the loop (a call
+    per leaf cost as much as the rule itself); the two must agree, step for step and
+    error for error.  Leaves with a stride other than an int, and a one-mode ``A``, go
+    through :func:`_compose_leaf`.
     """
-    weak = []
+    n1 = len(ls) - 1
+    weak = False                                    # some leaf took a weak stride step
     leaves = []                                     # (stride, shape) of the modes to add up
     rs, rd = [], []
     flat_s = flat_d = None                          # the result's flat modes, when a leaf nests
+    last_d = ld[n1]
     for s, d in zip(fs, fd):
         if d == 0:
-            rs.append(s)
-            rd.append(0)
-            if flat_s is not None:
-                flat_s.append(s)
-                flat_d.append(0)
-            continue
-        if s != 1 and type(d) is int:
-            leaves.append((d, s))
-        s, d = _compose_leaf(op, A, B, ls, ld, s, d, weak)
-        if type(s) is tuple:
-            if flat_s is None:
-                flat_s, flat_d = list(rs), list(rd)
-            flat_s.extend(s)
-            flat_d.extend(d)
-        elif flat_s is not None:
-            flat_s.append(s)
-            flat_d.append(d)
+            d = 0                                   # s:0
+        elif type(d) is not int or n1 == 0:
+            if s != 1 and type(d) is int:
+                leaves.append((d, s))
+            wk = []
+            s, d = _compose_leaf(op, A, B, ls, ld, s, d, wk)
+            if wk:
+                weak = True
+            if type(s) is tuple:
+                if flat_s is None:
+                    flat_s, flat_d = list(rs), list(rd)
+                flat_s.extend(s)
+                flat_d.extend(d)
+                rs.append(s)
+                rd.append(d)
+                continue
+        else:
+            if d < 0:
+                raise LayoutError(
+                    f"{op}: negative stride {d} in {B} needs a rank-1 left-hand side, got {A}")
+            if s != 1:
+                leaves.append((d, s))
+            # phase 1: divide the stride out of the lhs modes that it strides over entirely
+            i = 0
+            while i < n1:
+                si = ls[i]
+                if d % si:
+                    break
+                d //= si
+                i += 1
+            else:                                   # the leaf lands in the last (unbounded) mode
+                d = d * last_d if s != 1 else 0
+                i = -1
+            if i >= 0:
+                # mode i: the stride starts inside it
+                if d > si:
+                    raise LayoutError(
+                        f"{op}: stride divisibility violated: stride {d} and shape {si} "
+                        f"do not divide one another ({A} o {B})")
+                if s == 1:
+                    d = 0
+                else:
+                    next_shape = -(-si // d)
+                    if si % d:
+                        if s > next_shape:
+                            raise LayoutError(
+                                f"{op}: stride divisibility violated: stride {d} and shape {si} "
+                                f"do not divide one another ({A} o {B})")
+                        weak = True
+                    if next_shape >= s:             # the leaf fits in mode i
+                        d *= ld[i]
+                    else:
+                        if s % next_shape:
+                            raise LayoutError(
+                                f"{op}: shape divisibility violated: shape {next_shape} does not "
+                                f"divide {s} ({A} o {B})")
+                        # phase 2: the stride is 1 from here on; mod the shape out of the
+                        # next modes (the result is coalesced: see _compose_leaf)
+                        res_s, res_d = [next_shape], [d * ld[i]]
+                        rest_shape = s // next_shape
+                        for i in range(i + 1, n1):
+                            si = ls[i]
+                            if si < rest_shape:
+                                if rest_shape % si:
+                                    raise LayoutError(
+                                        f"{op}: shape divisibility violated: shape {si} does not "
+                                        f"divide {rest_shape} ({A} o {B})")
+                                res_s.append(si)
+                                res_d.append(ld[i])
+                                rest_shape //= si
+                            else:
+                                res_s.append(rest_shape)
+                                res_d.append(ld[i])
+                                rest_shape = 1
+                                break
+                        if rest_shape != 1:
+                            res_s.append(rest_shape)
+                            res_d.append(last_d)
+                        if flat_s is None:
+                            flat_s, flat_d = list(rs), list(rd)
+                        flat_s += res_s
+                        flat_d += res_d
+                        rs.append(tuple(res_s))
+                        rd.append(tuple(res_d))
+                        continue
         rs.append(s)
         rd.append(d)
+        if flat_s is not None:
+            flat_s.append(s)
+            flat_d.append(d)
     if len(leaves) > 1:
-        _check_additive(op, A, B, ls, leaves, weak)
+        if len(leaves) != 2 or weak or not n1:
+            _check_additive(op, A, B, ls, leaves, weak)
+        else:                                       # _check_additive's shortcut, for two modes
+            (d0, s0), (d1, s1) = leaves
+            if d1 < d0 * s0 and d0 < d1 * s1:       # they do not nest: the exact test
+                _check_additive(op, A, B, ls, leaves)
     return rs, rd, flat_s, flat_d
 
 
@@ -467,9 +563,29 @@ def composition(lhs, rhs):
     if type(lhs) is Layout and type(rhs) is Layout:
         # the common case inline (a call costs as much as a few of these lines)
         fs = lhs._fs
-        if len(fs) == 1:
-            ls, ld = ((2,) if fs[0] == 1 else fs), lhs._fd
-        else:                                   # _coalesce_x(lhs), inline
+        bs = rhs.shape
+        if len(fs) == 1:                        # lhs one (unbounded) mode a:x
+            if type(bs) is not tuple:
+                d = rhs.stride
+                if type(d) is int:              # rhs s:d: the result is s:(x*d) (s:0 for d == 0)
+                    if not d:
+                        return rhs
+                    R = _LayoutBuilder()
+                    R.shape = bs
+                    R._fs = rhs._fs
+                    d = lhs._fd[0] * d
+                    R.stride = d
+                    R._fd = (d,)
+                    R._hash = None
+                    R.__class__ = Layout
+                    return R
+            return _compose(lhs, rhs, ((2,) if fs[0] == 1 else fs), lhs._fd)
+        else:
+            if type(bs) is not tuple:
+                d = rhs.stride
+                if d == 0 and type(d) is int:
+                    return rhs                  # s:0: lhs o rhs is rhs
+            # _coalesce_x(lhs), inline
             if fs[-1] == 1:
                 fs = fs[:-1] + (2,)
             fd = lhs._fd
@@ -493,7 +609,6 @@ def composition(lhs, rhs):
                 end = s * d
             if ls is None:
                 ls, ld = fs, fd
-        bs = rhs.shape
         if type(bs) is not tuple:
             s, d = _compose_leaf("composition", lhs, rhs, ls, ld, bs, rhs.stride)
             R = _LayoutBuilder()
@@ -515,8 +630,8 @@ def composition(lhs, rhs):
             s, d = _compose_leaf("composition", lhs, rhs, ls, ld, fs[0], rhs._fd[0])
             if type(s) is not tuple:            # the leaf kept its shape: R has rhs's shape
                 rd = (d,)
-                return _build(bs, rd if fs is bs else _unflat(iter(rd), bs), fs, rd)
-            return _build(_unflat(iter((s,)), bs), _unflat(iter((d,)), bs), s, d)
+                return _build(bs, rd if fs is bs else _put1(d, bs), fs, rd)
+            return _build(_put1(s, bs), _put1(d, bs), s, d)
         # _compose(lhs, rhs, ls, ld) inline, from its call of _compose_leaves on
         rs, rd, flat_s, flat_d = _compose_leaves("composition", lhs, rhs, ls, ld, fs, rhs._fd)
         rd = tuple(rd)
