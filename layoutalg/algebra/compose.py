@@ -250,6 +250,86 @@ def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
     return tuple(res_s), tuple(res_d)
 
 
+def _compose_leaf_flat(op, A, B, fs, fd, s, d):
+    """``_compose_leaf(op, A, B, *_coalesce_x(A), s, d)`` for an int stride ``d > 0``, from
+    ``A``'s flat modes ``fs, fd`` (two or more) directly.
+
+    One pass: ``A``'s modes are coalesced as the leaf walks them (size-1 modes dropped, a
+    trailing one kept as a size-2 mode, a mode continuing the one before merged into it),
+    and each coalesced mode takes its step of :func:`_compose_leaf`'s rule as soon as the
+    next kept mode shows that it is complete; the walk ends with the leaf, so the modes
+    past it are neither coalesced nor read.  Same results and errors as the two steps.
+    """
+    last = len(fs) - 1
+    cs = 0                          # the coalesced mode being grown (0: none yet), cs:cd
+    done = False                    # some coalesced mode has taken its step
+    res_s = None                    # phase 2: the result's modes so far; rest: shape left
+    j = -1
+    for sj in fs:
+        j += 1
+        if sj == 1:
+            if j != last:
+                continue
+            sj = 2                  # a trailing size-1 mode is kept as size 2 (coalesce_x)
+        dj = fd[j]
+        if cs:
+            if dj == end:           # continues the mode being grown
+                cs *= sj
+                end = sj * dj
+                continue
+            # cs:cd is complete, and not the last mode: its step of the rule
+            done = True
+            if res_s is None:       # phase 1: divide the stride out of the modes it strides over
+                if d % cs:
+                    # the stride starts inside this mode
+                    if d > cs:
+                        raise LayoutError(
+                            f"{op}: stride divisibility violated: stride {d} and shape {cs} "
+                            f"do not divide one another ({A} o {B})")
+                    if s == 1:
+                        return 1, 0
+                    if cs % d:      # a weak step: the leaf must fit in this mode
+                        if s > cs // d + 1:
+                            raise LayoutError(
+                                f"{op}: stride divisibility violated: stride {d} and shape {cs} "
+                                f"do not divide one another ({A} o {B})")
+                        return s, d * cd
+                    n = cs // d
+                    if n >= s:      # the leaf fits in this mode
+                        return s, d * cd
+                    if s % n:
+                        raise LayoutError(
+                            f"{op}: shape divisibility violated: shape {n} does not divide {s} "
+                            f"({A} o {B})")
+                    res_s, res_d = [n], [d * cd]
+                    rest = s // n
+                else:
+                    d //= cs
+            elif cs < rest:         # phase 2: the stride is 1; mod the shape out of the modes
+                if rest % cs:
+                    raise LayoutError(
+                        f"{op}: shape divisibility violated: shape {cs} does not divide {rest} "
+                        f"({A} o {B})")
+                res_s.append(cs)
+                res_d.append(cd)
+                rest //= cs
+            else:
+                res_s.append(rest)
+                res_d.append(cd)
+                return tuple(res_s), tuple(res_d)
+        cs = sj
+        cd = dj
+        end = sj * dj
+    # cs:cd is the last coalesced mode, unbounded
+    if not done:                    # the only one: A is one mode a:x, so s:d -> s:(x*d)
+        return s, cd * d
+    if res_s is None:
+        return (s, d * cd) if s != 1 else (1, 0)
+    res_s.append(rest)
+    res_d.append(cd)
+    return tuple(res_s), tuple(res_d)
+
+
 def _coalesce_x(L):
     """Flat modes of a coalesce that keeps the function *outside* the domain too (CuTe's ``coalesce_x``).
 
@@ -581,10 +661,33 @@ def composition(lhs, rhs):
                     return R
             return _compose(lhs, rhs, ((2,) if fs[0] == 1 else fs), lhs._fd)
         else:
-            if type(bs) is not tuple:
-                d = rhs.stride
-                if d == 0 and type(d) is int:
-                    return rhs                  # s:0: lhs o rhs is rhs
+            rfd = rhs._fd
+            if len(rfd) == 1:                   # one rhs leaf s:d (int or nested shape)
+                d = rfd[0]
+                if type(d) is int:
+                    if d > 0:                   # the lhs coalesced as the leaf walks it
+                        s, d = _compose_leaf_flat("composition", lhs, rhs, fs, lhs._fd,
+                                                  rhs._fs[0], d)
+                        if type(bs) is not tuple:
+                            R = _LayoutBuilder()
+                            R.shape = s
+                            R.stride = d
+                            if type(s) is tuple:
+                                R._fs = s
+                                R._fd = d
+                            else:
+                                R._fs = (s,)
+                                R._fd = (d,)
+                            R._hash = None
+                            R.__class__ = Layout
+                            return R
+                        fs = rhs._fs
+                        if type(s) is not tuple:    # the leaf kept its shape: R has rhs's shape
+                            rd = (d,)
+                            return _build(bs, rd if fs is bs else _put1(d, bs), fs, rd)
+                        return _build(_put1(s, bs), _put1(d, bs), s, d)
+                    if d == 0 and type(bs) is not tuple:
+                        return rhs              # s:0: lhs o rhs is rhs
             # _coalesce_x(lhs), inline
             if fs[-1] == 1:
                 fs = fs[:-1] + (2,)
