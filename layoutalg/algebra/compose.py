@@ -633,7 +633,8 @@ def composition(lhs, rhs):
     last lhs mode is unbounded); the modes of ``rhs`` select disjoint parts of ``lhs``
     (their offsets never carry across a mode boundary of ``lhs``).  Otherwise
     ``LayoutError``.
-    Post: ``compatible(rhs, R)`` for a layout ``rhs`` and ``R(c) == lhs(rhs(c))``.
+    Post: ``compatible(rhs, R)`` for a layout ``rhs`` and ``R(c) == lhs(rhs(c))``.  An
+    int-shaped ``rhs`` of stride 0 is returned as it is (``lhs o s:0`` is ``s:0``).
 
     >>> str(composition(Layout((6, 2), (8, 2)), Layout((4, 3), (3, 1))))
     '((2,2),3):((24,2),8)'
