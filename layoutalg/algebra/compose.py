@@ -250,6 +250,86 @@ def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
     return tuple(res_s), tuple(res_d)
 
 
+def _compose_leaf_flat(op, A, B, fs, fd, s, d):
+    """``_compose_leaf(op, A, B, *_coalesce_x(A), s, d)`` for an int stride ``d > 0``, from
+    ``A``'s flat modes ``fs, fd`` (two or more) directly.
+
+    One pass: ``A``'s modes are coalesced as the leaf walks them (size-1 modes dropped, a
+    trailing one kept as a size-2 mode, a mode continuing the one before merged into it),
+    and each coalesced mode takes its step of :func:`_compose_leaf`'s rule as soon as the
+    next kept mode shows that it is complete; the walk ends with the leaf, so the modes
+    past it are neither coalesced nor read.  Same results and errors as the two steps.
+    """
+    last = len(fs) - 1
+    cs = 0                          # the coalesced mode being grown (0: none yet), cs:cd
+    done = False                    # some coalesced mode has taken its step
+    res_s = None                    # phase 2: the result's modes so far; rest: shape left
+    j = -1
+    for sj in fs:
+        j += 1
+        if sj == 1:
+            if j != last:
+                continue
+            sj = 2                  # a trailing size-1 mode is kept as size 2 (coalesce_x)
+        dj = fd[j]
+        if cs:
+            if dj == end:           # continues the mode being grown
+                cs *= sj
+                end = sj * dj
+                continue
+            # cs:cd is complete, and not the last mode: its step of the rule
+            done = True
+            if res_s is None:       # phase 1: divide the stride out of the modes it strides over
+                if d % cs:
+                    # the stride starts inside this mode
+                    if d > cs:
+                        raise LayoutError(
+                            f"{op}: stride divisibility violated: stride {d} and shape {cs} "
+                            f"do not divide one another ({A} o {B})")
+                    if s == 1:
+                        return 1, 0
+                    if cs % d:      # a weak step: the leaf must fit in this mode
+                        if s > cs // d + 1:
+                            raise LayoutError(
+                                f"{op}: stride divisibility violated: stride {d} and shape {cs} "
+                                f"do not divide one another ({A} o {B})")
+                        return s, d * cd
+                    n = cs // d
+                    if n >= s:      # the leaf fits in this mode
+                        return s, d * cd
+                    if s % n:
+                        raise LayoutError(
+                            f"{op}: shape divisibility violated: shape {n} does not divide {s} "
+                            f"({A} o {B})")
+                    res_s, res_d = [n], [d * cd]
+                    rest = s // n
+                else:
+                    d //= cs
+            elif cs < rest:         # phase 2: the stride is 1; mod the shape out of the modes
+                if rest % cs:
+                    raise LayoutError(
+                        f"{op}: shape divisibility violated: shape {cs} does not divide {rest} "
+                        f"({A} o {B})")
+                res_s.append(cs)
+                res_d.append(cd)
+                rest //= cs
+            else:
+                res_s.append(rest)
+                res_d.append(cd)
+                return tuple(res_s), tuple(res_d)
+        cs = sj
+        cd = dj
+        end = sj * dj
+    # cs:cd is the last coalesced mode, unbounded
+    if not done:                    # the only one: A is one mode a:x, so s:d -> s:(x*d)
+        return s, cd * d
+    if res_s is None:
+        return (s, d * cd) if s != 1 else (1, 0)
+    res_s.append(rest)
+    res_d.append(cd)
+    return tuple(res_s), tuple(res_d)
+
+
 def _coalesce_x(L):
     """Flat modes of a coalesce that keeps the function *outside* the domain too (CuTe's ``coalesce_x``).
 
@@ -346,13 +426,26 @@ def _check_additive(op, A, B, ls, leaves, weak=True):
 
 def _unflat(it, profile):
     """The next values of the iterator ``it`` in the nesting of the tuple ``profile``."""
-    if len(profile) == 1:                           # a common wrapper, e.g. ``((4,8),)``
+    n = len(profile)
+    if n == 1:                                      # a common wrapper, e.g. ``((4,8),)``
         p = profile[0]
         return (_unflat(it, p) if type(p) is tuple else next(it),)
+    if n == 2:                                      # the commonest pair, without a list
+        p, q = profile
+        p = _unflat(it, p) if type(p) is tuple else next(it)
+        return (p, _unflat(it, q) if type(q) is tuple else next(it))
     out = []
     for p in profile:
         out.append(_unflat(it, p) if type(p) is tuple else next(it))
     return tuple(out)
+
+
+def _put1(v, profile):
+    """The tuple ``profile``, which has a single leaf, with that leaf replaced by ``v``."""
+    if len(profile) == 1:                           # ``(x,)``, ``((x,),)``, ...
+        p = profile[0]
+        return (_put1(v, p) if type(p) is tuple else v,)
+    return _unflat(iter((v,)), profile)             # empty tuples beside the leaf
 
 
 def _composition(A, B):
@@ -375,34 +468,117 @@ def _compose_leaves(op, A, B, ls, ld, fs, fd):
     ``rs == fs`` (every leaf keeps its shape) and the flat strides are ``rd``.
     Raises unless the modes add up (:func:`_check_additive`); ``A`` and ``B`` name the
     operands in messages only.
+
+    Each leaf is composed by :func:`_compose_leaf`'s rule, written out in the loop (a call
+    per leaf cost as much as the rule itself); the two must agree, step for step and
+    error for error.  Leaves with a stride other than an int, and a one-mode ``A``, go
+    through :func:`_compose_leaf`.
     """
-    weak = []
+    n1 = len(ls) - 1
+    weak = False                                    # some leaf took a weak stride step
     leaves = []                                     # (stride, shape) of the modes to add up
     rs, rd = [], []
     flat_s = flat_d = None                          # the result's flat modes, when a leaf nests
+    last_d = ld[n1]
     for s, d in zip(fs, fd):
         if d == 0:
-            rs.append(s)
-            rd.append(0)
-            if flat_s is not None:
-                flat_s.append(s)
-                flat_d.append(0)
-            continue
-        if s != 1 and type(d) is int:
-            leaves.append((d, s))
-        s, d = _compose_leaf(op, A, B, ls, ld, s, d, weak)
-        if type(s) is tuple:
-            if flat_s is None:
-                flat_s, flat_d = list(rs), list(rd)
-            flat_s.extend(s)
-            flat_d.extend(d)
-        elif flat_s is not None:
-            flat_s.append(s)
-            flat_d.append(d)
+            d = 0                                   # s:0
+        elif type(d) is not int or n1 == 0:
+            if s != 1 and type(d) is int:
+                leaves.append((d, s))
+            wk = []
+            s, d = _compose_leaf(op, A, B, ls, ld, s, d, wk)
+            if wk:
+                weak = True
+            if type(s) is tuple:
+                if flat_s is None:
+                    flat_s, flat_d = list(rs), list(rd)
+                flat_s.extend(s)
+                flat_d.extend(d)
+                rs.append(s)
+                rd.append(d)
+                continue
+        else:
+            if d < 0:
+                raise LayoutError(
+                    f"{op}: negative stride {d} in {B} needs a rank-1 left-hand side, got {A}")
+            if s != 1:
+                leaves.append((d, s))
+            # phase 1: divide the stride out of the lhs modes that it strides over entirely
+            i = 0
+            while i < n1:
+                si = ls[i]
+                if d % si:
+                    break
+                d //= si
+                i += 1
+            else:                                   # the leaf lands in the last (unbounded) mode
+                d = d * last_d if s != 1 else 0
+                i = -1
+            if i >= 0:
+                # mode i: the stride starts inside it
+                if d > si:
+                    raise LayoutError(
+                        f"{op}: stride divisibility violated: stride {d} and shape {si} "
+                        f"do not divide one another ({A} o {B})")
+                if s == 1:
+                    d = 0
+                else:
+                    next_shape = -(-si // d)
+                    if si % d:
+                        if s > next_shape:
+                            raise LayoutError(
+                                f"{op}: stride divisibility violated: stride {d} and shape {si} "
+                                f"do not divide one another ({A} o {B})")
+                        weak = True
+                    if next_shape >= s:             # the leaf fits in mode i
+                        d *= ld[i]
+                    else:
+                        if s % next_shape:
+                            raise LayoutError(
+                                f"{op}: shape divisibility violated: shape {next_shape} does not "
+                                f"divide {s} ({A} o {B})")
+                        # phase 2: the stride is 1 from here on; mod the shape out of the
+                        # next modes (the result is coalesced: see _compose_leaf)
+                        res_s, res_d = [next_shape], [d * ld[i]]
+                        rest_shape = s // next_shape
+                        for i in range(i + 1, n1):
+                            si = ls[i]
+                            if si < rest_shape:
+                                if rest_shape % si:
+                                    raise LayoutError(
+                                        f"{op}: shape divisibility violated: shape {si} does not "
+                                        f"divide {rest_shape} ({A} o {B})")
+                                res_s.append(si)
+                                res_d.append(ld[i])
+                                rest_shape //= si
+                            else:
+                                res_s.append(rest_shape)
+                                res_d.append(ld[i])
+                                rest_shape = 1
+                                break
+                        if rest_shape != 1:
+                            res_s.append(rest_shape)
+                            res_d.append(last_d)
+                        if flat_s is None:
+                            flat_s, flat_d = list(rs), list(rd)
+                        flat_s += res_s
+                        flat_d += res_d
+                        rs.append(tuple(res_s))
+                        rd.append(tuple(res_d))
+                        continue
         rs.append(s)
         rd.append(d)
+        if flat_s is not None:
+            flat_s.append(s)
+            flat_d.append(d)
     if len(leaves) > 1:
-        _check_additive(op, A, B, ls, leaves, weak)
+        if len(leaves) != 2 or weak or not n1:
+            _check_additive(op, A, B, ls, leaves, weak)
+        else:                                       # _check_additive's shortcut, for two modes
+            (d0, s0), (d1, s1) = leaves
+            if d1 < d0 * s0 and d0 < d1 * s1:       # they do not nest: the exact test
+                _check_additive(op, A, B, ls, leaves)
     return rs, rd, flat_s, flat_d
 
 
@@ -457,7 +633,8 @@ def composition(lhs, rhs):
     last lhs mode is unbounded); the modes of ``rhs`` select disjoint parts of ``lhs``
     (their offsets never carry across a mode boundary of ``lhs``).  Otherwise
     ``LayoutError``.
-    Post: ``compatible(rhs, R)`` for a layout ``rhs`` and ``R(c) == lhs(rhs(c))``.
+    Post: ``compatible(rhs, R)`` for a layout ``rhs`` and ``R(c) == lhs(rhs(c))``.  An
+    int-shaped ``rhs`` of stride 0 is returned as it is (``lhs o s:0`` is ``s:0``).
 
     >>> str(composition(Layout((6, 2), (8, 2)), Layout((4, 3), (3, 1))))
     '((2,2),3):((24,2),8)'
@@ -467,9 +644,52 @@ def composition(lhs, rhs):
     if type(lhs) is Layout and type(rhs) is Layout:
         # the common case inline (a call costs as much as a few of these lines)
         fs = lhs._fs
-        if len(fs) == 1:
-            ls, ld = ((2,) if fs[0] == 1 else fs), lhs._fd
-        else:                                   # _coalesce_x(lhs), inline
+        bs = rhs.shape
+        if len(fs) == 1:                        # lhs one (unbounded) mode a:x
+            if type(bs) is not tuple:
+                d = rhs.stride
+                if type(d) is int:              # rhs s:d: the result is s:(x*d) (s:0 for d == 0)
+                    if not d:
+                        return rhs
+                    R = _LayoutBuilder()
+                    R.shape = bs
+                    R._fs = rhs._fs
+                    d = lhs._fd[0] * d
+                    R.stride = d
+                    R._fd = (d,)
+                    R._hash = None
+                    R.__class__ = Layout
+                    return R
+            return _compose(lhs, rhs, ((2,) if fs[0] == 1 else fs), lhs._fd)
+        else:
+            rfd = rhs._fd
+            if len(rfd) == 1:                   # one rhs leaf s:d (int or nested shape)
+                d = rfd[0]
+                if type(d) is int:
+                    if d > 0:                   # the lhs coalesced as the leaf walks it
+                        s, d = _compose_leaf_flat("composition", lhs, rhs, fs, lhs._fd,
+                                                  rhs._fs[0], d)
+                        if type(bs) is not tuple:
+                            R = _LayoutBuilder()
+                            R.shape = s
+                            R.stride = d
+                            if type(s) is tuple:
+                                R._fs = s
+                                R._fd = d
+                            else:
+                                R._fs = (s,)
+                                R._fd = (d,)
+                            R._hash = None
+                            R.__class__ = Layout
+                            return R
+                        fs = rhs._fs
+                        if type(s) is not tuple:    # the leaf kept its shape: R has rhs's shape
+                            rd = (d,)
+                            return _build(bs, rd if fs is bs else _put1(d, bs), fs, rd)
+                        return _build(_put1(s, bs), _put1(d, bs), s, d)
+                    if d == 0 and type(bs) is not tuple:
+                        return rhs              # s:0: lhs o rhs is rhs
+            # _coalesce_x(lhs), inline
             if fs[-1] == 1:
                 fs = fs[:-1] + (2,)
             fd = lhs._fd
@@ -493,7 +713,6 @@ def composition(lhs, rhs):
                 end = s * d
             if ls is None:
                 ls, ld = fs, fd
-        bs = rhs.shape
         if type(bs) is not tuple:
             s, d = _compose_leaf("composition", lhs, rhs, ls, ld, bs, rhs.stride)
             R = _LayoutBuilder()
@@ -515,8 +734,8 @@ def composition(lhs, rhs):
             s, d = _compose_leaf("composition", lhs, rhs, ls, ld, fs[0], rhs._fd[0])
             if type(s) is not tuple:            # the leaf kept its shape: R has rhs's shape
                 rd = (d,)
-                return _build(bs, rd if fs is bs else _unflat(iter(rd), bs), fs, rd)
-            return _build(_unflat(iter((s,)), bs), _unflat(iter((d,)), bs), s, d)
+                return _build(bs, rd if fs is bs else _put1(d, bs), fs, rd)
+            return _build(_put1(s, bs), _put1(d, bs), s, d)
         # _compose(lhs, rhs, ls, ld) inline, from its call of _compose_leaves on
         rs, rd, flat_s, flat_d = _compose_leaves("composition", lhs, rhs, ls, ld, fs, rhs._fd)
         rd = tuple(rd)
