@@ -87,15 +87,7 @@ def test_ptx_for_sm90a_has_wgmma_tma_and_mbarriers_and_no_spills(tmp_path):
     assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 4
     assert "bar.sync" in ptx and "cp.async.bulk.wait_group.read 0" in ptx
     assert ".local" not in ptx
-    ptxas = shutil.which("ptxas")
-    if ptxas is None:
-        pytest.skip("ptxas not on PATH")
-    p = os.path.join(tmp_path, "k.ptx")
-    with open(p, "w") as f:
-        f.write(ptx)
-    out = subprocess.run([ptxas, "-v", "-arch=sm_90a", p, "-o", os.path.join(tmp_path, "k.cubin")],
-                         capture_output=True, text=True, check=True).stderr
-    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in out, out
+    _ptxas_no_spills(ptx, tmp_path)
 
 
 def test_gemm_config_for_hopper_and_its_errors():

@@ -226,10 +226,22 @@ def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
         return new_s, first_d
     # phase 2: the stride is 1 from here on; mod the shape out of the next modes
     res_s, res_d = [new_s], [first_d]
+    _mod_out(op, A, B, ls, ld, i, rest_shape, res_s, res_d)
+    # Already coalesced, with at least two modes: the first ends where mode i of the lhs
+    # ends (new_s * first_d == ls[i] * ld[i]: a weak step never reaches phase 2) and the
+    # lhs modes are coalesced, so no two neighbours merge; every shape is >= 2.
+    return tuple(res_s), tuple(res_d)
+
+
+def _mod_out(op, A, B, ls, ld, i, rest_shape, res_s, res_d):
+    """Phase 2 of a leaf's composition (its stride is 1 from lhs mode ``i + 1`` on): append to
+    ``res_s``/``res_d`` the lhs modes after ``i`` that ``rest_shape`` spans, the last one cut
+    to what is left; raise where a mode's shape does not divide what is left."""
+    n1 = len(ls) - 1
     for i in range(i + 1, n1):
         si = ls[i]
         if si < rest_shape:
-            if rest_shape % si != 0:
+            if rest_shape % si:
                 raise LayoutError(
                     f"{op}: shape divisibility violated: shape {si} does not divide {rest_shape} "
                     f"({A} o {B})")
@@ -239,15 +251,10 @@ def _compose_leaf(op, A, B, ls, ld, s, d, weak=None):
         else:
             res_s.append(rest_shape)
             res_d.append(ld[i])
-            rest_shape = 1
-            break
+            return
     if rest_shape != 1:
         res_s.append(rest_shape)
         res_d.append(ld[-1])
-    # Already coalesced, with at least two modes: the first ends where mode i of the lhs
-    # ends (new_s * first_d == ls[i] * ld[i]: a weak step never reaches phase 2) and the
-    # lhs modes are coalesced, so no two neighbours merge; every shape is >= 2.
-    return tuple(res_s), tuple(res_d)
 
 
 def _compose_leaf_flat(op, A, B, fs, fd, s, d):
@@ -541,25 +548,7 @@ def _compose_leaves(op, A, B, ls, ld, fs, fd):
                         # phase 2: the stride is 1 from here on; mod the shape out of the
                         # next modes (the result is coalesced: see _compose_leaf)
                         res_s, res_d = [next_shape], [d * ld[i]]
-                        rest_shape = s // next_shape
-                        for i in range(i + 1, n1):
-                            si = ls[i]
-                            if si < rest_shape:
-                                if rest_shape % si:
-                                    raise LayoutError(
-                                        f"{op}: shape divisibility violated: shape {si} does not "
-                                        f"divide {rest_shape} ({A} o {B})")
-                                res_s.append(si)
-                                res_d.append(ld[i])
-                                rest_shape //= si
-                            else:
-                                res_s.append(rest_shape)
-                                res_d.append(ld[i])
-                                rest_shape = 1
-                                break
-                        if rest_shape != 1:
-                            res_s.append(rest_shape)
-                            res_d.append(last_d)
+                        _mod_out(op, A, B, ls, ld, i, s // next_shape, res_s, res_d)
                         if flat_s is None:
                             flat_s, flat_d = list(rs), list(rd)
                         flat_s += res_s
