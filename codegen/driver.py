@@ -16,13 +16,10 @@ import ctypes
 import functools
 import re
 
-__all__ = ["DriverError", "available", "ensure_context", "compute_capability", "link_ptx", "Function",
+__all__ = ["DriverError", "available", "ensure_context", "compute_capability", "compile_image", "ptxas_arch", "ptxas_cubin", "Function",
            "entry_name", "multiprocessors", "mem_alloc", "copy_to_device", "read_int32", "encode_tensor_map_2d"]
 
 _c = ctypes
-CU_JIT_INPUT_PTX = 1
-CU_JIT_ERROR_LOG_BUFFER = 5
-CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
 CU_FUNC_ATTRIBUTE_NUM_REGS = 4
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
@@ -146,26 +143,49 @@ def encode_tensor_map_2d(dtype, ptr, dims, row_stride_bytes, box, swizzle_bytes=
     return bytes(tmap)
 
 
-def link_ptx(ptx):
-    """Assemble PTX into a cubin for the current context's device (the driver's ptxas)."""
-    ensure_context()
-    log = _c.create_string_buffer(1 << 14)
-    opts = (_c.c_int * 2)(CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-    vals = (_c.c_void_p * 2)(_c.cast(log, _c.c_void_p), _c.c_void_p(len(log)))
-    state = _c.c_void_p()
-    _call("cuLinkCreate_v2", 2, opts, vals, _c.byref(state))
-    try:
-        data = ptx.encode()
-        try:
-            _call("cuLinkAddData_v2", state, CU_JIT_INPUT_PTX, _c.c_char_p(data), _c.c_size_t(len(data)),
-                  b"kernel.ptx", 0, None, None)
-            out, size = _c.c_void_p(), _c.c_size_t()
-            _call("cuLinkComplete", state, _c.byref(out), _c.byref(size))
-        except DriverError as e:
-            raise DriverError(f"{e}\n{log.value.decode(errors='replace')}") from None
-        return _c.string_at(out, size.value)
-    finally:
-        _lib().cuLinkDestroy(state)
+def compile_image(ptx):
+    """A loadable image of ``ptx`` for the current context's device, compiled as a whole
+    program: the cubin of ``ptxas`` where one is on the PATH (:func:`ptxas_cubin`), else the
+    PTX itself (NUL-ended), which ``cuModuleLoadData`` compiles as a whole program.
+
+    Not the driver's linker (``cuLink*``), nor nvJitLink: they compile PTX as relocatable
+    code, and ptxas then serializes every ``wgmma`` ("C7509: wgmma.mma_async instructions
+    are serialized due to the presence of Extern calls") and ignores ``setmaxnreg``
+    ("C7504"): the Hopper f16 kernel ran at 540 instead of 650 TFLOP/s on the H100 at 4096^3
+    (benchmarks/RESULTS.md). A ptxas that fails (older than the PTX, say) leaves the PTX to the
+    driver."""
+    cubin, _ = ptxas_cubin(ptx, ptxas_arch(ptx, compute_capability()))
+    return cubin if cubin is not None else ptx.encode() + b"\0"
+
+
+def ptxas_arch(ptx, cc):
+    """The ``-arch`` of device ``cc`` (major, minor) for ``ptx``: ``sm_90a`` where the PTX
+    targets an architecture-specific ``sm_XXa``, else ``sm_90`` (for cc (9, 0))."""
+    arch_specific = re.search(r"^\s*\.target\s+sm_\d+a\b", ptx, re.M) is not None
+    return f"sm_{cc[0]}{cc[1]}" + ("a" if arch_specific else "")
+
+
+def ptxas_cubin(ptx, arch, verbose=False):
+    """``(cubin, log)`` of ``ptxas -arch=<arch> [-v]`` on ``ptx`` (a whole program; no GPU
+    needed), or ``(None, why)`` where no ptxas is on the PATH or it fails."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        return None, "no ptxas on the PATH"
+    with tempfile.TemporaryDirectory() as d:
+        src, out = os.path.join(d, "kernel.ptx"), os.path.join(d, "kernel.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        r = subprocess.run([ptxas, f"-arch={arch}"] + (["-v"] if verbose else []) + [src, "-o", out],
+                           capture_output=True, text=True)
+        if r.returncode:
+            return None, r.stderr
+        with open(out, "rb") as f:
+            return f.read(), r.stderr
 
 
 def entry_name(ptx):
@@ -177,7 +197,8 @@ def entry_name(ptx):
 
 
 class Function:
-    """A kernel loaded from a cubin into the current context, launched through
+    """A kernel loaded from an image (a cubin, or PTX that the driver compiles) into the current
+    context, launched through
     ``cuLaunchKernel`` with a prebuilt parameter array."""
 
     def __init__(self, cubin, name, smem_bytes=0):

@@ -160,7 +160,7 @@ def _cubin(key, cc):
 
     k = get_kernel(key, jit=False)
     tag = _tag(k.source, cc, _launch_bounds(key.config))
-    path = os.path.join(cache_dir(), f"cubin_{tag}.cubin")
+    path = os.path.join(cache_dir(), f"image_{tag}.bin")
     try:
         with open(path, "rb") as f:
             name, _, cubin = f.read().partition(b"\n")
@@ -169,7 +169,7 @@ def _cubin(key, cc):
         pass
     ptx = compile_ptx_text(key, cc)
     name = driver.entry_name(ptx)
-    cubin = driver.link_ptx(ptx)
+    cubin = driver.compile_image(ptx)
     _write(path, name.encode() + b"\n" + cubin)
     return cubin, name
 

@@ -157,6 +157,28 @@ def test_ptx_of_tf32_and_fp8_plans_has_their_wgmma_and_no_spills(dtype, b_dtype,
     _ptxas_no_spills(ptx, tmp_path)
 
 
+def test_kernels_are_compiled_as_whole_programs_so_wgmma_pipelines():
+    """codegen.driver compiles PTX as a whole program: relocatable code (the driver's linker,
+    nvJitLink, ``ptxas -c``) makes ptxas serialize every wgmma and ignore setmaxnreg."""
+    import shutil
+
+    from codegen import GemmConfig, driver
+    from codegen.sm90 import compile_ptx
+
+    if shutil.which("ptxas") is None:
+        pytest.skip("ptxas not on PATH")
+    ptx = compile_ptx(GemmConfig.default("f16", arch=(9, 0)), "K", "MN", "tma")
+    arch = driver.ptxas_arch(ptx, (9, 0))
+    assert arch == "sm_90a" and driver.ptxas_arch(ptx.replace("sm_90a", "sm_90"), (9, 0)) == "sm_90"
+    cubin, log = driver.ptxas_cubin(ptx, arch, verbose=True)
+    assert cubin is not None, log
+    assert "C7509" not in log and "C7504" not in log and "serialized" not in log, log
+    reloc = subprocess.run([shutil.which("ptxas"), "-c", "-v", f"-arch={arch}", "-", "-o", os.devnull],
+                           input=ptx, capture_output=True, text=True)
+    if reloc.returncode == 0:                   # the mode the linkers use: the loss this avoids
+        assert "C7509" in reloc.stderr, reloc.stderr
+
+
 def _ptxas_no_spills(ptx, tmp_path):
     ptxas = shutil.which("ptxas")
     if ptxas is None:

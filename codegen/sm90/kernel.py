@@ -132,7 +132,7 @@ def get_wgmma_kernel(key):
         return hit
     base = _base(key)
     tag = K._tag(base.source, CC, (base.plan.threads, 1))
-    path = os.path.join(K.cache_dir(), f"cubin_{tag}.cubin")
+    path = os.path.join(K.cache_dir(), f"image_{tag}.bin")
     try:
         with open(path, "rb") as f:
             name, _, cubin = f.read().partition(b"\n")
@@ -140,7 +140,7 @@ def get_wgmma_kernel(key):
     except OSError:
         ptx = compile_wgmma_ptx(key)
         name = driver.entry_name(ptx)
-        cubin = driver.link_ptx(ptx)
+        cubin = driver.compile_image(ptx)
         K._write(path, name.encode() + b"\n" + cubin)
     out = CompiledWgmma(key, base.plan, base.source, base.module, driver.Function(cubin, name, base.plan.smem_bytes))
     _MEM[(key, ctx)] = out

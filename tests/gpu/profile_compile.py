@@ -43,7 +43,7 @@ cached = os.path.exists(os.path.join(kernel.cache_dir(), f"cubin_{tag}.cubin"))
 if not cached:
     ptx = kernel.compile_ptx_text(key, cc)
     mark("numba: source -> PTX")
-    cubin = driver.link_ptx(ptx)
+    cubin = driver.compile_image(ptx)
     mark("driver: PTX -> cubin")
     kernel._write(os.path.join(kernel.cache_dir(), f"cubin_{tag}.cubin"),
                   driver.entry_name(ptx).encode() + b"\n" + cubin)

@@ -80,7 +80,7 @@ def main():
             key = SK.WgmmaKey(cfg, "K", b_major, "tma" if tma else "registers")
             base = SK._base(key)
             C = torch.zeros(n, n, device="cuda", dtype=torch.float32 if cfg.out == "f32" else tdt)
-            fn = driver.Function(driver.link_ptx(ptx), driver.entry_name(ptx), base.plan.smem_bytes)
+            fn = driver.Function(driver.compile_image(ptx), driver.entry_name(ptx), base.plan.smem_bytes)
             comp = SK.CompiledWgmma(key, base.plan, src, base.module, fn)
             b_strides = (1, n) if b_major == "MN" else (n, 1)          # B as (N,K)
             la = WgmmaLauncher(comp, n, n, n, ((n, n), (n, 1)), ((n, n), b_strides), (n, 1))
