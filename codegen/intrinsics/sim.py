@@ -114,6 +114,50 @@ _LT = _LANE & 3
 _STATE_LOCK = threading.Lock()
 
 
+def _lock_static_shared_arrays():
+    """Make numba's simulator allocate each static shared array once per block, whatever
+    the threads' timing.
+
+    Its ``FakeCUDAShared.array`` allocates a static array on the first call from a source
+    line and keeps it for the later ones, without a lock: two threads of a block that reach
+    that line together can each allocate one, and then write and read different "shared"
+    memory (seen as garbage or NaN in an ldmatrix tile now and then). The same lookup, under
+    a lock; dynamic shared memory (shape 0) is one buffer already and keeps numba's code."""
+    import sys
+
+    try:
+        from numba.cuda.simulator import kernelapi
+    except ImportError:                     # not the simulator's numba: nothing to patch
+        return
+    cls = kernelapi.FakeCUDAShared
+    if getattr(cls, "_array_locked", False):
+        return
+    numba_array = cls.array
+    lock = threading.Lock()
+
+    def array(self, shape, dtype, alignment=None):
+        if shape == 0 or alignment is not None:
+            return numba_array(self, shape, dtype, alignment)
+        from numba.core import types
+        from numba.np import numpy_support
+
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        f = sys._getframe(1)
+        caller = (f.f_code.co_filename, f.f_lineno)    # numba's key: the calling line
+        with lock:
+            res = self._allocations.get(caller)
+            if res is None:
+                res = self._allocations[caller] = np.empty(shape, dtype)
+        return res
+
+    cls.array = array
+    cls._array_locked = True
+
+
+_lock_static_shared_arrays()
+
+
 def _thread(op: str):
     t = threading.current_thread()
     if not (hasattr(t, "threadIdx") and hasattr(t, "_manager") and hasattr(t, "thread_id")):
@@ -270,6 +314,11 @@ def unregister_global(a) -> None:
 
 
 def _memory(op: str) -> _Memory:
+    if getattr(threading.current_thread(), "abort", False):
+        # a thread of a launch that an exception ended (numba's simulator aborts the other
+        # threads but does not wait for them): the kernel context is the next launch's by
+        # now, whose memory it must not touch
+        raise RuntimeError(f"{op}: this simulated thread's kernel was aborted")
     ctx = _kernel_context(op)
     mem = ctx.__dict__.get("_atoms_memory")
     if mem is None:
