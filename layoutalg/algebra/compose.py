@@ -702,20 +702,9 @@ def composition(lhs, rhs):
                 end = s * d
             if ls is None:
                 ls, ld = fs, fd
-        if type(bs) is not tuple:
+        if type(bs) is not tuple:               # a negative or basis stride (positive ones: above)
             s, d = _compose_leaf("composition", lhs, rhs, ls, ld, bs, rhs.stride)
-            R = _LayoutBuilder()
-            R.shape = s
-            R.stride = d
-            if type(s) is tuple:
-                R._fs = s
-                R._fd = d
-            else:
-                R._fs = (s,)
-                R._fd = (d,)
-            R._hash = None
-            R.__class__ = Layout
-            return R
+            return _build(s, d, s, d) if type(s) is tuple else _build(s, d, (s,), (d,))
         if len(ls) == 1:
             return _compose(lhs, rhs, ls, ld)
         fs = rhs._fs
