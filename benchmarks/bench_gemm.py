@@ -204,7 +204,8 @@ def main(argv=None):
                        "triton_tflops": fl / t_tri / 1e12 if t_tri else None,
                        "ratio_triton": t_tri / t if t_tri else None, "first_call_s": first}
                 rows.append(row)
-                print(f"{name:5s} {M}x{N}x{K} {cfg.path} {cfg.bm}x{cfg.bn}x{cfg.bk} w{cfg.warps_m}x{cfg.warps_n} s{cfg.stages}: "
+                print(f"{name:5s} {M}x{N}x{K} {cfg.path} {cfg.bm}x{cfg.bn}x{cfg.bk} w{cfg.warps_m}x{cfg.warps_n} s{cfg.stages}"
+                      + (f" split-K {cfg.split_k}" if cfg.split_k > 1 else "") + ": "
                       f"{row['tflops']:7.1f} TFLOP/s  "
                       + (f"cuBLAS {row['cublas_tflops']:7.1f}  ratio {row['ratio']:.2f}  " if t_ref else "cuBLAS n/a  ")
                       + (f"Triton {row['triton_tflops']:7.1f}  vs Triton {row['ratio_triton']:.2f}  " if t_tri else "") +

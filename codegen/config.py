@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from layoutalg.element_types import element_type
 
-__all__ = ["GemmConfig", "DTYPES", "OUT_DTYPES", "PATHS", "WGMMA_DTYPES", "KMAJOR_ONLY", "FP8"]
+__all__ = ["GemmConfig", "hopper_tile", "split_k_for", "DTYPES", "OUT_DTYPES", "PATHS", "WGMMA_DTYPES", "KMAJOR_ONLY", "FP8"]
 
 #: Input element types with a generated kernel (facts about each: layoutalg.element_types).
 #: The 8-bit floats run on the wgmma path only.
@@ -38,7 +38,11 @@ class GemmConfig:
     for L2 reuse; 1 disables it); ``min_blocks``: CTAs that must fit on one multiprocessor
     (launch bounds: caps registers at 65536 / (threads * min_blocks)); ``path``: "mma_sync"
     or "wgmma" (Hopper); ``b_dtype``: B's type where it differs from A's (mixed 8-bit
-    floats: "e4m3" A with "e5m2" B, or the reverse; None: A's type).
+    floats: "e4m3" A with "e5m2" B, or the reverse; None: A's type); ``split_k`` (wgmma
+    path): the parts K is split into, each a CTA's work unit (a problem of few output tiles
+    then still fills the GPU); the last part of a tile to finish adds the others' partial
+    sums, handed over through a workspace in global memory, and stores C. A launch uses
+    at most one part per k-tile.
     """
 
     dtype: str = "f16"
@@ -53,6 +57,7 @@ class GemmConfig:
     min_blocks: int = 1
     path: str = "mma_sync"
     b_dtype: str = None
+    split_k: int = 1
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -61,7 +66,7 @@ class GemmConfig:
             raise ValueError(f"GemmConfig: out_dtype {self.out_dtype!r} is not one of {', '.join(OUT_DTYPES)}")
         if self.path not in PATHS:
             raise ValueError(f"GemmConfig: path {self.path!r} is not one of {', '.join(PATHS)}")
-        for name in ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "group_m", "min_blocks"):
+        for name in ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "group_m", "min_blocks", "split_k"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 raise ValueError(f"GemmConfig: {name} must be a positive int, got {v!r}")
@@ -76,6 +81,9 @@ class GemmConfig:
         if self.b_dtype is not None and not (self.dtype in FP8 and self.b_dtype in FP8):
             raise ValueError(f"GemmConfig: b_dtype (a B type other than A's) is for mixed 8-bit floats "
                              f"(e4m3 with e5m2), got dtype {self.dtype!r}, b_dtype {self.b_dtype!r}")
+        if self.split_k > 1 and self.path != "wgmma":
+            raise ValueError(f"GemmConfig: split_k is a wgmma-path option (path='wgmma'); got split_k "
+                             f"{self.split_k} with path {self.path!r}")
         if self.dtype in FP8 and self.path != "wgmma":
             raise ValueError(f"GemmConfig: {self.dtype} runs on the wgmma path only (path='wgmma', compute "
                              f"capability 9.0); got path {self.path!r}")
@@ -127,19 +135,18 @@ class GemmConfig:
         return replace(self, **kw)
 
     @classmethod
-    def default(cls, dtype="f16", M=None, N=None, K=None, out_dtype=None, aligned=True, arch=None, b_dtype=None):
+    def default(cls, dtype="f16", M=None, N=None, K=None, out_dtype=None, aligned=True, arch=None, b_dtype=None,
+                sms=132):
         """A sensible plan for ``dtype`` and (optionally) the problem size.
 
         ``arch``: the compute capability to plan for; (9, 0) and newer give the Hopper plan
-        (``path="wgmma"``, 4 stages of 48 KiB: 128x256 CTA tiles whose k-tile is one
-        128-byte swizzle row of each operand row: BK 64 for f16/bf16, 32 for tf32, 128 for
-        the 8-bit floats), which needs operands that TMA can read (16-byte aligned
-        addresses and strides), K-major for tf32 and the 8-bit floats, and an f16, bf16 or
-        f32 output. The 8-bit floats (``b_dtype``: B's type when it differs) have only this
-        plan, whatever ``arch`` says (None included). A problem of at most 64 such tiles
-        (fewer than half an H100's multiprocessors; 1024^3 has 32) gets 128x128 Hopper tiles,
-        twice the CTAs: 174 against 122 TFLOP/s at 1024^3 f16 on the H100 (2048^3, 128
-        tiles, keeps 128x256: 519 against 428; benchmarks/RESULTS.md).
+        (``path="wgmma"``: CTA tiles whose k-tile is one 128-byte swizzle row of each operand
+        row, BK 64 for f16/bf16, 32 for tf32, 128 for the 8-bit floats), which needs operands
+        that TMA can read (16-byte aligned addresses and strides), K-major for tf32 and the
+        8-bit floats, and an f16, bf16 or f32 output. The 8-bit floats (``b_dtype``: B's type
+        when it differs) have only this plan, whatever ``arch`` says (None included). Its
+        tile (:func:`hopper_tile`) depends on how many tiles the problem has for the ``sms``
+        multiprocessors; few tiles and a long K split K as well (:func:`split_k_for`).
 
         Large problems with 16-byte aligned operands (``aligned``) get 128x256 CTA tiles,
         the fastest measured on an H100 (benchmarks/RESULTS.md); problems with fewer than
@@ -147,21 +154,24 @@ class GemmConfig:
         get 128x128 tiles (more CTAs; smaller kernels to compile).
         """
         tiles = None if M is None or N is None else -(-M // 128) * -(-N // 256)
-        bn = 128 if tiles is not None and tiles <= 64 else 256       # of a Hopper plan
+        bm, bn, stages = hopper_tile(M, N, sms)
         if dtype in FP8:
             if arch is not None and tuple(arch[:2]) < (9, 0):
                 raise ValueError(f"GemmConfig.default: {dtype} runs on the wgmma path, which needs compute "
                                  f"capability 9.0; got arch {tuple(arch)}")
-            return cls(dtype, out_dtype, 128, bn, 128, 2, 4, 4, 8, 1, "wgmma", b_dtype)
+            return cls(dtype, out_dtype, bm, bn, 128, 2, 4, stages, 8, 1, "wgmma", b_dtype,
+                       split_k_for(M, N, K, bm, bn, 128, sms))
         if b_dtype not in (None, dtype):
             raise ValueError(f"GemmConfig.default: b_dtype is for mixed 8-bit floats, got {dtype!r} with {b_dtype!r}")
         hopper = (arch is not None and tuple(arch[:2]) >= (9, 0) and aligned and out_dtype != "f64")
         if hopper and dtype in ("f16", "bf16"):
-            return cls(dtype, out_dtype, 128, bn, 64, 2, 4, 4, 8, 1, "wgmma")
+            return cls(dtype, out_dtype, bm, bn, 64, 2, 4, stages, 8, 1, "wgmma", None,
+                       split_k_for(M, N, K, bm, bn, 64, sms))
         if hopper and dtype == "tf32":
             # 128-byte K-major rows (32 f32) as for the other types: 48 KiB a stage, and a
             # k-tile of tf32 takes the tensor cores as long as one of f16 (half the rate)
-            return cls(dtype, out_dtype, 128, bn, 32, 2, 4, 4, 8, 1, "wgmma")
+            return cls(dtype, out_dtype, bm, bn, 32, 2, 4, stages, 8, 1, "wgmma", None,
+                       split_k_for(M, N, K, bm, bn, 32, sms))
         big = aligned and (tiles is None or tiles >= 128)
         if dtype in ("f16", "bf16"):
             cfg = (cls(dtype, out_dtype, 128, 256, 64, 2, 4, 3, 8) if big
@@ -176,3 +186,50 @@ class GemmConfig:
         else:
             raise ValueError(f"GemmConfig.default: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
         return cfg
+
+
+def _tiles(M, N, bm, bn):
+    return -(-M // bm) * -(-N // bn)
+
+
+def hopper_tile(M, N, sms=132):
+    """(BM, BN, stages) of the Hopper plan for an ``M x N`` C on ``sms`` multiprocessors:
+    128x256 with 4 stages of 48 KiB where that gives more tiles than half the
+    multiprocessors (or the size is unknown); else 128x128 with 6 stages of 32 KiB where
+    that does; else 64x128 tiles (one consumer warpgroup) with 6 stages of 24 KiB, twice
+    the CTAs again. Few tiles make a problem bound by memory, or by the latency of a short
+    k-loop: more CTAs and more bytes in flight each. Measured on the H100 (f16, TFLOP/s,
+    benchmarks/RESULTS.md): 128x8192x8192 338 with 64x128 against 294 with 128x128 (split
+    in two); 1024^3 252 against 226; 256x8192x8192 510 with 128x128 and 6 stages, 504 with 4.
+
+    >>> hopper_tile(4096, 4096), hopper_tile(256, 8192), hopper_tile(128, 8192)
+    ((128, 256, 4), (128, 128, 6), (64, 128, 6))
+    """
+    if M is None or N is None or 2 * _tiles(M, N, 128, 256) > sms:
+        return 128, 256, 4
+    if 2 * _tiles(M, N, 128, 128) > sms:
+        return 128, 128, 6
+    return 64, 128, 6
+
+
+#: split-K: the most parts, and the fewest k-tiles in one part
+SPLIT_K_MAX, SPLIT_K_MIN_KTILES = 4, 16
+
+
+def split_k_for(M, N, K, bm, bn, bk, sms):
+    """The parts to split K into for ``bm x bn x bk`` CTA tiles on ``sms`` multiprocessors:
+    1 unless the output tiles fill at most half of them; then as many parts as the
+    multiprocessors hold (at most :data:`SPLIT_K_MAX`, each of at least
+    :data:`SPLIT_K_MIN_KTILES` k-tiles). Measured on the H100 (f16, 64x128 tiles, TFLOP/s):
+    64x4096x4096 149 in 4 parts against 117 unsplit; 512x512x8192 222 against 130.
+
+    >>> split_k_for(64, 4096, 4096, 64, 128, 64, 132), split_k_for(4096, 4096, 4096, 128, 256, 64, 132)
+    (4, 1)
+    """
+    if None in (M, N, K):
+        return 1
+    tiles = -(-M // bm) * -(-N // bn)
+    ktiles = -(-K // bk)
+    if 2 * tiles > sms:
+        return 1
+    return max(1, min(sms // tiles, ktiles // SPLIT_K_MIN_KTILES, SPLIT_K_MAX))

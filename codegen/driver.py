@@ -102,12 +102,24 @@ def multiprocessors():
     return _multiprocessors(ensure_context())
 
 
-def mem_alloc(nbytes):
-    """Device memory of ``nbytes`` (never freed: for small, long-lived buffers); its address."""
+def mem_alloc(nbytes, owner=None):
+    """Zeroed device memory of ``nbytes``; its address. Freed when ``owner`` is collected;
+    without an owner, never (for small, long-lived buffers)."""
     ptr = _c.c_uint64()
     _call("cuMemAlloc_v2", _c.byref(ptr), _c.c_size_t(nbytes))
     _call("cuMemsetD8_v2", ptr, 0, _c.c_size_t(nbytes))
+    if owner is not None:
+        import weakref
+
+        weakref.finalize(owner, _mem_free, ptr.value)
     return ptr.value
+
+
+def _mem_free(ptr):
+    try:
+        _lib().cuMemFree_v2(_c.c_uint64(ptr))
+    except Exception:       # at interpreter exit the context may be gone: nothing to free
+        pass
 
 
 def copy_to_device(ptr, data):

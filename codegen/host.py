@@ -187,6 +187,14 @@ def _device_cc():
                         f"simulator") from None
 
 
+@functools.cache
+def _multiprocessors():
+    """The GPU's multiprocessors, looked up once."""
+    from . import driver
+
+    return driver.multiprocessors()
+
+
 def _check_gpu():
     if simulating():
         return
@@ -405,8 +413,9 @@ def _wgmma_setup(config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major, 
         if fp8:
             raise GemmError(f"{op}: {kind} inputs run on the wgmma path only, which needs {why}")
         return None
+    sms = 132 if simulating() else _multiprocessors()
     cfg = config if config is not None else GemmConfig.default(kind, M, N, K, out_et.name, arch=cc,
-                                                               b_dtype=b.etype.name if fp8 else None)
+                                                               b_dtype=b.etype.name if fp8 else None, sms=sms)
     if cfg.path != "wgmma":
         return None
     key = WgmmaKey(cfg, a_major, b_major)

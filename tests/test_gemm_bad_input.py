@@ -193,6 +193,7 @@ def test_routing_on_hopper_tf32_k_major_to_wgmma_mn_major_to_mma_sync_fp8_only_w
     monkeypatch.setattr(H, "simulating", lambda: False)
     monkeypatch.setattr(H, "_check_gpu", lambda: None)
     monkeypatch.setattr(H, "_device_cc", lambda: (9, 0))
+    monkeypatch.setattr(H, "_multiprocessors", lambda: 132)
     monkeypatch.setattr(H, "get_kernel", lambda key: ("mma_sync", key))
     monkeypatch.setattr(SK, "get_wgmma_kernel", lambda key: ("wgmma", key))
     monkeypatch.setattr(SL, "WgmmaLauncher", lambda compiled, *a: compiled)

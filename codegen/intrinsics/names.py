@@ -76,6 +76,7 @@ SM90_NAMES = (
     "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
     "tma_store_2d", "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read", "named_barrier_sync",
+    "atom_add_acq_rel_gpu", "ld_global_cg_v2_b32",
 ) + tuple(wgmma_name(n, t, k) for n, t, _, k in WGMMA_SHAPES)
 
 ATOM_NAMES = ATOM_NAMES + SM90_NAMES

@@ -26,6 +26,9 @@ Each name is a numba ``@intrinsic`` lowering to inline PTX, as in
   waits until at most ``n`` groups still read shared memory, ``bulk_wait_group(n)`` until at
   most ``n`` are incomplete.
 * ``named_barrier_sync(id, n)``: ``bar.sync id, n``, a barrier of ``n`` threads (a warpgroup).
+* ``atom_add_acq_rel_gpu(addr, v)``: ``atom.acq_rel.gpu.global.add.u32``, the old value; with
+  ``ld_global_cg_v2_b32(addr)`` (two words read at L2, past the multiprocessor's L1) the
+  split-K kernels' hand-over of partial sums between CTAs.
 
 Shared addresses are 32-bit (``smem_addr``), global and tensor-map addresses 64-bit.
 """
@@ -37,7 +40,7 @@ from numba.cuda import types
 from numba.cuda.core.errors import TypingError
 from numba.cuda.extending import intrinsic
 
-from .ptx import _F32, _I32, _I64, _MEM, _VOID, _as_i32, _as_i64, _asm, _want_int
+from .ptx import _F32, _I32, _I64, _MEM, _VOID, _as_i32, _as_i64, _asm, _tuple_from, _want_int
 
 __all__ = [
     "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero", "acc_to_array",
@@ -45,6 +48,7 @@ __all__ = [
     "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
     "tma_store_2d", "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read", "named_barrier_sync",
+    "atom_add_acq_rel_gpu", "ld_global_cg_v2_b32",
 ]
 
 #: (N, input type name, PTX input type, K) of the wgmma intrinsics defined here
@@ -360,3 +364,42 @@ def named_barrier_sync(typingctx, bar, nthreads):
     """``bar.sync bar, nthreads``: wait until ``nthreads`` threads (a multiple of 32) reached
     barrier ``bar`` (1 to 15; 0 is ``syncthreads``')."""
     return _addr_value("named_barrier_sync", "nthreads", "bar.sync $0, $1;", bar, nthreads)
+
+
+@intrinsic
+def atom_add_acq_rel_gpu(typingctx, addr, value):
+    """``atom.acq_rel.gpu.global.add.u32``: add ``value`` to the uint32 at global ``addr``
+    and return its old value. Release: this thread's earlier writes, and those its CTA made
+    before a barrier it passed, are visible to whoever acquires the new value; acquire:
+    writes released before the old value was written are visible to this thread (and, after
+    a barrier, to its CTA)."""
+    op = "atom_add_acq_rel_gpu"
+    _want_int(op, "addr", addr)
+    _want_int(op, "value", value)
+    sig = types.uint32(addr, value)
+
+    def codegen(context, builder, sig, args):
+        a = _as_i64(context, builder, args[0], sig.args[0])
+        v = _as_i32(context, builder, args[1], sig.args[1])
+        return _asm(builder, _I32, [_I64, _I32], "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;", "=r,l,r," + _MEM,
+                    [a, v], True)
+
+    return sig, codegen
+
+
+@intrinsic
+def ld_global_cg_v2_b32(typingctx, addr):
+    """``ld.global.cg.v2.b32``: two words from an 8-byte aligned global address, cached in L2
+    only (never a stale line of this multiprocessor's L1); returns two uint32, lower address
+    first."""
+    op = "ld_global_cg_v2_b32"
+    _want_int(op, "addr", addr)
+    sig = types.UniTuple(types.uint32, 2)(addr)
+
+    def codegen(context, builder, sig, args):
+        a = _as_i64(context, builder, args[0], sig.args[0])
+        res = _asm(builder, ir.LiteralStructType([_I32] * 2), [_I64], "ld.global.cg.v2.b32 {$0, $1}, [$2];",
+                   "=r,=r,l," + _MEM, [a], True)
+        return _tuple_from(context, builder, sig.return_type, res, 2)
+
+    return sig, codegen

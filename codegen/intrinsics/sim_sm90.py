@@ -20,6 +20,7 @@ Same names and signatures as the PTX intrinsics; each computes what the instruct
 * a TMA store copies its box at once from shared memory (un-swizzling it, writing only
   what lies inside the tensor); the bulk async-group waits then have nothing to wait for;
 * ``named_barrier_sync`` is a barrier of the given number of threads of the block;
+* ``atom_add_acq_rel_gpu`` adds under a lock; ``ld_global_cg_v2_b32`` is a plain load;
 * fences, ``setmaxnreg`` and tensor-map prefetches do nothing here.
 
 Tensor maps in the simulator are made by :func:`encode_tensor_map_2d` (the same fields as
@@ -233,6 +234,29 @@ def _block_barrier(op, name, nthreads):
     except threading.BrokenBarrierError:
         raise RuntimeError(f"{op}: barrier {name} of block {key[0]}: fewer than {nthreads} threads arrived") \
             from None
+
+
+def atom_add_acq_rel_gpu(addr, value):
+    """Simulated ``atom.acq_rel.gpu.global.add.u32``: the old value (the add is atomic)."""
+    op = "atom_add_acq_rel_gpu"
+    addr, value = _as_int(op, "addr", addr), _as_int(op, "value", value)
+    if addr & 3:
+        raise ValueError(f"{op}: global address {addr:#x} is not 4-byte aligned")
+    mem = _memory(op)
+    with _LOCK:
+        old = int.from_bytes(mem.read_global(op, addr, 4), "little")
+        mem.write_global(op, addr, ((old + value) & 0xFFFFFFFF).to_bytes(4, "little"))
+    return old
+
+
+def ld_global_cg_v2_b32(addr):
+    """Simulated ``ld.global.cg.v2.b32``: two words as ints, lower address first."""
+    op = "ld_global_cg_v2_b32"
+    addr = _as_int(op, "addr", addr)
+    if addr & 7:
+        raise ValueError(f"{op}: global address {addr:#x} is not 8-byte aligned")
+    data = _memory(op).read_global(op, addr, 8)
+    return int.from_bytes(data[:4], "little"), int.from_bytes(data[4:], "little")
 
 
 def tensormap_acquire(addr):

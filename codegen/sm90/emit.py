@@ -14,9 +14,17 @@ waits for it only before it overwrites a staging buffer); "registers", for the r
 (``beta != 0``, f32 output, a C that TMA cannot write): the consumers store from registers.
 The launcher picks the kernel per call and compiles each only when a call first needs it.
 
+Split-K kernels (``config.split_k > 1``) walk work units instead of tiles: a tile's K is
+cut into ``splits`` parts of whole k-tiles, and consecutive units are the parts of one
+tile. Each part stores its partial sums in a workspace and counts itself on the tile's
+counter; the part that counts last adds the others' sums to its own and runs the epilogue
+(no part waits for another, so any number of CTAs is safe), and resets the counter for the
+next launch.
+
 Kernel arguments: the device addresses of the tensor maps of A, B and C (0: no map of C),
-the address of C, M, N, K, C's element strides, alpha, beta, and the address of an int32
-error word (a wait that times out writes 1 there instead of hanging the GPU).
+the address of C, M, N, K, C's element strides, alpha, beta, the address of an int32
+error word (a wait that times out writes 1 there instead of hanging the GPU), and for
+split-K the workspace's address (zeroed counters, then the partial sums) and the parts.
 """
 
 from __future__ import annotations
@@ -28,6 +36,14 @@ __all__ = ["emit_wgmma_source", "KERNEL_NAME"]
 
 KERNEL_NAME = "gemm_sm90_kernel"
 WAIT_TIMEOUT_NS = 2_000_000_000
+CONSUMER_REGS = 232
+
+
+def producer_regs(consumers):
+    """The producer warpgroup's registers a thread (``setmaxnreg.dec``): 40 beside two
+    consumer warpgroups of :data:`CONSUMER_REGS` (128 x (40 + 2 x 232) fits the 64K
+    registers); 56 beside one, where the split-K producer's unit arithmetic spilled at 40."""
+    return 40 if consumers > 1 else 56
 
 
 class _W:
@@ -96,15 +112,17 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
     w(f"STAGE_BYTES = A_STAGE + B_STAGE  # what the TMA of one k-tile delivers")
     if st is not None:
         w(f"C_STAGE = {st.stage_bytes}  # bytes of one consumer's C staging: cosize of {st.smem}")
-    w(f"SMEM_BYTES = {plan.smem_bytes}  # 1024 (alignment) + stages + C staging + 2 mbarriers per stage")
+    w(f"SMEM_BYTES = {plan.smem_bytes}  # 1024 (alignment) + stages + C staging + 2 mbarriers per stage + tickets")
+    if plan.split:
+        w(f"PART_BYTES = {plan.part_bytes}  # one consumer's partial sums: (T128,V{plan.acc_regs}) f32")
     w(f"WAIT_TIMEOUT_NS = {WAIT_TIMEOUT_NS}")
     w("")
     w("")
-    w(f"def {KERNEL_NAME}(tmap_a, tmap_b, tmap_c, C, M, N, K, scm, scn, alpha, beta, err):")
+    w(f"def {KERNEL_NAME}(tmap_a, tmap_b, tmap_c, C, M, N, K, scm, scn, alpha, beta, err, ws, splits):")
     with w.block():
         w('"""tmap_a, tmap_b, tmap_c: device addresses of the TMA tensor maps of A (M,K), B (N,K)')
         w("and C (M,N), or 0 for no map of C; C: the address of C with element strides (scm, scn);")
-        w("err: an int32 error word.")
+        w("err: an int32 error word; ws, splits: the split-K workspace and parts (unused: splits 1).")
         w('"""')
         w("smem = cuda.shared.array(0, uint8)")
         w(f"sa = ({w.call('smem_addr', 'smem, 0')} + 1023) & -1024  # 1024-byte aligned: the swizzle repeats every 1024 B")
@@ -115,6 +133,8 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
         else:
             w("full = sb + STAGES * B_STAGE  # STAGES mbarriers: the stage's TMA bytes arrived")
         w("empty = full + STAGES * 8  # STAGES mbarriers: every consumer is done with the stage")
+        if plan.split:
+            w("ticket = empty + STAGES * 8  # CONSUMERS words: a part's place among its tile's parts")
         w("tid = cuda.threadIdx.x")
         w("wg = tid >> 7  # warpgroup: 0 produces, 1.. consume")
         w("if tid == 0:")
@@ -132,11 +152,15 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
         w("tiles = num_m * num_n")
         w("ktiles = (K + BK - 1) // BK  # TMA zero-fills k >= K, rows >= M and columns >= N")
         w("group = GROUP_M * num_n")
+        if plan.split:
+            w("units = tiles * splits  # work units: (tile, part of K), the parts of a tile consecutive")
+            w("counts = ws  # tiles x CONSUMERS uint32: the parts of each tile's slice done so far")
+            w("parts = ws + ((tiles * CONSUMERS * 4 + 255) & -256)  # units x CONSUMERS partial sums")
         w("")
         w("if wg == 0:")
         with w.block():
             w("# ---- producer: one thread issues the TMA loads of every k-tile ---------------")
-            w(w.call("setmaxnreg_dec", "40"))
+            w(w.call("setmaxnreg_dec", str(producer_regs(plan.consumers))))
             w("if tid == 0:")
             with w.block():
                 w(w.call("tensormap_acquire", "tmap_a"))
@@ -146,10 +170,10 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                 w("it = 0  # k-tiles issued, over all tiles")
                 w("s = 0  # the stage: it % STAGES")
                 w("ph = 0  # the stage's phase: (it // STAGES) & 1")
-                w("for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):")
+                _unit_loop(w, plan)
                 with w.block():
-                    _raster(w)
-                    w("for kt in range(ktiles):")
+                    _unit(w, plan)
+                    w(f"for kt in {_kt_range(plan)}:")
                     with w.block():
                         w("if it >= STAGES:  # wait until every consumer released the stage's previous fill")
                         with w.block():
@@ -174,7 +198,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
         w("else:")
         with w.block():
             w("# ---- consumers: wgmma on a 64-row slice, then the epilogue --------------------")
-            w(w.call("setmaxnreg_inc", "232"))
+            w(w.call("setmaxnreg_inc", str(CONSUMER_REGS)))
             w("c = wg - 1  # this consumer's 64 rows of the CTA tile")
             w("leader = (tid & 127) == 0  # arrives on the empty barriers for the warpgroup")
             da = plan.a.desc
@@ -191,14 +215,14 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                     w(w.call("tensormap_acquire", "tmap_c"))
             w("s = 0")
             w("ph = 0")
-            w("for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):")
+            _unit_loop(w, plan)
             with w.block():
-                _raster(w)
+                _unit(w, plan)
                 w(f"acc = {w.call('f32x_zero', str(plan.acc_regs))}  # CLayout_64x{cfg.bn}: (T128,V{plan.acc_regs}) -> (m,n)")
                 w("prev = 0")
                 if _in_flight == 2:
                     w("prev2 = 0")
-                w("for kt in range(ktiles):")
+                w(f"for kt in {_kt_range(plan)}:")
                 with w.block():
                     _wait(w, "full + 8 * s", "ph", _bounded)
                     w(f"acc = {w.call('acc_fence', 'acc')}")
@@ -222,7 +246,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                         w(w.call("wgmma_wait", str(_in_flight))
                           + "  # the previous k-tile's MMAs are done: release its stage")
                         w(f"acc = {w.call('acc_fence', 'acc')}")
-                        w("if kt > 0 and leader:")
+                        w(f"if kt > {'kt0' if plan.split else '0'} and leader:")
                         with w.block():
                             w(w.call("mbarrier_arrive", "empty + 8 * prev"))
                     w("prev = s")
@@ -240,6 +264,11 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                     w("if alpha == 12345.0:")
                     with w.block():
                         _epilogue_code(w, plan, tma)
+                elif _epilogue and plan.split:
+                    _hand_over(w, plan)
+                    w("if finish:")
+                    with w.block():
+                        _epilogue_code(w, plan, tma, have_accs=True)
                 elif _epilogue:
                     _epilogue_code(w, plan, tma)
             if tma:
@@ -260,6 +289,65 @@ def _advance(w, count=True):
         w("ph ^= 1")
 
 
+def _unit_loop(w, plan):
+    if plan.split:
+        w("for unit in range(cuda.blockIdx.x, units, cuda.gridDim.x):")
+    else:
+        w("for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):")
+
+
+def _unit(w, plan):
+    """The tile (and, split-K, the part of K) of this unit of work."""
+    if plan.split:
+        w("tile = unit // splits")
+        w("part = unit - tile * splits  # k-tiles [kt0, kt1) of the tile")
+        w("kt0 = part * ktiles // splits")
+        w("kt1 = (part + 1) * ktiles // splits")
+    _raster(w)
+
+
+def _kt_range(plan):
+    return "range(kt0, kt1)" if plan.split else "range(ktiles)"
+
+
+def _hand_over(w, plan):
+    """Split-K: store this part's sums, count it; the last part of the tile adds the others'."""
+    pairs = plan.acc_regs // 2
+    w("# ---- split-K: partial sums through the workspace; the tile's last part finishes it")
+    w("wtid = tid & 127  # the thread within its warpgroup")
+    w(f"accs = cuda.local.array({plan.acc_regs}, float32)  # indexed by constants once NVVM unrolls the loops")
+    w(w.call("acc_to_array", "acc, accs"))
+    w("finish = True")
+    w("if splits > 1:")
+    with w.block():
+        w("mine = parts + ((tile * splits + part) * CONSUMERS + c) * PART_BYTES  # (T128,P) -> 8 B: stride (1,128)")
+        w(f"for p in range({pairs}):")
+        with w.block():
+            w(w.call("st_global_v2_b32", "mine + (p * 128 + wtid) * 8, accs[2 * p], accs[2 * p + 1]"))
+        w(f"{w.call('named_barrier_sync', '1 + c, 128')}  # the warpgroup's sums are written")
+        w("if leader:  # release them, and learn how many parts came before")
+        with w.block():
+            w(w.call("st_shared_b32", "ticket + 4 * c, " + w.call("atom_add_acq_rel_gpu",
+                                                                   "counts + (tile * CONSUMERS + c) * 4, 1")))
+        w(w.call("named_barrier_sync", "1 + c, 128"))
+        w(f"finish = {w.call('ld_shared_b32', 'ticket + 4 * c')} == splits - 1  # the last part: the others are written")
+        w("if finish:")
+        with w.block():
+            w("if leader:")
+            with w.block():
+                w(w.call("st_global_b32", "counts + (tile * CONSUMERS + c) * 4, 0") + "  # ready for the next launch")
+            w("for q in range(splits):")
+            with w.block():
+                w("if q != part:")
+                with w.block():
+                    w("theirs = parts + ((tile * splits + q) * CONSUMERS + c) * PART_BYTES")
+                    w(f"for p in range({pairs}):")
+                    with w.block():
+                        w(f"v0, v1 = {w.call('ld_global_cg_v2_b32', 'theirs + (p * 128 + wtid) * 8')}")
+                        w(f"accs[2 * p] += {w.call('u32_as_f32', 'v0')}")
+                        w(f"accs[2 * p + 1] += {w.call('u32_as_f32', 'v1')}")
+
+
 def _raster(w):
     w("first_m = (tile // group) * GROUP_M")
     w("rows = min(num_m - first_m, GROUP_M)")
@@ -267,21 +355,24 @@ def _raster(w):
     w("n0 = ((tile % group) // rows) * BN")
 
 
-def _epilogue_code(w, plan, tma):
+def _epilogue_code(w, plan, tma, have_accs=False):
+    """The stores of C; ``have_accs``: the accumulators are already in the array ``accs``."""
     w(f"# ---- epilogue: C = alpha * acc + beta * C; accumulators 2p, 2p + 1 are adjacent columns")
-    w("wtid = tid & 127  # the thread within its warpgroup")
+    if not have_accs:
+        w("wtid = tid & 127  # the thread within its warpgroup")
     if tma:
-        _tma_store_epilogue(w, plan)
+        _tma_store_epilogue(w, plan, have_accs)
     else:
-        _direct_epilogue(w, plan)
+        _direct_epilogue(w, plan, have_accs)
 
 
-def _tma_store_epilogue(w, plan):
+def _tma_store_epilogue(w, plan, have_accs=False):
     st, out, cfg = plan.store, plan.out.name, plan.config
     ob = plan.out.bits // 8
     box_bytes = st.box_elems * ob
-    w(f"accs = cuda.local.array({plan.acc_regs}, float32)  # indexed by constants once NVVM unrolls the loops")
-    w(w.call("acc_to_array", "acc, accs"))
+    if not have_accs:
+        w(f"accs = cuda.local.array({plan.acc_regs}, float32)  # indexed by constants once NVVM unrolls the loops")
+        w(w.call("acc_to_array", "acc, accs"))
     w(f"c_thr = {st.thr_off}  # staging offset of the thread mode of CLayout_64x{cfg.bn}")
     w(f"for j in range({st.boxes}):  # the slice's {st.box[0]}x{st.box[1]} boxes, through {st.buffers} buffers")
     with w.block():
@@ -304,7 +395,7 @@ def _tma_store_epilogue(w, plan):
             w(w.call("bulk_commit_group"))
 
 
-def _direct_epilogue(w, plan):
+def _direct_epilogue(w, plan, have_accs=False):
     out = plan.out.name
     ob = plan.out.bits // 8
     w(f"c_row = m0 + 64 * c + {plan.thr_row}  # m of the thread mode of CLayout_64x{plan.config.bn}")
@@ -313,8 +404,9 @@ def _direct_epilogue(w, plan):
     pairs = plan.acc_regs // 2
     w("if m0 + BM <= M and n0 + BN <= N and beta == 0:  # an interior tile: stores only")
     with w.block():
-        w(f"accs = cuda.local.array({plan.acc_regs}, float32)  # indexed by constants once NVVM unrolls the loop")
-        w(w.call("acc_to_array", "acc, accs"))
+        if not have_accs:
+            w(f"accs = cuda.local.array({plan.acc_regs}, float32)  # indexed by constants once NVVM unrolls the loop")
+            w(w.call("acc_to_array", "acc, accs"))
         w(f"for p in range({pairs}):")
         with w.block():
             w(f"addr = c_base + (int64({plan.pair_row}) * scm + {plan.pair_col}) * {ob}")
@@ -328,8 +420,9 @@ def _direct_epilogue(w, plan):
             w("if row < M:")
             with w.block():
                 w(f"addr = C + (int64(row) * scm + col) * {ob}")
-                w("v0 = alpha * acc[2 * p]")
-                w("v1 = alpha * acc[2 * p + 1]")
+                src = "accs" if have_accs else "acc"
+                w(f"v0 = alpha * {src}[2 * p]")
+                w(f"v1 = alpha * {src}[2 * p + 1]")
                 w("if col + 1 < N:")
                 with w.block():
                     w("if beta != 0:")

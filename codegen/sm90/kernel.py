@@ -67,7 +67,7 @@ _MEM = {}
 def wgmma_signature():
     from numba import float32, int32, int64, void
 
-    return void(int64, int64, int64, int64, int32, int32, int32, int64, int64, float32, float32, int64)
+    return void(int64, int64, int64, int64, int32, int32, int32, int64, int64, float32, float32, int64, int64, int32)
 
 
 def _base(key):

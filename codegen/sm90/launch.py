@@ -3,6 +3,10 @@
 The tensor maps hold the operands' global addresses, so they depend on the arrays: each
 launcher keeps the maps it encoded in device memory, keyed by the two addresses, and a
 repeated call on the same arrays only launches.
+
+A split-K launcher also keeps a workspace per stream (kernels on one stream run in order,
+so they can share one; kernels on two streams may overlap): the tiles' counters, which
+every launch leaves at zero, and the partial sums.
 """
 
 from __future__ import annotations
@@ -59,9 +63,17 @@ class WgmmaLauncher:
         self._kernels = {compiled.key.epilogue: compiled}   # by epilogue, the other on first use
         self.threads = plan.threads
         self.smem = plan.smem_bytes
-        tiles = -(-M // plan.config.bm) * -(-N // plan.config.bn)
+        cfg = plan.config
+        tiles = -(-M // cfg.bm) * -(-N // cfg.bn)
+        self.splits = max(1, min(cfg.split_k, -(-K // cfg.bk)))      # at least one k-tile a part
+        units = tiles * self.splits
         self.sim = compiled.function is None
-        self.grid = max(1, min(tiles, 2 if self.sim else driver.multiprocessors()))
+        self.grid = max(1, min(units, 2 if self.sim else driver.multiprocessors()))
+        # the workspace: a uint32 counter per (tile, consumer), padded to 256 bytes, then
+        # each unit's partial sums
+        self.ws_bytes = (-(-tiles * plan.consumers * 4 // 256) * 256 + units * plan.consumers * plan.part_bytes
+                         if self.splits > 1 else 0)
+        self._ws = {}
         # TMA copies bytes: f32 data that wgmma reads as tf32 travels as f32 (the tensor core
         # ignores the low 13 mantissa bits), the 8-bit floats as bytes
         self._a = (a_desc, plan.a, _tma_type(plan.etype))
@@ -77,7 +89,7 @@ class WgmmaLauncher:
             self.err = driver.mem_alloc(4)
         self.slots = ([ctypes.c_int64(0) for _ in range(4)] + [ctypes.c_int32(v) for v in (M, N, K)]
                       + [ctypes.c_int64(s) for s in c_strides] + [ctypes.c_float(1.0), ctypes.c_float(0.0)]
-                      + [ctypes.c_int64(self.err)])
+                      + [ctypes.c_int64(self.err), ctypes.c_int64(0), ctypes.c_int32(self.splits)])
         self.params = (ctypes.c_void_p * len(self.slots))(*[ctypes.addressof(s) for s in self.slots])
         self._maps = {}
 
@@ -134,11 +146,31 @@ class WgmmaLauncher:
             hit = self._maps[(a, b, c)] = (self._map(self._a, a), self._map(self._b, b), self._c_map(c))
         return hit
 
+    def workspace(self, stream=0):
+        """The split-K workspace of launches on ``stream`` (0 when the kernel needs none)."""
+        if not self.ws_bytes:
+            return 0
+        hit = self._ws.get(stream)
+        if hit is None:
+            if self.sim:
+                import numpy as np
+
+                from ..intrinsics.sim import register_global
+
+                arr = np.zeros(self.ws_bytes, dtype=np.uint8)
+                self._keep = getattr(self, "_keep", []) + [arr]
+                hit = register_global(arr)
+            else:
+                hit = driver.mem_alloc(self.ws_bytes, owner=self)
+            self._ws[stream] = hit
+        return hit
+
     def __call__(self, a, b, c, alpha, beta, stream=0):
         ma, mb, mc = self.maps(a, b, c)
         s = self.slots
         s[0].value, s[1].value, s[2].value, s[3].value = ma, mb, mc, c
         s[9].value, s[10].value = alpha, beta
+        s[12].value = self.workspace(stream)
         k = self._kernel("tma" if mc and beta == 0 else "registers")
         if self.sim:
             k.kernel[self.grid, self.threads, 0, self.smem](*[x.value for x in s])

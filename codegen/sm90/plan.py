@@ -107,13 +107,23 @@ class WgmmaPlan:
     pair_col: Index
     thr_row: Index            # the thread's part (tid within the warpgroup)
     thr_col: Index
-    smem_bytes: int           # stages + C staging + barriers + 1024 for alignment
+    smem_bytes: int           # stages + C staging + barriers and tickets + 1024 for alignment
     store: WgmmaStore = None  # the TMA-store epilogue (16-bit outputs), else None
     b_etype: ElementType = None  # B's type (A's unless mixed 8-bit floats)
 
     @property
     def operands(self):
         return (self.a, self.b)
+
+    @property
+    def split(self):
+        """Whether the kernel splits K (``config.split_k > 1``): partial sums handed over."""
+        return self.config.split_k > 1
+
+    @property
+    def part_bytes(self):
+        """Bytes of one consumer's partial sums in the split-K workspace: (T128, V) f32."""
+        return 128 * self.acc_regs * 4
 
 
 def _operand(name, major, rows, bk, et, instr_k, consumers):
@@ -181,7 +191,7 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
         ix.check()
     out = element_type(cfg.out)
     store = _store(out, cfg.bn, clay) if out.bits == 16 else None
-    bars = 2 * cfg.stages * 8
+    bars = 2 * cfg.stages * 8 + 16       # full and empty per stage; a split-K ticket word per consumer
     staging = consumers * store.stage_bytes if store else 0
     smem = 1024 + cfg.stages * (a.stage_bytes + b.stage_bytes) + staging + bars
     if smem > 227 * 1024:
