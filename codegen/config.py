@@ -42,7 +42,9 @@ class GemmConfig:
     path): the parts K is split into, each a CTA's work unit (a problem of few output tiles
     then still fills the GPU); the last part of a tile to finish adds the others' partial
     sums, handed over through a workspace in global memory, and stores C. A launch uses
-    at most one part per k-tile.
+    at most one part per k-tile. ``cluster_m`` (wgmma path): 2 runs CTAs in clusters of
+    two whose tiles are vertical neighbours, sharing B: each loads half of B's k-tile and
+    the TMA unit delivers it to both (multicast); on a GPU only.
     """
 
     dtype: str = "f16"
@@ -58,6 +60,7 @@ class GemmConfig:
     path: str = "mma_sync"
     b_dtype: str = None
     split_k: int = 1
+    cluster_m: int = 1
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -81,6 +84,11 @@ class GemmConfig:
         if self.b_dtype is not None and not (self.dtype in FP8 and self.b_dtype in FP8):
             raise ValueError(f"GemmConfig: b_dtype (a B type other than A's) is for mixed 8-bit floats "
                              f"(e4m3 with e5m2), got dtype {self.dtype!r}, b_dtype {self.b_dtype!r}")
+        if self.cluster_m not in (1, 2):
+            raise ValueError(f"GemmConfig: cluster_m must be 1 or 2, got {self.cluster_m!r}")
+        if self.cluster_m > 1 and (self.path != "wgmma" or self.split_k > 1):
+            raise ValueError(f"GemmConfig: cluster_m 2 is a wgmma-path option without split-K; got path "
+                             f"{self.path!r}, split_k {self.split_k}")
         if self.split_k > 1 and self.path != "wgmma":
             raise ValueError(f"GemmConfig: split_k is a wgmma-path option (path='wgmma'); got split_k "
                              f"{self.split_k} with path {self.path!r}")

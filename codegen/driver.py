@@ -208,6 +208,24 @@ def entry_name(ptx):
     return m.group(1)
 
 
+CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+
+
+class _LaunchAttribute(_c.Structure):
+    """``CUlaunchAttribute``: an id, then (8-byte aligned) a 64-byte value union; the cluster
+    dimension's value is three unsigned ints."""
+    _fields_ = [("id", _c.c_int), ("pad", _c.c_char * 4), ("x", _c.c_uint), ("y", _c.c_uint), ("z", _c.c_uint),
+                ("rest", _c.c_char * 52)]
+
+
+class _LaunchConfig(_c.Structure):
+    """``CUlaunchConfig``."""
+    _fields_ = [("gridDimX", _c.c_uint), ("gridDimY", _c.c_uint), ("gridDimZ", _c.c_uint),
+                ("blockDimX", _c.c_uint), ("blockDimY", _c.c_uint), ("blockDimZ", _c.c_uint),
+                ("sharedMemBytes", _c.c_uint), ("hStream", _c.c_void_p),
+                ("attrs", _c.POINTER(_LaunchAttribute)), ("numAttrs", _c.c_uint)]
+
+
 class Function:
     """A kernel loaded from an image (a cubin, or PTX that the driver compiles) into the current
     context, launched through
@@ -231,6 +249,27 @@ class Function:
         v = _c.c_int()
         _call("cuFuncGetAttribute", _c.byref(v), CU_FUNC_ATTRIBUTE_NUM_REGS, self.handle)
         return v.value
+
+    def cluster_config(self, grid, block, smem, cluster, stream=0):
+        """A launch configuration (``cuLaunchKernelEx``) of ``grid`` CTAs in clusters of
+        ``cluster`` along x, kept with its attribute; ``launch_config`` launches it."""
+        attr = _LaunchAttribute(id=CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, x=cluster, y=1, z=1)
+        cfg = _LaunchConfig(grid, 1, 1, block, 1, 1, smem, stream, _c.pointer(attr), 1)
+        cfg._attr = attr            # keep the attribute alive with the config
+        return cfg
+
+    def max_active_clusters(self, block, smem, cluster):
+        """How many clusters of ``cluster`` CTAs of ``block`` threads and ``smem`` bytes of
+        shared memory the GPU runs at once (``cuOccupancyMaxActiveClusters``)."""
+        n = _c.c_int()
+        cfg = self.cluster_config(cluster, block, smem, cluster)
+        _call("cuOccupancyMaxActiveClusters", _c.byref(n), self.handle, _c.byref(cfg))
+        return n.value
+
+    def launch_config(self, cfg, stream, params):
+        """Launch through ``cuLaunchKernelEx`` with a config of :meth:`cluster_config`."""
+        cfg.hStream = stream
+        _call("cuLaunchKernelEx", _c.byref(cfg), self.handle, params, None)
 
     def launch(self, grid, block, smem, stream, params):
         """Launch on ``grid`` x ``block`` threads (ints) with ``params`` (a ctypes array of

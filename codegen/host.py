@@ -418,6 +418,9 @@ def _wgmma_setup(config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major, 
                                                                b_dtype=b.etype.name if fp8 else None, sms=sms)
     if cfg.path != "wgmma":
         return None
+    if cfg.cluster_m > 1 and simulating():
+        raise GemmError(f"{op}: config.cluster_m={cfg.cluster_m} runs CTAs in clusters, which need a GPU: numba's "
+                        f"simulator runs one block after another")
     key = WgmmaKey(cfg, a_major, b_major)
     # compile the kernel this call needs (the TMA-store epilogue for beta = 0 and a C that TMA
     # can write; C allocated here is); the launcher compiles the other when a call needs it

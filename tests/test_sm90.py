@@ -437,3 +437,71 @@ def test_split_k_kernel_runs_in_the_simulator_exactly(tmp_path):
                PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     r = subprocess.run([sys.executable, "-c", SIM_SPLIT], capture_output=True, text=True, env=env, timeout=900)
     assert "SIM SPLIT OK" in r.stdout, r.stdout + r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("b_major", ["K", "MN"])
+def test_cluster_ptx_multicasts_half_of_b_and_does_not_spill(b_major, tmp_path):
+    """Clusters of two CTAs sharing B: each loads the half of B's boxes that its rank names
+    (multicast to both), arrives on both CTAs' empty barriers, and the cluster synchronises
+    after the barriers are made and before exit."""
+    pytest.importorskip("numba")
+    from codegen import GemmConfig
+    from codegen.sm90.kernel import WgmmaKey, compile_wgmma_ptx, wgmma_plan
+
+    cfg = GemmConfig.default("f16", arch=(9, 0)).with_(cluster_m=2)
+    key = WgmmaKey(cfg, "K", b_major, "tma")
+    plan = wgmma_plan(key)
+    halves = [bx for bx in plan.b.boxes if bx[1] < plan.b.rows // 2]
+    assert 2 * len(halves) == len(plan.b.boxes)
+    ptx = compile_wgmma_ptx(key)
+    assert ptx.count(".multicast::cluster") == len(halves)
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [") == 1   # A
+    assert ptx.count("barrier.cluster.arrive") == 2 and "mapa.shared::cluster.u32" in ptx
+    assert ptx.count("mbarrier.arrive.shared::cluster.b64") == 2      # release at CTA scope (see ptx_sm90)
+    assert "mbarrier.arrive.release.cluster" not in ptx
+    _ptxas_no_spills(ptx, tmp_path)
+
+
+def test_descriptors_encode_the_start_address_as_the_isa_says():
+    """A CTA of a cluster sees its shared memory at addresses with its rank in bit 24: the
+    descriptor's 14-bit start address is (addr & 0x3FFFF) >> 4, never a carry into LBO."""
+    from codegen import GemmConfig
+    from codegen.sm90.emit import emit_wgmma_source
+    from codegen.sm90.plan import make_wgmma_plan
+
+    src = emit_wgmma_source(make_wgmma_plan(GemmConfig.default("f16", arch=(9, 0)), "K", "MN"))
+    starts = [line for line in src.splitlines() if line.strip().startswith(("da = desc_a", "db = desc_b"))]
+    assert len(starts) == 2 and all("& 0x3FFFF) >> 4)" in line for line in starts), starts
+
+
+def test_cluster_configs_and_their_errors():
+    from codegen import GemmConfig
+    from codegen.driver import _LaunchAttribute, _LaunchConfig
+
+    with pytest.raises(ValueError, match="cluster_m must be 1 or 2"):
+        GemmConfig(path="wgmma", cluster_m=4)
+    with pytest.raises(ValueError, match="cluster_m 2 is a wgmma-path option without split-K"):
+        GemmConfig(cluster_m=2)
+    with pytest.raises(ValueError, match="without split-K"):
+        GemmConfig(path="wgmma", cluster_m=2, split_k=2)
+    # the driver's launch structures as cuda.h lays them out
+    assert ctypes_size(_LaunchAttribute) == 72
+    assert [getattr(_LaunchConfig, f).offset for f in ("hStream", "attrs", "numAttrs")] == [32, 40, 48]
+    # in numba's simulator (blocks run one after another) a cluster config is a clear error
+    import subprocess
+    import sys
+
+    prog = ("import numpy as np, codegen\nfrom codegen import GemmConfig, GemmError\n"
+            "A = np.zeros((64, 64), np.float16)\n"
+            "try:\n    codegen.gemm(A, A, config=GemmConfig('f16', 'f32', 128, 256, 64, path='wgmma', cluster_m=2))\n"
+            "except GemmError as e:\n    print(e)\n")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env, timeout=300)
+    assert "cluster_m=2 runs CTAs in clusters, which need a GPU" in r.stdout, r.stdout + r.stderr[-2000:]
+
+
+def ctypes_size(t):
+    import ctypes
+
+    return ctypes.sizeof(t)

@@ -77,6 +77,7 @@ SM90_NAMES = (
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
     "tma_store_2d", "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read", "named_barrier_sync",
     "atom_add_acq_rel_gpu", "ld_global_cg_v2_b32",
+    "cluster_ctarank", "cluster_sync", "mapa_shared", "mbarrier_arrive_cluster", "tma_load_2d_multicast",
 ) + tuple(wgmma_name(n, t, k) for n, t, _, k in WGMMA_SHAPES)
 
 ATOM_NAMES = ATOM_NAMES + SM90_NAMES

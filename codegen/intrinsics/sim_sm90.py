@@ -21,6 +21,9 @@ Same names and signatures as the PTX intrinsics; each computes what the instruct
   what lies inside the tensor); the bulk async-group waits then have nothing to wait for;
 * ``named_barrier_sync`` is a barrier of the given number of threads of the block;
 * ``atom_add_acq_rel_gpu`` adds under a lock; ``ld_global_cg_v2_b32`` is a plain load;
+* the cluster atoms need the CTAs of a cluster to run at once, which numba's simulator,
+  running one block after another, never does: they raise (kernels with clusters run on
+  a GPU only);
 * fences, ``setmaxnreg`` and tensor-map prefetches do nothing here.
 
 Tensor maps in the simulator are made by :func:`encode_tensor_map_2d` (the same fields as
@@ -257,6 +260,36 @@ def ld_global_cg_v2_b32(addr):
         raise ValueError(f"{op}: global address {addr:#x} is not 8-byte aligned")
     data = _memory(op).read_global(op, addr, 8)
     return int.from_bytes(data[:4], "little"), int.from_bytes(data[4:], "little")
+
+
+def _no_clusters(op):
+    raise RuntimeError(f"{op}: clusters need their CTAs to run at once; numba's simulator runs one block "
+                       f"after another (a kernel with clusters runs on a GPU only)")
+
+
+def cluster_ctarank():
+    """Not simulated (see the module's notes on clusters)."""
+    _no_clusters("cluster_ctarank")
+
+
+def cluster_sync():
+    """Not simulated (see the module's notes on clusters)."""
+    _no_clusters("cluster_sync")
+
+
+def mapa_shared(addr, rank):
+    """Not simulated (see the module's notes on clusters)."""
+    _no_clusters("mapa_shared")
+
+
+def mbarrier_arrive_cluster(addr):
+    """Not simulated (see the module's notes on clusters)."""
+    _no_clusters("mbarrier_arrive_cluster")
+
+
+def tma_load_2d_multicast(dst, tmap, c0, c1, mbar, mask):
+    """Not simulated (see the module's notes on clusters)."""
+    _no_clusters("tma_load_2d_multicast")
 
 
 def tensormap_acquire(addr):

@@ -25,12 +25,19 @@ Kernel arguments: the device addresses of the tensor maps of A, B and C (0: no m
 the address of C, M, N, K, C's element strides, alpha, beta, the address of an int32
 error word (a wait that times out writes 1 there instead of hanging the GPU), and for
 split-K the workspace's address (zeroed counters, then the partial sums) and the parts.
+
+Cluster kernels (``config.cluster_m == 2``, launched in clusters of two CTAs) walk pairs of
+vertically adjacent tiles, one per CTA: both need the same k-tiles of B, and each CTA loads
+half of them with a multicast TMA that writes both CTAs' stages and counts the bytes on both
+CTAs' "full" barriers. A stage may then be refilled only when the consumers of both CTAs
+are done with it: each consumer arrives on its own CTA's "empty" barrier and on the
+peer's. The cluster synchronises once its barriers exist and once before it exits.
 """
 
 from __future__ import annotations
 
 from ..index import swizzle_code
-from .plan import WgmmaPlan
+from .plan import WgmmaPlan, half_bytes
 
 __all__ = ["emit_wgmma_source", "KERNEL_NAME"]
 
@@ -39,11 +46,21 @@ WAIT_TIMEOUT_NS = 2_000_000_000
 CONSUMER_REGS = 232
 
 
-def producer_regs(consumers):
+def producer_regs(consumers, cluster=1):
     """The producer warpgroup's registers a thread (``setmaxnreg.dec``): 40 beside two
-    consumer warpgroups of :data:`CONSUMER_REGS` (128 x (40 + 2 x 232) fits the 64K
-    registers); 56 beside one, where the split-K producer's unit arithmetic spilled at 40."""
-    return 40 if consumers > 1 else 56
+    consumer warpgroups (128 x (40 + 2 x 232) is what a CTA of 384 threads at 168 registers
+    holds); 56 beside one, where the split-K producer's unit arithmetic spilled at 40, and
+    in cluster kernels (their consumers then take 224)."""
+    return 56 if consumers == 1 or cluster > 1 else 40
+
+
+def consumer_regs(consumers, cluster=1):
+    """The consumer warpgroups' registers a thread (``setmaxnreg.inc``): :data:`CONSUMER_REGS`,
+    or beside two consumers what the producer leaves of the 504 a thread that three
+    warpgroups at 168 registers hold, in multiples of 8."""
+    if consumers == 1:
+        return CONSUMER_REGS
+    return min(CONSUMER_REGS, (504 - producer_regs(consumers, cluster)) // consumers // 8 * 8)
 
 
 class _W:
@@ -89,14 +106,15 @@ def _wait(w, addr, phase, bounded=True):
 
 
 def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_flight=1, _bounded=True,
-                      _loads=True):
+                      _loads=True, _multicast=True, _regs=None):
     """Source of the kernel module with ``epilogue`` "tma" (a 16-bit C staged in shared
     memory and stored by TMA: the launch passes a map of C and ``beta == 0``) or
     "registers" (stores from registers); None: "tma" where the plan stages C. (The
     underscored options exist for experiments: no epilogue, the number of wgmma groups left
     in flight, unbounded waits, and ``_loads=False``: TMA fills each stage once and the
     pipeline then cycles on stale data, which measures everything but the loads; its
-    results are wrong.)"""
+    results are wrong; ``_multicast=False``: a cluster kernel's CTAs each load all of B;
+    ``_regs``: the (producer, consumer) registers a thread.)"""
     cfg, w = plan.config, _W()
     a, b, st = plan.a, plan.b, plan.store
     epilogue = epilogue or ("tma" if st is not None else "registers")
@@ -107,6 +125,8 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
     S = cfg.stages
     w(f"BM, BN, BK = {cfg.bm}, {cfg.bn}, {cfg.bk}  # CTA tile")
     w(f"STAGES, CONSUMERS, GROUP_M = {S}, {plan.consumers}, {cfg.group_m}")
+    if plan.cluster > 1:
+        w(f"GROUP_PM = {max(1, cfg.group_m // 2)}  # pairs of tile rows a group: GROUP_M tile rows")
     w(f"KBLOCKS = {plan.kblocks}  # wgmma m64n{cfg.bn}k{plan.instr_k} per k-tile")
     w(f"A_STAGE, B_STAGE = {a.stage_bytes}, {b.stage_bytes}  # bytes of one stage: cosize of the smem layouts")
     w(f"STAGE_BYTES = A_STAGE + B_STAGE  # what the TMA of one k-tile delivers")
@@ -137,21 +157,32 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
             w("ticket = empty + STAGES * 8  # CONSUMERS words: a part's place among its tile's parts")
         w("tid = cuda.threadIdx.x")
         w("wg = tid >> 7  # warpgroup: 0 produces, 1.. consume")
+        if plan.cluster > 1:
+            w(f"rank = {w.call('cluster_ctarank')}  # this CTA's tile of the pair, and its half of B")
         w("if tid == 0:")
         with w.block():
             w("for s in range(STAGES):")
             with w.block():
                 w(w.call("mbarrier_init", "full + 8 * s, 1"))
-                w(w.call("mbarrier_init", "empty + 8 * s, CONSUMERS"))
+                w(w.call("mbarrier_init", "empty + 8 * s, CONSUMERS" + (" * 2" if plan.cluster > 1 else ""))
+                  + ("  # both CTAs' consumers" if plan.cluster > 1 else ""))
             w(w.call("fence_mbarrier_init"))
-        w("cuda.syncthreads()")
+        if plan.cluster > 1:
+            w(f"{w.call('cluster_sync')}  # both CTAs' barriers exist before any multicast or remote arrival")
+        else:
+            w("cuda.syncthreads()")
         w("")
         w("# ---- tiles: persistent CTAs, GROUP_M tile rows at a time ----------------------")
         w("num_m = (M + BM - 1) // BM")
         w("num_n = (N + BN - 1) // BN")
         w("tiles = num_m * num_n")
         w("ktiles = (K + BK - 1) // BK  # TMA zero-fills k >= K, rows >= M and columns >= N")
-        w("group = GROUP_M * num_n")
+        if plan.cluster > 1:
+            w("num_pm = (num_m + 1) // 2  # pairs of tile rows: a cluster's two CTAs")
+            w("pairs = num_pm * num_n")
+            w("group = GROUP_PM * num_n")
+        else:
+            w("group = GROUP_M * num_n")
         if plan.split:
             w("units = tiles * splits  # work units: (tile, part of K), the parts of a tile consecutive")
             w("counts = ws  # tiles x CONSUMERS uint32: the parts of each tile's slice done so far")
@@ -160,7 +191,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
         w("if wg == 0:")
         with w.block():
             w("# ---- producer: one thread issues the TMA loads of every k-tile ---------------")
-            w(w.call("setmaxnreg_dec", str(producer_regs(plan.consumers))))
+            w(w.call("setmaxnreg_dec", str(_regs[0] if _regs else producer_regs(plan.consumers, plan.cluster))))
             w("if tid == 0:")
             with w.block():
                 w(w.call("tensormap_acquire", "tmap_a"))
@@ -187,20 +218,16 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                         w(w.call("mbarrier_arrive_expect_tx", "full + 8 * s, STAGE_BYTES"))
                         w("k0 = kt * BK")
                         for op, base, r0 in ((a, "sa + s * A_STAGE", "m0"), (b, "sb + s * B_STAGE", "n0")):
-                            w(f"# {op.name}: {len(op.boxes)} box(es) of {op.box[0]}x{op.box[1]} into {op.smem}")
-                            for off, r, k in op.boxes:
-                                row = f"{r0} + {r}" if r else r0
-                                kk = f"k0 + {k}" if k else "k0"
-                                c0, c1 = (kk, row) if op.major == "K" else (row, kk)
-                                dst = f"{base} + {off}" if off else base
-                                w(w.call("tma_load_2d", f"{dst}, tmap_{op.name.lower()}, {c0}, {c1}, full + 8 * s"))
+                            _loads_of(w, plan, op, base, r0, _multicast)
                         _advance(w)
         w("else:")
         with w.block():
             w("# ---- consumers: wgmma on a 64-row slice, then the epilogue --------------------")
-            w(w.call("setmaxnreg_inc", str(CONSUMER_REGS)))
+            w(w.call("setmaxnreg_inc", str(_regs[1] if _regs else consumer_regs(plan.consumers, plan.cluster))))
             w("c = wg - 1  # this consumer's 64 rows of the CTA tile")
             w("leader = (tid & 127) == 0  # arrives on the empty barriers for the warpgroup")
+            if plan.cluster > 1:
+                w(f"peer_empty = {w.call('mapa_shared', 'empty, rank ^ 1')}  # the other CTA's empty barriers")
             da = plan.a.desc
             db = plan.b.desc
             w(f"desc_a = int64({da.lbo << 16 | da.sbo << 32}) | (int64({da.layout_type}) << 62)  "
@@ -229,9 +256,9 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                     w(w.call("wgmma_fence"))
                     w("for kb in range(KBLOCKS):")
                     with w.block():
-                        w(f"da = desc_a + ((a_c + s * A_STAGE + kb * {a.kblock_bytes}) >> 4)  "
-                          f"# start: smem_A(64 c, {plan.instr_k} kb)")
-                        w(f"db = desc_b + ((sb + s * B_STAGE + kb * {b.kblock_bytes}) >> 4)  "
+                        w(f"da = desc_a + (((a_c + s * A_STAGE + kb * {a.kblock_bytes}) & 0x3FFFF) >> 4)  "
+                          f"# start: smem_A(64 c, {plan.instr_k} kb), encoded as the ISA says (14 bits)")
+                        w(f"db = desc_b + (((sb + s * B_STAGE + kb * {b.kblock_bytes}) & 0x3FFFF) >> 4)  "
                           f"# start: smem_B(0, {plan.instr_k} kb)")
                         w(f"acc = {w.call(plan.intrinsic, f'acc, da, db, 1, {a.tnsp}, {b.tnsp}')}")
                     w(w.call("wgmma_commit"))
@@ -248,7 +275,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                         w(f"acc = {w.call('acc_fence', 'acc')}")
                         w(f"if kt > {'kt0' if plan.split else '0'} and leader:")
                         with w.block():
-                            w(w.call("mbarrier_arrive", "empty + 8 * prev"))
+                            _release(w, plan, "prev")
                     w("prev = s")
                     _advance(w, count=False)
                 w(w.call("wgmma_wait", "0"))
@@ -259,7 +286,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                         w("if ktiles > 1:")
                         with w.block():
                             w(w.call("mbarrier_arrive", "empty + 8 * prev2"))
-                    w(w.call("mbarrier_arrive", "empty + 8 * prev"))
+                    _release(w, plan, "prev")
                 if _epilogue == "cold":      # experiment: the stores kept, never run
                     w("if alpha == 12345.0:")
                     with w.block():
@@ -275,7 +302,40 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                 w("if leader:  # the last tile's stores have completed before the CTA exits")
                 with w.block():
                     w(w.call("bulk_wait_group", "0"))
+        if plan.cluster > 1:
+            w(f"{w.call('cluster_sync')}  # no CTA exits while its peer may still write to it or arrive on it")
     return _module(plan, w)
+
+
+def _loads_of(w, plan, op, base, r0, multicast=True):
+    """The TMA loads of ``op``'s k-tile into stage ``base``: its boxes, each at its corner;
+    B of a cluster kernel: the first half's boxes moved by the CTA's rank, multicast."""
+    boxes, shared = op.boxes, plan.cluster > 1 and op.name == "B" and multicast
+    if shared:
+        boxes = [bx for bx in boxes if bx[1] < op.rows // 2]
+        w(f"# {op.name}: {len(boxes)} box(es) of {op.box[0]}x{op.box[1]} of this CTA's half (rows "
+          f"{op.rows // 2} rank) into {op.smem}, multicast to both CTAs")
+    else:
+        w(f"# {op.name}: {len(boxes)} box(es) of {op.box[0]}x{op.box[1]} into {op.smem}")
+    for off, r, k in boxes:
+        row = f"{r0} + {r}" if r else r0
+        kk = f"k0 + {k}" if k else "k0"
+        dst = f"{base} + {off}" if off else base
+        if shared:
+            row += f" + {op.rows // 2} * rank"
+            dst += f" + {half_bytes(op)} * rank"
+        c0, c1 = (kk, row) if op.major == "K" else (row, kk)
+        if shared:
+            w(w.call("tma_load_2d_multicast", f"{dst}, tmap_{op.name.lower()}, {c0}, {c1}, full + 8 * s, 3"))
+        else:
+            w(w.call("tma_load_2d", f"{dst}, tmap_{op.name.lower()}, {c0}, {c1}, full + 8 * s"))
+
+
+def _release(w, plan, stage):
+    """The consumer's arrival on the empty barrier of ``stage`` (and, in a cluster, the peer's)."""
+    w(w.call("mbarrier_arrive", f"empty + 8 * {stage}"))
+    if plan.cluster > 1:
+        w(w.call("mbarrier_arrive_cluster", f"peer_empty + 8 * {stage}"))
 
 
 def _advance(w, count=True):
@@ -290,7 +350,9 @@ def _advance(w, count=True):
 
 
 def _unit_loop(w, plan):
-    if plan.split:
+    if plan.cluster > 1:
+        w("for pair in range(cuda.blockIdx.x >> 1, pairs, cuda.gridDim.x >> 1):  # clusters of two CTAs")
+    elif plan.split:
         w("for unit in range(cuda.blockIdx.x, units, cuda.gridDim.x):")
     else:
         w("for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):")
@@ -303,7 +365,11 @@ def _unit(w, plan):
         w("part = unit - tile * splits  # k-tiles [kt0, kt1) of the tile")
         w("kt0 = part * ktiles // splits")
         w("kt1 = (part + 1) * ktiles // splits")
-    _raster(w)
+    if plan.cluster > 1:
+        _raster(w, "pair", "num_pm", "GROUP_PM")
+        w("m0 = 2 * m0 + rank * BM  # this CTA's tile of the pair (rows >= M: zero-filled, never stored)")
+    else:
+        _raster(w)
 
 
 def _kt_range(plan):
@@ -348,11 +414,11 @@ def _hand_over(w, plan):
                         w(f"accs[2 * p + 1] += {w.call('u32_as_f32', 'v1')}")
 
 
-def _raster(w):
-    w("first_m = (tile // group) * GROUP_M")
-    w("rows = min(num_m - first_m, GROUP_M)")
-    w("m0 = (first_m + (tile % group) % rows) * BM")
-    w("n0 = ((tile % group) // rows) * BN")
+def _raster(w, tile="tile", num_m="num_m", group_m="GROUP_M"):
+    w(f"first_m = ({tile} // group) * {group_m}")
+    w(f"rows = min({num_m} - first_m, {group_m})")
+    w(f"m0 = (first_m + ({tile} % group) % rows) * BM")
+    w(f"n0 = (({tile} % group) // rows) * BN")
 
 
 def _epilogue_code(w, plan, tma, have_accs=False):

@@ -68,7 +68,19 @@ class WgmmaLauncher:
         self.splits = max(1, min(cfg.split_k, -(-K // cfg.bk)))      # at least one k-tile a part
         units = tiles * self.splits
         self.sim = compiled.function is None
-        self.grid = max(1, min(units, 2 if self.sim else driver.multiprocessors()))
+        self.cluster = cfg.cluster_m
+        if self.cluster > 1:
+            if self.sim:
+                raise RuntimeError("gemm (wgmma): kernels with clusters (cluster_m 2) run on a GPU only; numba's "
+                                   "simulator runs one block after another")
+            # as many clusters as run at once (a GPU's multiprocessors need not pair up), each
+            # walking pairs of tile rows
+            pairs = (-(-M // cfg.bm) + 1) // 2 * -(-N // cfg.bn)
+            fits = compiled.function.max_active_clusters(plan.threads, plan.smem_bytes, 2)
+            self.grid = 2 * max(1, min(pairs, fits))
+        else:
+            self.grid = max(1, min(units, 2 if self.sim else driver.multiprocessors()))
+        self._configs = {}          # cluster launch configurations, by kernel
         # the workspace: a uint32 counter per (tile, consumer), padded to 256 bytes, then
         # each unit's partial sums
         self.ws_bytes = (-(-tiles * plan.consumers * 4 // 256) * 256 + units * plan.consumers * plan.part_bytes
@@ -174,6 +186,13 @@ class WgmmaLauncher:
         k = self._kernel("tma" if mc and beta == 0 else "registers")
         if self.sim:
             k.kernel[self.grid, self.threads, 0, self.smem](*[x.value for x in s])
+            return
+        if self.cluster > 1:
+            cfg = self._configs.get(k.key.epilogue)
+            if cfg is None:
+                cfg = self._configs[k.key.epilogue] = k.function.cluster_config(self.grid, self.threads, self.smem,
+                                                                                self.cluster)
+            k.function.launch_config(cfg, stream, self.params)
             return
         k.function.launch(self.grid, self.threads, self.smem, stream, self.params)
 

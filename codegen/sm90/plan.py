@@ -116,6 +116,11 @@ class WgmmaPlan:
         return (self.a, self.b)
 
     @property
+    def cluster(self):
+        """CTAs in a cluster (``config.cluster_m``): 2 share B, each loading half of it."""
+        return self.config.cluster_m
+
+    @property
     def split(self):
         """Whether the kernel splits K (``config.split_k > 1``): partial sums handed over."""
         return self.config.split_k > 1
@@ -126,7 +131,7 @@ class WgmmaPlan:
         return 128 * self.acc_regs * 4
 
 
-def _operand(name, major, rows, bk, et, instr_k, consumers):
+def _operand(name, major, rows, bk, et, instr_k, consumers, halves=False):
     from mma_atoms.gmma_smem import gmma_desc, gmma_smem_atom
 
     ebytes = et.bits // 8
@@ -139,8 +144,8 @@ def _operand(name, major, rows, bk, et, instr_k, consumers):
     w = sw // ebytes                                         # elements per swizzle row
     if major == "K":
         smem = tile_to_shape(atom, (rows, bk))              # (rows,BK) -> offset
-        box = (w, rows)                                      # (k, rows)
-        corners = [(0, 0)]
+        box = (w, rows // 2 if halves else rows)            # (k, rows): halves for a cluster's two loads
+        corners = [(r, 0) for r in range(0, rows, box[1])]
     else:
         if rows % w:
             raise ValueError(f"wgmma plan: {name} rows {rows} are not a multiple of {w}")
@@ -175,7 +180,9 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
     instr_k = 32 // (et.bits // 8)                           # one instruction reads 32 bytes of K
     consumers = cfg.bm // 64
     a = _operand("A", a_major, cfg.bm, cfg.bk, et, instr_k, consumers)
-    b = _operand("B", b_major, cfg.bn, cfg.bk, etb, instr_k, consumers)
+    b = _operand("B", b_major, cfg.bn, cfg.bk, etb, instr_k, consumers, halves=cfg.cluster_m > 1)
+    if cfg.cluster_m > 1:
+        _check_halves(b)
     atom = get(_atom_name(cfg.bn, instr_k, et.name, etb.name))
     if atom.shape_mnk != (64, cfg.bn, instr_k) or (atom.a_type, atom.b_type) != (et.name, etb.name):
         raise ValueError(f"wgmma plan: atom {atom.name} does not multiply {et.name} x {etb.name} 64x{cfg.bn}x{instr_k}")
@@ -200,6 +207,25 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
                      instr_k,
                      cfg.bk // instr_k, consumers, 128 * (consumers + 1), nreg, pair_row, pair_col, thr_row,
                      thr_col, smem, store, etb)
+
+
+def _check_halves(op):
+    """Raise unless the second half of ``op``'s boxes (by rows) is the first half moved by
+    half the rows and :func:`half_bytes` (then each CTA of a cluster issues the first
+    half's loads, moved by its rank)."""
+    half = op.rows // 2
+    first = [bx for bx in op.boxes if bx[1] < half]
+    second = [bx for bx in op.boxes if bx[1] >= half]
+    moved = [(off + half_bytes(op), r + half, k) for off, r, k in first]
+    if moved != second:
+        raise ValueError(f"wgmma plan: the boxes of {op.name}'s stage {op.boxes} do not split in two halves")
+
+
+def half_bytes(op):
+    """The stage offset of the operand's row ``rows / 2`` (where the second half of a
+    cluster's shared operand lands)."""
+    inner = op.smem.inner if isinstance(op.smem, ComposedLayout) else op.smem
+    return inner(op.rows // 2, 0) * (op.stage_bytes // size(inner))
 
 
 def _atom_name(n, k, a, b):

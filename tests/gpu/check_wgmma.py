@@ -42,10 +42,14 @@ def make(torch, name, r, c, lay):
 def run_16bit(torch, codegen, name, M, N, K, la, lb, beta):
     from codegen import GemmConfig
 
+    cluster = name.endswith("-cluster")         # the same, in clusters of two CTAs sharing B
+    name = name.removesuffix("-cluster")
     A, B = make(torch, name, M, K, la), make(torch, name, K, N, lb)
     C0 = torch.randn(M, N, device="cuda", dtype=_torch_dtype(torch, name))
     C = C0.clone()
     cfg = GemmConfig.default(name, M, N, K, arch=(9, 0))
+    if cluster:
+        cfg = cfg.with_(cluster_m=2, split_k=1)
     launch = codegen.prepare(A, B, C, alpha=1.5, beta=beta, config=cfg)
     ref = 1.5 * (A.double() @ B.double()) + beta * C0.double()
     errs = []
@@ -168,7 +172,7 @@ def fp8_layout_probe(torch, codegen):
 
 def run(torch, codegen, case):
     kind = case[0]
-    if kind in ("f16", "bf16"):
+    if kind in ("f16", "bf16", "f16-cluster", "bf16-cluster"):
         return run_16bit(torch, codegen, *case)
     if kind == "tf32":
         return run_tf32(torch, codegen, *case[1:])
@@ -204,6 +208,10 @@ def main(argv=None):
              ("f16", 128, 8192, 8192, "N", "N", 0.0), ("f16", 200, 1000, 3000, "T", "N", 0.5),
              ("bf16", 64, 64, 4096, "N", "T", 0.0), ("f16", 136, 520, 2056, "N", "T", 0.0),
              ("tf32", 100, 300, 2000, "f32", 0.5), ("e4m3", "e4m3", 128, 512, 4096, "bf16", 0.0),
+             # clusters of two CTAs sharing B: an odd number of tile rows, both B majors, beta
+             ("f16-cluster", 3900, 1000, 520, "N", "N", 0.0), ("f16-cluster", 300, 712, 4096, "N", "T", 0.5),
+             ("bf16-cluster", 129, 264, 72, "T", "N", 1.0), ("f16-cluster", 4096, 4096, 4096, "N", "N", 0.0),
+             ("bf16-cluster", 1, 256, 64, "N", "T", 0.0),
              ("tf32", 128, 256, 32, "f32", 0.0), ("tf32", 4096, 4096, 4096, "f32", 0.0),
              ("tf32", 1000, 1000, 1000, "f32", 0.5), ("tf32", 300, 712, 524, "bf16", 0.0),
              ("tf32", 1, 10, 4, "f16", -1.0), ("tf32-probe",),
@@ -227,7 +235,8 @@ def main(argv=None):
                           rnd.choice(["bf16", "bf16", "f16", "f32"]), rnd.choice([0.0, 0.0, 0.5])))
 
     def kind(c):
-        return "tf32" if c[0] == "tf32-probe" else "e4m3" if c[0] == "fp8-layout-probe" else c[0]
+        return ("tf32" if c[0] == "tf32-probe" else "e4m3" if c[0] == "fp8-layout-probe"
+                else c[0].removesuffix("-cluster"))
 
     def dims(c):
         return [x for x in c[1:] if isinstance(x, int)][:3]

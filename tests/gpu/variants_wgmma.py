@@ -41,6 +41,18 @@ def variants(dtype):
         ("BN 128 (128x128 tiles: twice the CTAs of a small problem)", base.with_(bn=128), {}, True, "MN"),
         ("BN 128, 6 stages", base.with_(bn=128, stages=6), {}, True, "MN"),
         ("BM 64 (64x256 tiles, one consumer)", base.with_(bm=64), {}, True, "MN"),
+        ("clusters of 2 sharing B (multicast)", base.with_(cluster_m=2), {}, True, "MN"),
+        ("clusters of 2 sharing B (multicast), B K-major", base.with_(cluster_m=2), {}, True, "K"),
+        ("clusters of 2, each CTA loading all of B", base.with_(cluster_m=2), {"_multicast": False}, True, "MN"),
+        ("clusters of 2, each CTA loading all of B, B K-major", base.with_(cluster_m=2), {"_multicast": False}, True,
+         "K"),
+        ("producer 56 / consumer 224 registers", base, {"_regs": (56, 224)}, True, "MN"),
+        ("producer 56 / consumer 224 registers, B K-major", base, {"_regs": (56, 224)}, True, "K"),
+        ("clusters of 2 sharing B (multicast), 40 / 232 registers", base.with_(cluster_m=2), {"_regs": (40, 232)},
+         True, "MN"),
+        ("clusters of 2 sharing B (multicast), 3 stages", base.with_(cluster_m=2, stages=3), {}, True, "MN"),
+        ("clusters of 2 sharing B (multicast), GROUP_M 16", base.with_(cluster_m=2, group_m=16), {}, True, "MN"),
+        ("clusters of 2 sharing B (multicast), GROUP_M 4", base.with_(cluster_m=2, group_m=4), {}, True, "MN"),
     ]
 
 
