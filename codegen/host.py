@@ -282,7 +282,8 @@ class GemmLaunch:
 
     @property
     def kernel(self):
-        """The :class:`~codegen.kernel.CompiledGemm` this launch runs."""
+        """The :class:`~codegen.kernel.CompiledGemm` this launch runs (on the Hopper path with
+        a column-major C, the kernel of the transposed GEMM ``C^T = B^T @ A^T``)."""
         return self._launcher.compiled
 
     @property
@@ -358,8 +359,9 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0):
     if kind in FP8:
         _check_fp8_operands(a, b, a_major, b_major, b_shape, b_strides, op)
     _check_gpu()
-    hopper = _wgmma_setup(None if chosen else config, chosen, config.dtype, out or config.out, a, b, c, M, N, K, a_major,
-                          b_major, b_shape, b_strides, op, beta)
+    ops = _Operands(a, replace(b, shape=b_shape, strides=b_strides), a_major, b_major, M, N, K,
+                    c.strides if c is not None else (N, 1), c.ptr if c is not None else 0)
+    hopper = _wgmma_setup(None if chosen else config, config.dtype, out or config.out, ops, op, beta)
     if hopper is not None:
         return hopper
     bits = config.bits
@@ -376,12 +378,59 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0):
     return _Setup(_Launcher(compiled, grid, M, N, K, strides), element_type(config.out), M, N)
 
 
-def _wgmma_setup(config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major, b_shape, b_strides, op, beta=0.0):
+@dataclass(frozen=True)
+class _Operands:
+    """A GEMM as the Hopper kernel reads it: A as (M,K), B as (N,K) (``b`` holds the shape and
+    strides of B's transpose, so both operands are (rows, K)), their majorness, and C's element
+    strides and address. ``swapped``: this is the caller's GEMM transposed (see ``transposed``)."""
+
+    a: _Array
+    b: _Array
+    a_major: str
+    b_major: str
+    M: int
+    N: int
+    K: int
+    c_strides: tuple
+    c_ptr: int
+    swapped: bool = False
+
+    def transposed(self):
+        """``C^T = B^T @ A^T``: B (as (N,K)) is the new A, A (as (M,K)) the new B as (N',K), M and
+        N trade places and C's strides reverse (a column-major C is a row-major ``C^T``). Each
+        operand keeps its majorness, so K-major operands stay K-major."""
+        return replace(self, a=self.b, b=self.a, a_major=self.b_major, b_major=self.a_major, M=self.N, N=self.M,
+                       c_strides=self.c_strides[::-1], swapped=not self.swapped)
+
+
+class _SwappedLauncher:
+    """The launcher of a transposed GEMM (``C^T = B^T @ A^T``), called with the caller's
+    ``(a, b, c, ...)``: it passes B's address as the kernel's A and A's as its B, so every
+    caller (a prepared launch, :func:`gemm`'s cached launches) hands over the addresses in
+    the caller's order."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    @property
+    def compiled(self):
+        """The kernel it runs (compiled for the transposed problem)."""
+        return self.inner.compiled
+
+    def check(self):
+        self.inner.check()
+
+    def __call__(self, a, b, c, alpha, beta, stream=0):
+        self.inner(b, a, c, alpha, beta, stream)
+
+
+def _wgmma_setup(config, kind, out, ops, op, beta=0.0):
     """The Hopper launch (wgmma fed by TMA) where the GPU, the types and the layouts allow it,
     else None (the mma.sync kernels run). A config with ``path="wgmma"`` that the operands
     cannot take is an error, and so are 8-bit float inputs that it cannot take (they have no
     other path). tf32 with an MN-major operand (wgmma reads tf32 K-major only) runs on the
-    mma.sync path, which reads any layout."""
+    mma.sync path, which reads any layout. A column-major C runs as the transposed GEMM
+    ``C^T = B^T @ A^T`` (row-major ``C^T``; ``config`` then tiles ``C^T``)."""
     if config is not None and config.path != "wgmma":
         return None
     fp8 = kind in FP8
@@ -391,43 +440,72 @@ def _wgmma_setup(config, chosen, kind, out, a, b, c, M, N, K, a_major, b_major, 
     if config is None and not fp8 and (cc < (9, 0) or kind not in ("f16", "bf16", "tf32")):
         return None
     from .sm90.kernel import WgmmaKey, get_wgmma_kernel, wgmma_plan
-    from .sm90.launch import WgmmaLauncher, c_tma_ok, tma_ok
+    from .sm90.launch import WgmmaLauncher, c_tma_ok
 
-    eb = a.etype.bits // 8
-    out_et = element_type(out)
-    c_strides = c.strides if c is not None else (N, 1)
-    c_ptr = c.ptr if c is not None else 0
-    why = None
-    if cc < (9, 0):
-        why = f"a GPU of compute capability 9.0 (this one is {cc[0]}.{cc[1]})"
-    elif kind in KMAJOR_ONLY and "MN" in (a_major, b_major):
-        why = (f"K-major operands (wgmma reads {kind} K-major only): A row-major (strides (K', 1)) and B "
-               f"column-major (strides (1, K')); got A strides {a.strides}, B strides {(b_strides[1], b_strides[0])}")
-    elif not tma_ok(a_major, a.shape, a.strides, a.ptr, eb) or not tma_ok(b_major, b_shape, b_strides, b.ptr, eb):
-        why = "16-byte aligned operands with a unit stride and 16-byte multiple row strides (TMA)"
-    elif c_strides[1] != 1 or c_strides[0] % 2 or c_ptr % (2 * out_et.bits // 8):
-        why = f"a row-major C with an even row stride (C strides {c_strides})"
+    why = _wgmma_refusal(cc, kind, ops)
+    view = _row_major_c(ops, element_type(out)) if why is None else None
+    if why is None and view is None:
+        why = (f"a row- or column-major C with an even leading dimension, at an address aligned to two "
+               f"elements (C strides {ops.c_strides})")
     if why is not None:
         if config is not None:
             raise GemmError(f"{op}: config.path='wgmma' needs {why}")
         if fp8:
             raise GemmError(f"{op}: {kind} inputs run on the wgmma path only, which needs {why}")
         return None
-    sms = 132 if simulating() else _multiprocessors()
-    cfg = config if config is not None else GemmConfig.default(kind, M, N, K, out_et.name, arch=cc,
-                                                               b_dtype=b.etype.name if fp8 else None, sms=sms)
+    cfg = _wgmma_config(config, kind, out, view, cc)
     if cfg.path != "wgmma":
         return None
     if cfg.cluster_m > 1 and simulating():
         raise GemmError(f"{op}: config.cluster_m={cfg.cluster_m} runs CTAs in clusters, which need a GPU: numba's "
                         f"simulator runs one block after another")
-    key = WgmmaKey(cfg, a_major, b_major)
+    key = WgmmaKey(cfg, view.a_major, view.b_major)
     # compile the kernel this call needs (the TMA-store epilogue for beta = 0 and a C that TMA
     # can write; C allocated here is); the launcher compiles the other when a call needs it
-    tma = beta == 0 and c_tma_ok(wgmma_plan(key), c_ptr, c_strides, M, N)
+    tma = beta == 0 and c_tma_ok(wgmma_plan(key), view.c_ptr, view.c_strides, view.M, view.N)
     compiled = get_wgmma_kernel(replace(key, epilogue="tma" if tma else "registers"))
-    launcher = WgmmaLauncher(compiled, M, N, K, (a.shape, a.strides), (b_shape, b_strides), c_strides)
-    return _Setup(launcher, element_type(cfg.out), M, N)
+    launcher = WgmmaLauncher(compiled, view.M, view.N, view.K, (view.a.shape, view.a.strides),
+                             (view.b.shape, view.b.strides), view.c_strides)
+    return _Setup(_SwappedLauncher(launcher) if view.swapped else launcher, element_type(cfg.out), ops.M, ops.N)
+
+
+def _wgmma_refusal(cc, kind, ops):
+    """Why the Hopper kernel cannot read the operands of ``ops`` (the GPU, majorness, TMA), or None."""
+    from .sm90.launch import tma_ok
+
+    a, b = ops.a, ops.b
+    eb = a.etype.bits // 8
+    if cc < (9, 0):
+        return f"a GPU of compute capability 9.0 (this one is {cc[0]}.{cc[1]})"
+    if kind in KMAJOR_ONLY and "MN" in (ops.a_major, ops.b_major):
+        return (f"K-major operands (wgmma reads {kind} K-major only): A row-major (strides (K', 1)) and B "
+                f"column-major (strides (1, K')); got A strides {a.strides}, B strides {b.strides[::-1]}")
+    if not tma_ok(ops.a_major, a.shape, a.strides, a.ptr, eb) or not tma_ok(ops.b_major, b.shape, b.strides, b.ptr, eb):
+        return "16-byte aligned operands with a unit stride and 16-byte multiple row strides (TMA)"
+    return None
+
+
+def _row_major_c(ops, out_et):
+    """``ops`` with a C that the Hopper epilogue can write (row-major, an even row stride, an
+    address aligned to two elements: it stores pairs of columns): ``ops`` itself, or for a
+    column-major C (strides (1, ldc)) the transposed GEMM, whose ``C^T`` is row-major; else None."""
+    for view in (ops, ops.transposed()):
+        scm, scn = view.c_strides
+        if scn == 1 and scm % 2 == 0 and view.c_ptr % (2 * out_et.bits // 8) == 0:
+            return view
+    return None
+
+
+def _wgmma_config(config, kind, out, view, cc):
+    """The Hopper config of the GEMM as the kernel runs it (``view``): the caller's ``config``
+    with its A and B types swapped when the GEMM is transposed (mixed 8-bit floats), or the
+    default plan for ``view``'s M and N."""
+    if config is not None:
+        return config.with_(dtype=config.b_type, b_dtype=config.dtype) if view.swapped and config.b_dtype else config
+    fp8 = kind in FP8
+    return GemmConfig.default(view.a.etype.name if fp8 else kind, view.M, view.N, view.K, out, arch=cc,
+                              b_dtype=view.b.etype.name if fp8 else None,
+                              sms=132 if simulating() else _multiprocessors())
 
 
 def _fp8_bits(a, b, precision, config, op):
@@ -667,15 +745,18 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     (compute capability 9.0), fp16/bf16 and tf32 with operands that TMA can read run on
     the wgmma kernel instead (tf32 only with both operands K-major: A row-major, B
     column-major; wgmma reads tf32 as the f32 bits with the low 13 mantissa bits ignored,
-    the mma.sync path rounds to nearest).  The output type is ``out_dtype``, else C's type,
-    else the input type (f32 for tf32).
+    the mma.sync path rounds to nearest).  The wgmma kernel writes a row- or column-major C
+    (even leading dimension); a column-major C runs as ``C^T = B^T @ A^T``, with A and B,
+    M and N trading places (docs/hopper.md).  The output type is ``out_dtype``, else C's
+    type, else the input type (f32 for tf32).
 
     8-bit floats (torch ``float8_e4m3fn``/``float8_e5m2``, or numpy uint8 arrays of their
     bits with ``precision="e4m3"``/``"e5m2"``; A and B may mix e4m3 and e5m2) run on the
     wgmma kernel only, on compute capability 9.0, with f32 accumulation and a bf16 (default),
     f16 or f32 C. Both operands must be K-major, as ``torch._scaled_mm`` requires: A row-major
     (M,K), B column-major (K,N) (``B.T`` contiguous), with 16-byte aligned rows (K a multiple
-    of 16); anything else is a GemmError naming the operand and its strides.
+    of 16); anything else is a GemmError naming the operand and its strides (or C's, when C
+    is neither row- nor column-major).
 
     ``scale_a``, ``scale_b``: per-tensor scales (None, a real number, or a 1-element array or
     tensor; a CUDA tensor is read on the host, which waits for it), for the dequantization

@@ -217,3 +217,68 @@ def test_routing_on_hopper_tf32_k_major_to_wgmma_mn_major_to_mma_sync_fp8_only_w
     with pytest.raises(GemmError, match=r"e4m3 inputs run on the wgmma path only, which needs a GPU of compute "
                                         r"capability 9.0 \(this one is 8.9\)"):
         route(*_fp8(), "e4m3")
+
+
+def test_column_major_c_on_hopper_runs_the_transposed_gemm_and_other_cs_do_not(monkeypatch):
+    """On a (pretended) compute capability 9.0 GPU, a column-major C runs the wgmma kernel on
+    C^T = B^T @ A^T: M and N, the operands (with their majorness and mixed 8-bit types) trade
+    places, C^T is row-major, the default plan is the one for the transposed sizes, and a
+    launch passes B's address as the kernel's A. A C neither row- nor column-major, or with an
+    odd leading dimension, takes the mma.sync kernel, or is a GemmError with a wgmma config
+    or 8-bit float inputs."""
+    import codegen.host as H
+    import codegen.sm90.kernel as SK
+    import codegen.sm90.launch as SL
+
+    class Launcher:
+        def __init__(self, compiled, *args):
+            self.compiled, self.args, self.calls = compiled, args, []
+
+        def __call__(self, *call):
+            self.calls.append(call)
+
+    monkeypatch.setattr(H, "simulating", lambda: False)
+    monkeypatch.setattr(H, "_check_gpu", lambda: None)
+    monkeypatch.setattr(H, "_device_cc", lambda: (9, 0))
+    monkeypatch.setattr(H, "_multiprocessors", lambda: 132)
+    monkeypatch.setattr(H, "get_kernel", lambda key: ("mma_sync", key))
+    monkeypatch.setattr(SK, "get_wgmma_kernel", lambda key: ("wgmma", key))
+    monkeypatch.setattr(SL, "WgmmaLauncher", Launcher)
+    monkeypatch.setattr(H, "_Launcher", lambda compiled, *a: Launcher(compiled, *a))
+
+    def setup(A, B, C, config=None, precision=None):
+        a, b, c = H._describe(A, "gemm", "A"), H._describe(B, "gemm", "B"), H._describe(C, "gemm", "C", H.OUT_DTYPES)
+        return H._setup(A, B, C, a, b, c, config, None, precision)
+
+    A, B = np.ones((40, 24), np.float16), np.ones((24, 72), np.float16)
+    st = setup(A, B, np.zeros((40, 72), np.float16, order="F"))
+    inner = st.launcher.inner
+    (path, key), (M, N, K, a_desc, b_desc, c_strides) = inner.compiled, inner.args
+    assert (st.M, st.N, path, key.a_major, key.b_major) == (40, 72, "wgmma", "MN", "K")
+    assert (M, N, K, a_desc, b_desc, c_strides) == (72, 40, 24, ((72, 24), (1, 72)), ((40, 24), (24, 1)), (40, 1))
+    st.launcher(1, 2, 3, 1.0, 0.0)
+    assert inner.calls == [(2, 1, 3, 1.0, 0.0, 0)]
+    assert not isinstance(setup(A, B, np.zeros((40, 72), np.float16)).launcher, H._SwappedLauncher)
+    # the default plan is the one for C^T: 128 x 16384 has 64 tiles of 128x256 (BN 128), 16384 x 128 has 128
+    A, B = np.ones((16384, 8), np.float16), np.ones((8, 128), np.float16)
+    assert setup(A, B, np.zeros((16384, 128), np.float16, order="F")).launcher.inner.compiled[1].config.bn == 128
+    assert setup(A, B, np.zeros((16384, 128), np.float16)).launcher.compiled[1].config.bn == 256
+    # e4m3 A x e5m2 B: the kernel reads e5m2 x e4m3
+    A8, B8 = _fp8()
+    C8 = np.zeros((8, 8), np.float32, order="F")
+    cfg = GemmConfig("e4m3", "f32", 64, 64, 128, 2, 4, 2, 8, 1, "wgmma", "e5m2")
+    kc = setup(A8, B8, C8, cfg).launcher.inner.compiled[1].config
+    assert (kc.dtype, kc.b_type, kc.bm, kc.bn) == ("e5m2", "e4m3", 64, 64)
+    assert setup(A8, B8, C8, precision="e4m3").launcher.inner.compiled[1].config.dtype == "e4m3"
+    # strides (2, 80), and an odd leading dimension (41)
+    A, B = np.ones((40, 16), np.float16), np.ones((16, 24), np.float16)
+    for C, strides in ((np.zeros((80, 24), np.float16, order="F")[::2], r"\(2, 80\)"),
+                       (np.zeros((41, 24), np.float16, order="F")[:40], r"\(1, 41\)")):
+        assert setup(A, B, C).launcher.compiled[0] == "mma_sync"
+        with pytest.raises(GemmError, match=r"config.path='wgmma' needs a row- or column-major C with an even "
+                                            r"leading dimension, at an address aligned to two elements "
+                                            rf"\(C strides {strides}\)"):
+            setup(A, B, C, GemmConfig("f16", "f16", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"))
+    with pytest.raises(GemmError, match=r"e4m3 inputs run on the wgmma path only, which needs a row- or column-major "
+                                        r"C .* \(C strides \(2, 16\)\)"):
+        setup(A8, B8, np.zeros((16, 8), np.float32, order="F")[::2], precision="e4m3")

@@ -334,6 +334,102 @@ def test_hopper_kernel_runs_tf32_and_fp8_in_the_simulator_exactly(tmp_path):
     assert "SIM DTYPES OK" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
+SIM_COL_C = """
+import sys
+sys.setswitchinterval(1e-4)
+import numpy as np, codegen
+from codegen import GemmConfig, GemmError
+from mma_atoms.numerics import decode, quantize
+rng = np.random.default_rng(2)
+# numpy arrays that are not one block are packed before the launch: keep the views, so that
+# the kernel writes C's columns of ldc > M elements in place (as on a GPU array's view)
+codegen.host._packed = lambda x: x
+
+def operand(shape, lay):
+    x = rng.integers(-3, 4, shape).astype(np.float16)
+    return np.asfortranarray(x) if lay == "T" else x
+
+def fp8_bits(t, shape):
+    # bytes whose values are multiples of 1/4 up to 16: exact products and f32 sums
+    tab = decode(np.arange(256), t)
+    ok = np.flatnonzero(np.isfinite(tab) & (np.abs(tab) <= 16) & (tab * 4 == np.round(tab * 4)))
+    return rng.choice(ok, shape).astype(np.uint8)
+
+cases = [  # config, M, N, K, A, B (N: row-major, T: column-major), ldc, beta, the epilogue compiled
+    # an f16 C^T with 16-byte rows (ldc 72): staged and stored by TMA
+    (GemmConfig("f16", "f16", 64, 128, 64, 2, 4, 3, 8, 1, "wgmma"), 72, 104, 72, "N", "N", 72, 0.0, "tma"),
+    # ldc > M: TMA clips C^T's columns at M, and the rows past M stay untouched
+    (GemmConfig("f16", "f16", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 56, 40, 24, "T", "N", 64, 0.0, "tma"),
+    # 68-byte columns: no TMA store, beta = 0 from registers; BK 32
+    (GemmConfig("f16", "f16", 64, 64, 32, 2, 4, 3, 8, 1, "wgmma"), 34, 24, 40, "N", "T", 34, 0.0, "registers"),
+    # an f32 C read and written (beta != 0), two consumers
+    (GemmConfig("f16", "f32", 128, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 40, 72, 136, "T", "T", 48, -1.0, "registers")]
+for cfg, M, N, K, la, lb, ldc, beta, epi in cases:
+    A, B = operand((M, K), la), operand((K, N), lb)
+    big = np.asfortranarray(rng.integers(-3, 4, (ldc, N)).astype(np.float16 if cfg.out == "f16" else np.float32))
+    big0 = big.copy()
+    C, C0 = big[:M], big0[:M]                    # strides (1, ldc)
+    assert C.strides == (C.itemsize, ldc * C.itemsize)
+    launch = codegen.prepare(A, B, C, beta=beta, config=cfg)
+    assert launch.kernel.key.epilogue == epi, launch.kernel.key
+    assert launch._launcher.inner.c_strides == (ldc, 1)       # C^T, row-major: the transposed GEMM
+    launch()
+    launch._launcher.check()
+    ref = A.astype(np.float64) @ B.astype(np.float64) + beta * C0
+    err = float(np.abs(C.astype(np.float64) - ref).max())
+    print(cfg.dtype, M, N, K, la, lb, ldc, beta, epi, err)
+    assert err == 0.0, (cfg, M, N, K, err)
+    assert np.array_equal(big[M:], big0[M:]), "rows past M written"
+
+fp8_cases = [  # A row-major, B column-major (K-major both); N odd (C^T has M columns); scales: alpha 0.5
+    # e4m3, an f16 C^T stored by TMA
+    (GemmConfig("e4m3", "f16", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 40, 33, 80, 0.0, "e4m3"),
+    # e4m3 A x e5m2 B: the kernel runs e5m2 x e4m3 on the transposed GEMM; an f32 C, beta != 0
+    (GemmConfig("e4m3", "f32", 64, 64, 128, 2, 4, 2, 8, 1, "wgmma", "e5m2"), 10, 9, 144, -1.0, "e5m2"),
+    # the default plan (128x128x128 tiles), chosen for the transposed sizes
+    (None, 6, 5, 32, 0.0, "e4m3")]
+for cfg, M, N, K, beta, kernel_a in fp8_cases:
+    ta, tb = (cfg.dtype, cfg.b_type) if cfg else ("e4m3", "e4m3")
+    A, B = fp8_bits(ta, (M, K)), np.asfortranarray(fp8_bits(tb, (K, N)))
+    C0 = np.asfortranarray(rng.integers(-3, 4, (M, N)).astype(np.float16 if cfg and cfg.out == "f16" else np.float32))
+    C = C0.copy(order="F")
+    launch = codegen.prepare(A, B, C, beta=beta, config=cfg, precision=None if cfg else "e4m3",
+                             scale_a=np.array([0.25]), scale_b=2.0)
+    kc = launch.kernel.config
+    assert (kc.path, kc.dtype, kc.b_type) == ("wgmma", kernel_a, ta if kernel_a == tb else tb), kc
+    launch()
+    launch._launcher.check()
+    ref = quantize(0.5 * decode(A, ta) @ decode(B, tb) + beta * C0, kc.out)
+    err = float(np.abs(C.astype(np.float64) - ref).max())
+    print(ta, tb, M, N, K, beta, err)
+    assert err == 0.0, (cfg, M, N, K, err)
+# a C that is neither row- nor column-major, or whose columns start at odd elements: still an error
+for C, strides in ((np.zeros((80, 24), np.float16, order="F")[::2], (2, 80)),
+                   (np.zeros((41, 24), np.float16, order="F")[:40], (1, 41))):
+    try:
+        codegen.gemm(operand((40, 16), "N"), operand((16, 24), "N"), C, config=cases[0][0])
+        raise SystemExit(f"no error for a C with strides {strides}")
+    except GemmError as e:
+        assert "needs a row- or column-major C with an even leading dimension" in str(e), e
+        assert f"(C strides {strides})" in str(e), e
+print("SIM COL C OK")
+"""
+
+
+def test_hopper_kernel_runs_a_column_major_c_as_the_transposed_gemm_exactly(tmp_path):
+    """A column-major C (strides (1, ldc)) runs the wgmma kernel on C^T = B^T @ A^T, C^T
+    row-major: f16 with each operand K- and MN-major, ldc > M, the TMA-store epilogue and the
+    registers one (beta 0 and not); e4m3, e4m3 x e5m2 (the kernel's types swap) and the
+    default plan; a C that is neither row- nor column-major is still an error."""
+    pytest.importorskip("numba")
+    import sys
+
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", LAYOUTALG_CACHE=str(tmp_path),
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, "-c", SIM_COL_C], capture_output=True, text=True, env=env, timeout=900)
+    assert "SIM COL C OK" in r.stdout, r.stdout + r.stderr[-3000:]
+
+
 def _has_ml_dtypes():
     try:
         import ml_dtypes  # noqa: F401
