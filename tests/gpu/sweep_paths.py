@@ -12,8 +12,8 @@ row- or column-major, C row- or column-major, alpha and beta. For each case it r
 * the wgmma kernel (an explicit Hopper plan) where the operands and C allow it: a
   ``GemmError`` there is "n/a" for 16-bit and tf32 inputs, and then the default dispatch
   must not have chosen wgmma; for the 8-bit floats a layout wgmma cannot read (an operand
-  that is not K-major, a column-major C) must be a ``GemmError``, and the case passes
-  when it is;
+  that is not K-major, a C whose leading dimension is odd) must be a ``GemmError``, and the
+  case passes when it is (a column-major C runs as ``C^T = B^T @ A^T``);
 
 and checks each result against float64 (``alpha * A @ B + beta * C`` of the inputs) and the
 two paths against each other, relative to the largest reference value. Compiling is the slow
@@ -122,8 +122,9 @@ def run_one(torch, codegen, case):
         wg = None
         notes.append(f"wgmma n/a ({str(e)[:90]})")
     if fp8:
-        # what wgmma reads: K-major operands with 16-byte rows, a row-major C of even row stride
-        wgmma_ok = la == "N" and lb == "T" and lc == "N" and K % 16 == 0 and N % 2 == 0
+        # what wgmma reads: K-major operands with 16-byte rows, a row- or column-major C of even
+        # leading dimension (N for a row-major C, M for a column-major one)
+        wgmma_ok = la == "N" and lb == "T" and K % 16 == 0 and (N if lc == "N" else M) % 2 == 0
         if wg is None:
             return (not wgmma_ok), " ".join(notes) + ("" if not wgmma_ok else " UNEXPECTED")
         if not wgmma_ok:
