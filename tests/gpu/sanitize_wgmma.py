@@ -1,0 +1,56 @@
+"""Small Hopper-kernel cases for compute-sanitizer (memcheck, racecheck, synccheck) on an H100.
+
+    compute-sanitizer --tool racecheck --report-api-errors no python tests/gpu/sanitize_wgmma.py
+
+Split-K (the default plan of problems of few tiles and a long K), clusters of two sharing B,
+a column-major C (run as the transposed GEMM), 8-bit floats split in parts; residues in M, N
+and K, both epilogues. Each case is checked against float64 products; prints 'N passed, N failed'.
+"""
+
+import sys
+
+
+def main():
+    import torch
+
+    import codegen
+    from codegen import GemmConfig
+
+    cases = [  # (dtype, M, N, K, B layout, C layout, beta, extra config fields)
+        ("f16", 64, 520, 4104, "N", "N", 0.0, {}),              # 64x128 tiles, split-K 4, TMA store
+        ("bf16", 100, 264, 2056, "T", "N", 0.5, {}),            # split-K 2, stores from registers
+        ("f16", 200, 520, 136, "N", "N", 0.0, {"cluster_m": 2}),  # an odd number of tile rows
+        ("f16", 72, 264, 200, "T", "N", 1.0, {"cluster_m": 2}),
+        ("f16", 100, 264, 72, "N", "T", 0.0, {}),               # column-major C: C^T = B^T @ A^T
+        ("bf16", 264, 40, 2048, "T", "T", -1.0, {}),            # column-major C, split-K
+        ("e4m3", 64, 256, 8192, "T", "N", 0.0, {}),             # 8-bit floats, split-K 4
+    ]
+    ok_n = 0
+    for name, M, N, K, lb, lc, beta, extra in cases:
+        fp8 = name == "e4m3"
+        dt = {"f16": torch.float16, "bf16": torch.bfloat16, "e4m3": torch.float8_e4m3fn}[name]
+        A = torch.randn(M, K, device="cuda").to(dt)
+        B = torch.randn(K, N, device="cuda").to(dt) if lb == "N" else torch.randn(N, K, device="cuda").to(dt).t()
+        out = torch.bfloat16 if fp8 else dt
+        C0 = torch.randn(M, N, device="cuda").to(out) if lc == "N" else torch.randn(N, M, device="cuda").to(out).t()
+        C = C0.clone()              # the same strides (a dense tensor's clone keeps them)
+        assert C.stride() == C0.stride() and C.data_ptr() != C0.data_ptr()
+        cfg = GemmConfig.default(name, M, N, K, arch=(9, 0))
+        cfg = cfg.with_(split_k=1, **extra) if extra else cfg
+        launch = codegen.prepare(A, B, C, beta=beta, config=cfg)
+        launch()
+        torch.cuda.synchronize()
+        launch._launcher.check()
+        ref = A.double() @ B.double() + beta * C0.double() if not fp8 else \
+            A.float().double() @ B.float().double() + beta * C0.double()
+        err = ((C.double() - ref).abs().max() / ref.abs().max()).item()
+        ok = err < 2e-2
+        ok_n += ok
+        print(f"{'PASS' if ok else 'FAIL'} {name} {M}x{N}x{K} B {lb} C {lc} beta {beta} {extra or ''} split-K "
+              f"{cfg.split_k}: err {err:.1e}", flush=True)
+    print(f"{ok_n} passed, {len(cases) - ok_n} failed")
+    return ok_n == len(cases)
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)
