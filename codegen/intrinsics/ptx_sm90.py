@@ -444,7 +444,7 @@ def mapa_shared(typingctx, addr, rank):
 
 
 # release at CTA scope (the default), as for a local arrival. With .release.cluster the
-# cluster kernel ran at 440-520 TFLOP/s instead of 610-690 (f16, 4096^3 and 8192^3, H100):
+# cluster kernel ran at 455-522 TFLOP/s instead of 609-689 (f16, 4096^3 and 8192^3, H100):
 # the consumer warpgroup's next wgmma waits for its leader's arrival
 mbarrier_arrive_cluster = _addr_op("mbarrier_arrive_cluster", "mbarrier.arrive.shared::cluster.b64 _, [$0];")
 
