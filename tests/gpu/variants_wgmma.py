@@ -53,6 +53,8 @@ def variants(dtype):
         ("clusters of 2 sharing B (multicast), 3 stages", base.with_(cluster_m=2, stages=3), {}, True, "MN"),
         ("clusters of 2 sharing B (multicast), GROUP_M 16", base.with_(cluster_m=2, group_m=16), {}, True, "MN"),
         ("clusters of 2 sharing B (multicast), GROUP_M 4", base.with_(cluster_m=2, group_m=4), {}, True, "MN"),
+        ("GROUP_M 16", base.with_(group_m=16), {}, True, "MN"),
+        ("GROUP_M 4", base.with_(group_m=4), {}, True, "MN"),
     ]
 
 
