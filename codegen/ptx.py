@@ -43,7 +43,10 @@ def compile_ptx(config=None, cc=(9, 0), a_major="K", b_major="K"):
                             f"compile for sm_90a; got cc={cc!r}")
         cc = (9, 0, "a")
     if simulating():
-        return _ptx_outside_simulator(key, cc)
+        hit = _SIM_PTX.get((key, cc))
+        if hit is None:
+            hit = _SIM_PTX[(key, cc)] = _ptx_outside_simulator(key, cc)
+        return hit
     if key.config.path == "wgmma":
         return _wgmma_ptx(key)
     return compile_ptx_text(key, cc)
@@ -56,6 +59,10 @@ def _wgmma_ptx(key):
         return sm90_ptx(key.config, key.a_major, key.b_major)
     except ValueError as e:      # e.g. an MN-major operand of a type that wgmma reads K-major only
         raise GemmError(f"compile_ptx: {e}") from None
+
+
+#: PTX compiled outside the simulator, by (kernel key, cc): a child process costs a quarter second
+_SIM_PTX = {}
 
 
 def _ptx_outside_simulator(key, cc):
