@@ -182,10 +182,10 @@ def test_scales_are_one_real_number_per_operand(scale, match):
         codegen.gemm(*_fp8(), precision="e4m3", scale_a=scale)
 
 
-def test_routing_on_hopper_tf32_k_major_to_wgmma_mn_major_to_mma_sync_fp8_only_wgmma(monkeypatch):
-    """On a (pretended) compute capability 9.0 GPU: tf32 with both operands K-major runs the
-    wgmma kernel, tf32 with an MN-major operand the mma.sync kernel (wgmma reads tf32 K-major
-    only; no hidden copy); 8-bit floats run the wgmma kernel, and on 8.9 are an error."""
+def _pretend_hopper(monkeypatch, wgmma_launcher, mma_sync_launcher):
+    """Make the host believe it runs on a compute capability 9.0 GPU with 132
+    multiprocessors; kernels are ("mma_sync" | "wgmma", key) pairs, launchers the given
+    callables."""
     import codegen.host as H
     import codegen.sm90.kernel as SK
     import codegen.sm90.launch as SL
@@ -196,8 +196,17 @@ def test_routing_on_hopper_tf32_k_major_to_wgmma_mn_major_to_mma_sync_fp8_only_w
     monkeypatch.setattr(H, "_multiprocessors", lambda: 132)
     monkeypatch.setattr(H, "get_kernel", lambda key: ("mma_sync", key))
     monkeypatch.setattr(SK, "get_wgmma_kernel", lambda key: ("wgmma", key))
-    monkeypatch.setattr(SL, "WgmmaLauncher", lambda compiled, *a: compiled)
-    monkeypatch.setattr(H, "_Launcher", lambda compiled, *a: compiled)
+    monkeypatch.setattr(SL, "WgmmaLauncher", wgmma_launcher)
+    monkeypatch.setattr(H, "_Launcher", mma_sync_launcher)
+
+
+def test_routing_on_hopper_tf32_k_major_to_wgmma_mn_major_to_mma_sync_fp8_only_wgmma(monkeypatch):
+    """On a (pretended) compute capability 9.0 GPU: tf32 with both operands K-major runs the
+    wgmma kernel, tf32 with an MN-major operand the mma.sync kernel (wgmma reads tf32 K-major
+    only; no hidden copy); 8-bit floats run the wgmma kernel, and on 8.9 are an error."""
+    import codegen.host as H
+
+    _pretend_hopper(monkeypatch, lambda compiled, *a: compiled, lambda compiled, *a: compiled)
 
     def route(A, B, precision, out=None):
         a, b = H._describe(A, "gemm", "A"), H._describe(B, "gemm", "B")
@@ -227,8 +236,6 @@ def test_column_major_c_on_hopper_runs_the_transposed_gemm_and_other_cs_do_not(m
     odd leading dimension, takes the mma.sync kernel, or is a GemmError with a wgmma config
     or 8-bit float inputs."""
     import codegen.host as H
-    import codegen.sm90.kernel as SK
-    import codegen.sm90.launch as SL
 
     class Launcher:
         def __init__(self, compiled, *args):
@@ -237,14 +244,7 @@ def test_column_major_c_on_hopper_runs_the_transposed_gemm_and_other_cs_do_not(m
         def __call__(self, *call):
             self.calls.append(call)
 
-    monkeypatch.setattr(H, "simulating", lambda: False)
-    monkeypatch.setattr(H, "_check_gpu", lambda: None)
-    monkeypatch.setattr(H, "_device_cc", lambda: (9, 0))
-    monkeypatch.setattr(H, "_multiprocessors", lambda: 132)
-    monkeypatch.setattr(H, "get_kernel", lambda key: ("mma_sync", key))
-    monkeypatch.setattr(SK, "get_wgmma_kernel", lambda key: ("wgmma", key))
-    monkeypatch.setattr(SL, "WgmmaLauncher", Launcher)
-    monkeypatch.setattr(H, "_Launcher", lambda compiled, *a: Launcher(compiled, *a))
+    _pretend_hopper(monkeypatch, Launcher, lambda compiled, *a: Launcher(compiled, *a))
 
     def setup(A, B, C, config=None, precision=None):
         a, b, c = H._describe(A, "gemm", "A"), H._describe(B, "gemm", "B"), H._describe(C, "gemm", "C", H.OUT_DTYPES)
