@@ -197,6 +197,9 @@ class WgmmaLauncher:
         k.function.launch(self.grid, self.threads, self.smem, stream, self.params)
 
     def check(self):
-        """Raise if a wait in the kernel timed out (a lost mbarrier arrival); synchronises."""
+        """Raise if a wait in the kernel timed out (a lost mbarrier arrival); synchronises.
+        The split-K workspaces are dropped then (a launch that gave up may have left its
+        counters short of zero), so that the next launch starts on fresh ones."""
         if (self._err[0] if self.sim else driver.read_int32(self.err)):
+            self._ws.clear()
             raise RuntimeError("gemm (wgmma): a wait on an mbarrier timed out in the kernel")
