@@ -98,9 +98,13 @@ class GemmConfig:
         if self.path == "wgmma":
             if self.dtype not in WGMMA_DTYPES:
                 raise ValueError(f"GemmConfig: the wgmma path takes {', '.join(WGMMA_DTYPES)}, got {self.dtype!r}")
-            if self.bm not in (64, 128) or self.bn not in (64, 128, 256):
-                raise ValueError(f"GemmConfig: wgmma tiles are BM 64 or 128 (one consumer warpgroup per 64 "
-                                 f"rows) and BN 64, 128 or 256; got {self.bm}x{self.bn}")
+            if self.bm not in (64, 128, 256) or self.bn not in (64, 128, 256) or self.bm * self.bn > 128 * 256:
+                raise ValueError(f"GemmConfig: wgmma tiles are BM 64, 128 (one consumer warpgroup per 64 rows) or "
+                                 f"256 (two consumers of 128 rows), BN 64, 128 or 256, at most 128x256 or 256x128; "
+                                 f"got {self.bm}x{self.bn}")
+            if self.bm == 256 and (self.split_k > 1 or self.cluster_m > 1):
+                raise ValueError(f"GemmConfig: a 256-row wgmma tile takes neither split-K nor clusters; got "
+                                 f"split_k {self.split_k}, cluster_m {self.cluster_m}")
             if self.out == "f64":
                 raise ValueError("GemmConfig: the wgmma path writes an f16, bf16 or f32 C, got out_dtype 'f64'")
             row = self.bk * self.bits // 8
@@ -110,8 +114,8 @@ class GemmConfig:
 
     @property
     def threads(self):
-        if self.path == "wgmma":      # a producer warpgroup and BM / 64 consumer warpgroups
-            return 128 * (self.bm // 64 + 1)
+        if self.path == "wgmma":      # a producer warpgroup and one or two consumer warpgroups
+            return 128 * (min(self.bm // 64, 2) + 1)
         return 32 * self.warps_m * self.warps_n
 
     @property

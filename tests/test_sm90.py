@@ -223,7 +223,10 @@ cases = [(GemmConfig("f16", "f32", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 40, 64, 
          # the same kernel with beta != 0 stores from registers
          (GemmConfig("f16", "f16", 128, 64, 64, 2, 4, 3, 8, 1, "wgmma"), 72, 40, 64, "T", 1.0),
          # one row of C whose 20 bytes are no multiple of 16: the TMA map of C takes a padded stride
-         (GemmConfig("f16", "f16", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 1, 10, 64, "T", 0.0)]
+         (GemmConfig("f16", "f16", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 1, 10, 64, "T", 0.0),
+         # 256-row tiles: two consumers of two 64-row blocks each, both epilogues
+         (GemmConfig("f16", "f16", 256, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 300, 72, 136, "N", 0.0),
+         (GemmConfig("f16", "f32", 256, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 260, 40, 72, "T", -1.0)]
 for cfg, M, N, K, lb, beta in cases:
     dt = np.float16 if cfg.dtype == "f16" else np.float32
     A = rng.integers(-3, 4, (M, K)).astype(dt)

@@ -122,6 +122,9 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
         raise ValueError(f"emit_wgmma_source: epilogue {epilogue!r} is not one of 'registers'"
                          + (", 'tma'" if st is not None else f" (no TMA store for a {plan.out.name} C)"))
     tma = epilogue == "tma"
+    accs = ["acc"] if plan.mblocks == 1 else [f"acc{i}" for i in range(plan.mblocks)]   # one per 64-row block
+    if len(accs) > 1 and (plan.split or _epilogue == "cold" or _in_flight == 2):
+        raise ValueError("emit_wgmma_source: 256-row tiles take no split-K and none of the experiments")
     S = cfg.stages
     w(f"BM, BN, BK = {cfg.bm}, {cfg.bn}, {cfg.bk}  # CTA tile")
     w(f"STAGES, CONSUMERS, GROUP_M = {S}, {plan.consumers}, {cfg.group_m}")
@@ -222,9 +225,10 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                         _advance(w)
         w("else:")
         with w.block():
-            w("# ---- consumers: wgmma on a 64-row slice, then the epilogue --------------------")
+            w("# ---- consumers: wgmma on 64-row slices, then the epilogue ---------------------")
             w(w.call("setmaxnreg_inc", str(_regs[1] if _regs else consumer_regs(plan.consumers, plan.cluster))))
-            w("c = wg - 1  # this consumer's 64 rows of the CTA tile")
+            rows = 64 * plan.mblocks
+            w(f"c = wg - 1  # this consumer's {rows} rows of the CTA tile")
             w("leader = (tid & 127) == 0  # arrives on the empty barriers for the warpgroup")
             if plan.cluster > 1:
                 w(f"peer_empty = {w.call('mapa_shared', 'empty, rank ^ 1')}  # the other CTA's empty barriers")
@@ -234,9 +238,11 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
               f"# A descriptor: LBO {da.lbo}, SBO {da.sbo} (16-byte units), layout type {da.layout_type}, from gmma_desc")
             w(f"desc_b = int64({db.lbo << 16 | db.sbo << 32}) | (int64({db.layout_type}) << 62)  "
               f"# B descriptor: LBO {db.lbo}, SBO {db.sbo}, layout type {db.layout_type}")
-            w(f"a_c = sa + c * {a.consumer_bytes}  # A rows of this consumer: smem(64 c, 0)")
+            w(f"a_c = sa + c * {a.consumer_bytes}  # A rows of this consumer: smem({rows} c, 0)")
             if tma:
                 w("sc_c = sc + c * C_STAGE  # this consumer's C staging buffer")
+                if plan.store.boxes % 2:
+                    w("nbox = 0  # boxes staged so far: box n goes through buffer n & 1")
                 w("if leader:")
                 with w.block():
                     w(w.call("tensormap_acquire", "tmap_c"))
@@ -245,22 +251,27 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
             _unit_loop(w, plan)
             with w.block():
                 _unit(w, plan)
-                w(f"acc = {w.call('f32x_zero', str(plan.acc_regs))}  # CLayout_64x{cfg.bn}: (T128,V{plan.acc_regs}) -> (m,n)")
+                for acc in accs:
+                    w(f"{acc} = {w.call('f32x_zero', str(plan.acc_regs))}  # CLayout_64x{cfg.bn}: (T128,V{plan.acc_regs}) -> (m,n)"
+                      + (f" of rows [64 ({plan.mblocks} c + {acc[-1]}), +64)" if len(accs) > 1 else ""))
                 w("prev = 0")
                 if _in_flight == 2:
                     w("prev2 = 0")
                 w(f"for kt in {_kt_range(plan)}:")
                 with w.block():
                     _wait(w, "full + 8 * s", "ph", _bounded)
-                    w(f"acc = {w.call('acc_fence', 'acc')}")
+                    for acc in accs:
+                        w(f"{acc} = {w.call('acc_fence', acc)}")
                     w(w.call("wgmma_fence"))
                     w("for kb in range(KBLOCKS):")
                     with w.block():
-                        w(f"da = desc_a + (((a_c + s * A_STAGE + kb * {a.kblock_bytes}) & 0x3FFFF) >> 4)  "
-                          f"# start: smem_A(64 c, {plan.instr_k} kb), encoded as the ISA says (14 bits)")
                         w(f"db = desc_b + (((sb + s * B_STAGE + kb * {b.kblock_bytes}) & 0x3FFFF) >> 4)  "
-                          f"# start: smem_B(0, {plan.instr_k} kb)")
-                        w(f"acc = {w.call(plan.intrinsic, f'acc, da, db, 1, {a.tnsp}, {b.tnsp}')}")
+                          f"# start: smem_B(0, {plan.instr_k} kb), encoded as the ISA says (14 bits)")
+                        for i, acc in enumerate(accs):
+                            blk = f" + {i * a.mblock_bytes}" if i else ""
+                            w(f"da = desc_a + (((a_c{blk} + s * A_STAGE + kb * {a.kblock_bytes}) & 0x3FFFF) >> 4)  "
+                              f"# start: smem_A({rows} c{f' + {64 * i}' if i else ''}, {plan.instr_k} kb)")
+                            w(f"{acc} = {w.call(plan.intrinsic, f'{acc}, da, db, 1, {a.tnsp}, {b.tnsp}')}")
                     w(w.call("wgmma_commit"))
                     if _in_flight == 2:          # experiment: two groups in flight, release the stage of kt - 2
                         w(w.call("wgmma_wait", "2"))
@@ -272,14 +283,16 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                     else:
                         w(w.call("wgmma_wait", str(_in_flight))
                           + "  # the previous k-tile's MMAs are done: release its stage")
-                        w(f"acc = {w.call('acc_fence', 'acc')}")
+                        for acc in accs:
+                            w(f"{acc} = {w.call('acc_fence', acc)}")
                         w(f"if kt > {'kt0' if plan.split else '0'} and leader:")
                         with w.block():
                             _release(w, plan, "prev")
                     w("prev = s")
                     _advance(w, count=False)
                 w(w.call("wgmma_wait", "0"))
-                w(f"acc = {w.call('acc_fence', 'acc')}")
+                for acc in accs:
+                    w(f"{acc} = {w.call('acc_fence', acc)}")
                 w("if leader:")
                 with w.block():
                     if _in_flight == 2:
@@ -297,7 +310,9 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                     with w.block():
                         _epilogue_code(w, plan, tma, have_accs=True)
                 elif _epilogue:
-                    _epilogue_code(w, plan, tma)
+                    for i, acc in enumerate(accs):
+                        _epilogue_code(w, plan, tma, acc=acc, rows=f"{plan.mblocks} * c + {i}" if i or len(accs) > 1
+                                       else "c")
             if tma:
                 w("if leader:  # the last tile's stores have completed before the CTA exits")
                 with w.block():
@@ -421,28 +436,35 @@ def _raster(w, tile="tile", num_m="num_m", group_m="GROUP_M"):
     w(f"n0 = (({tile} % group) // rows) * BN")
 
 
-def _epilogue_code(w, plan, tma, have_accs=False):
-    """The stores of C; ``have_accs``: the accumulators are already in the array ``accs``."""
-    w(f"# ---- epilogue: C = alpha * acc + beta * C; accumulators 2p, 2p + 1 are adjacent columns")
+def _epilogue_code(w, plan, tma, have_accs=False, acc="acc", rows="c"):
+    """The stores of C from the accumulators ``acc`` of the 64-row slice ``rows`` of the CTA
+    tile; ``have_accs``: the accumulators are already in the array ``accs``."""
+    w(f"# ---- epilogue: C = alpha * {acc} + beta * C, rows [64 ({rows}), +64); accumulators 2p, 2p + 1 are "
+      f"adjacent columns")
     if not have_accs:
         w("wtid = tid & 127  # the thread within its warpgroup")
     if tma:
-        _tma_store_epilogue(w, plan, have_accs)
+        _tma_store_epilogue(w, plan, have_accs, acc, rows)
     else:
-        _direct_epilogue(w, plan, have_accs)
+        _direct_epilogue(w, plan, have_accs, acc, rows)
 
 
-def _tma_store_epilogue(w, plan, have_accs=False):
+def _tma_store_epilogue(w, plan, have_accs=False, acc="acc", rows="c"):
     st, out, cfg = plan.store, plan.out.name, plan.config
     ob = plan.out.bits // 8
     box_bytes = st.box_elems * ob
     if not have_accs:
         w(f"accs = cuda.local.array({plan.acc_regs}, float32)  # indexed by constants once NVVM unrolls the loops")
-        w(w.call("acc_to_array", "acc, accs"))
+        w(w.call("acc_to_array", f"{acc}, accs"))
     w(f"c_thr = {st.thr_off}  # staging offset of the thread mode of CLayout_64x{cfg.bn}")
     w(f"for j in range({st.boxes}):  # the slice's {st.box[0]}x{st.box[1]} boxes, through {st.buffers} buffers")
     with w.block():
-        w(f"buf = sc_c + (j & 1) * {box_bytes}  # box j-2 was stored from here; its read completed")
+        if st.boxes % 2:        # an odd number of boxes a slice: count them, so that consecutive boxes alternate
+            w(f"buf = sc_c + (nbox & 1) * {box_bytes}  # the box before the last was stored from here; "
+              f"its read completed")
+            w("nbox += 1")
+        else:
+            w(f"buf = sc_c + (j & 1) * {box_bytes}  # box j-2 was stored from here; its read completed")
         w(f"for q in range({st.box_pairs}):  # the register pairs in box j")
         with w.block():
             w(f"p = {st.box_pairs} * j + q")
@@ -457,14 +479,14 @@ def _tma_store_epilogue(w, plan, have_accs=False):
         w(f"{w.call('named_barrier_sync', '1 + c, 128')}  # this consumer's warpgroup")
         w("if leader:  # TMA clips rows >= M and columns >= N")
         with w.block():
-            w(w.call("tma_store_2d", f"tmap_c, buf, n0 + {st.box[0]} * j, m0 + 64 * c"))
+            w(w.call("tma_store_2d", f"tmap_c, buf, n0 + {st.box[0]} * j, m0 + 64 * ({rows})"))
             w(w.call("bulk_commit_group"))
 
 
-def _direct_epilogue(w, plan, have_accs=False):
+def _direct_epilogue(w, plan, have_accs=False, acc="acc", rows="c"):
     out = plan.out.name
     ob = plan.out.bits // 8
-    w(f"c_row = m0 + 64 * c + {plan.thr_row}  # m of the thread mode of CLayout_64x{plan.config.bn}")
+    w(f"c_row = m0 + 64 * ({rows}) + {plan.thr_row}  # m of the thread mode of CLayout_64x{plan.config.bn}")
     w(f"c_col = n0 + {plan.thr_col}  # n of the thread mode")
     w(f"c_base = C + (int64(c_row) * scm + c_col) * {ob}")
     pairs = plan.acc_regs // 2
@@ -472,7 +494,7 @@ def _direct_epilogue(w, plan, have_accs=False):
     with w.block():
         if not have_accs:
             w(f"accs = cuda.local.array({plan.acc_regs}, float32)  # indexed by constants once NVVM unrolls the loop")
-            w(w.call("acc_to_array", "acc, accs"))
+            w(w.call("acc_to_array", f"{acc}, accs"))
         w(f"for p in range({pairs}):")
         with w.block():
             w(f"addr = c_base + (int64({plan.pair_row}) * scm + {plan.pair_col}) * {ob}")
@@ -486,7 +508,7 @@ def _direct_epilogue(w, plan, have_accs=False):
             w("if row < M:")
             with w.block():
                 w(f"addr = C + (int64(row) * scm + col) * {ob}")
-                src = "accs" if have_accs else "acc"
+                src = "accs" if have_accs else acc
                 w(f"v0 = alpha * {src}[2 * p]")
                 w(f"v1 = alpha * {src}[2 * p + 1]")
                 w("if col + 1 < N:")

@@ -47,7 +47,8 @@ class WgmmaOperand:
     ``smem``: ``(rows, BK) -> element offset`` of one stage; ``box``: the TMA box (inner,
     outer) in elements; ``boxes``: per box, (stage byte offset, row offset, k offset) of its
     corner; ``desc``: the descriptor fields; ``kblock_bytes``: the start-address step per
-    instruction along K; ``consumer_bytes``: per consumer (A only: its 64 rows).
+    instruction along K; ``consumer_bytes``: per consumer (A only: its 64 or 128 rows);
+    ``mblock_bytes``: per 64-row block of a consumer (A of 256-row tiles only).
     """
 
     name: str
@@ -62,6 +63,7 @@ class WgmmaOperand:
     kblock_bytes: int
     consumer_bytes: int
     tnsp: int
+    mblock_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,11 @@ class WgmmaPlan:
         return (self.a, self.b)
 
     @property
+    def mblocks(self):
+        """64-row blocks of A a consumer multiplies (2 in a 256-row tile: two accumulators)."""
+        return self.config.bm // 64 // self.consumers
+
+    @property
     def cluster(self):
         """CTAs in a cluster (``config.cluster_m``): 2 share B, each loading half of it."""
         return self.config.cluster_m
@@ -131,7 +138,7 @@ class WgmmaPlan:
         return 128 * self.acc_regs * 4
 
 
-def _operand(name, major, rows, bk, et, instr_k, consumers, halves=False):
+def _operand(name, major, rows, bk, et, instr_k, consumers, halves=False, mblocks=1):
     from mma_atoms.gmma_smem import gmma_desc, gmma_smem_atom
 
     ebytes = et.bits // 8
@@ -157,9 +164,10 @@ def _operand(name, major, rows, bk, et, instr_k, consumers, halves=False):
     mn = 64 if name == "A" else rows
     desc = gmma_desc(smem, (mn, instr_k), major, et.name)
     kblock_bytes = inner(0, instr_k) * ebytes if bk > instr_k else 0    # one instruction per k-tile: no step
-    consumer_bytes = inner(64, 0) * ebytes if name == "A" and rows > 64 else 0
+    consumer_bytes = inner(64 * mblocks, 0) * ebytes if name == "A" and rows > 64 else 0
+    mblock_bytes = inner(64, 0) * ebytes if name == "A" and mblocks > 1 else 0
     return WgmmaOperand(name, major, rows, sw, smem, size(inner) * ebytes, box, boxes, desc, kblock_bytes,
-                        consumer_bytes, 1 if major == "MN" else 0)
+                        consumer_bytes, 1 if major == "MN" else 0, mblock_bytes)
 
 
 def make_wgmma_plan(cfg, a_major="K", b_major="K"):
@@ -178,8 +186,9 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
         raise ValueError(f"make_wgmma_plan: wgmma reads {et.name} operands K-major only; got A {a_major}-major, "
                          f"B {b_major}-major")
     instr_k = 32 // (et.bits // 8)                           # one instruction reads 32 bytes of K
-    consumers = cfg.bm // 64
-    a = _operand("A", a_major, cfg.bm, cfg.bk, et, instr_k, consumers)
+    consumers = min(cfg.bm // 64, 2)
+    mblocks = cfg.bm // 64 // consumers                      # 64-row blocks a consumer: 2 of a 256-row tile
+    a = _operand("A", a_major, cfg.bm, cfg.bk, et, instr_k, consumers, mblocks=mblocks)
     b = _operand("B", b_major, cfg.bn, cfg.bk, etb, instr_k, consumers, halves=cfg.cluster_m > 1)
     if cfg.cluster_m > 1:
         _check_halves(b)

@@ -55,6 +55,9 @@ def variants(dtype):
         ("clusters of 2 sharing B (multicast), GROUP_M 4", base.with_(cluster_m=2, group_m=4), {}, True, "MN"),
         ("GROUP_M 16", base.with_(group_m=16), {}, True, "MN"),
         ("GROUP_M 4", base.with_(group_m=4), {}, True, "MN"),
+        ("256x128 tiles (two consumers of two 64-row blocks)", base.with_(bm=256, bn=128), {}, True, "MN"),
+        ("256x128 tiles, B K-major", base.with_(bm=256, bn=128), {}, True, "K"),
+        ("256x128 tiles, GROUP_M 4", base.with_(bm=256, bn=128, group_m=4), {}, True, "MN"),
     ]
 
 
