@@ -42,14 +42,15 @@ def make(torch, name, r, c, lay):
 def run_16bit(torch, codegen, name, M, N, K, la, lb, beta):
     from codegen import GemmConfig
 
-    cluster = name.endswith("-cluster")         # the same, in clusters of two CTAs sharing B
-    name = name.removesuffix("-cluster")
+    name, _, variant = name.partition("-")      # "-cluster": clusters of two CTAs sharing B; "-256": 256x128 tiles
     A, B = make(torch, name, M, K, la), make(torch, name, K, N, lb)
     C0 = torch.randn(M, N, device="cuda", dtype=_torch_dtype(torch, name))
     C = C0.clone()
     cfg = GemmConfig.default(name, M, N, K, arch=(9, 0))
-    if cluster:
+    if variant == "cluster":
         cfg = cfg.with_(cluster_m=2, split_k=1)
+    elif variant == "256":
+        cfg = cfg.with_(bm=256, bn=128, stages=4, split_k=1)
     launch = codegen.prepare(A, B, C, alpha=1.5, beta=beta, config=cfg)
     ref = 1.5 * (A.double() @ B.double()) + beta * C0.double()
     errs = []
@@ -172,7 +173,7 @@ def fp8_layout_probe(torch, codegen):
 
 def run(torch, codegen, case):
     kind = case[0]
-    if kind in ("f16", "bf16", "f16-cluster", "bf16-cluster"):
+    if kind.partition("-")[0] in ("f16", "bf16"):
         return run_16bit(torch, codegen, *case)
     if kind == "tf32":
         return run_tf32(torch, codegen, *case[1:])
@@ -212,6 +213,9 @@ def main(argv=None):
              ("f16-cluster", 3900, 1000, 520, "N", "N", 0.0), ("f16-cluster", 300, 712, 4096, "N", "T", 0.5),
              ("bf16-cluster", 136, 264, 72, "T", "N", 1.0), ("f16-cluster", 4096, 4096, 4096, "N", "N", 0.0),
              ("bf16-cluster", 1, 256, 64, "N", "T", 0.0),
+             # 256x128 tiles: two consumers of two 64-row blocks each
+             ("f16-256", 3900, 1000, 520, "N", "N", 0.0), ("bf16-256", 300, 712, 4096, "N", "T", 0.5),
+             ("f16-256", 136, 264, 72, "T", "N", 1.0), ("f16-256", 4096, 4096, 4096, "N", "N", 0.0),
              ("tf32", 128, 256, 32, "f32", 0.0), ("tf32", 4096, 4096, 4096, "f32", 0.0),
              ("tf32", 1000, 1000, 1000, "f32", 0.5), ("tf32", 300, 712, 524, "bf16", 0.0),
              ("tf32", 1, 10, 4, "f16", -1.0), ("tf32-probe",),
@@ -236,7 +240,7 @@ def main(argv=None):
 
     def kind(c):
         return ("tf32" if c[0] == "tf32-probe" else "e4m3" if c[0] == "fp8-layout-probe"
-                else c[0].removesuffix("-cluster"))
+                else c[0].partition("-")[0])
 
     def dims(c):
         return [x for x in c[1:] if isinstance(x, int)][:3]
