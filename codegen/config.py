@@ -102,9 +102,8 @@ class GemmConfig:
                 raise ValueError(f"GemmConfig: wgmma tiles are BM 64, 128 (one consumer warpgroup per 64 rows) or "
                                  f"256 (two consumers of 128 rows), BN 64, 128 or 256, at most 128x256 or 256x128; "
                                  f"got {self.bm}x{self.bn}")
-            if self.bm == 256 and (self.split_k > 1 or self.cluster_m > 1):
-                raise ValueError(f"GemmConfig: a 256-row wgmma tile takes neither split-K nor clusters; got "
-                                 f"split_k {self.split_k}, cluster_m {self.cluster_m}")
+            if self.bm == 256 and self.split_k > 1:
+                raise ValueError(f"GemmConfig: a 256-row wgmma tile takes no split-K; got split_k {self.split_k}")
             if self.out == "f64":
                 raise ValueError("GemmConfig: the wgmma path writes an f16, bf16 or f32 C, got out_dtype 'f64'")
             row = self.bk * self.bits // 8

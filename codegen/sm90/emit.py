@@ -128,7 +128,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
     S = cfg.stages
     w(f"BM, BN, BK = {cfg.bm}, {cfg.bn}, {cfg.bk}  # CTA tile")
     w(f"STAGES, CONSUMERS, GROUP_M = {S}, {plan.consumers}, {cfg.group_m}")
-    if plan.cluster > 1:
+    if plan.share == "B":
         w(f"GROUP_PM = {max(1, cfg.group_m // 2)}  # pairs of tile rows a group: GROUP_M tile rows")
     w(f"KBLOCKS = {plan.kblocks}  # wgmma m64n{cfg.bn}k{plan.instr_k} per k-tile")
     w(f"A_STAGE, B_STAGE = {a.stage_bytes}, {b.stage_bytes}  # bytes of one stage: cosize of the smem layouts")
@@ -180,7 +180,11 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
         w("num_n = (N + BN - 1) // BN")
         w("tiles = num_m * num_n")
         w("ktiles = (K + BK - 1) // BK  # TMA zero-fills k >= K, rows >= M and columns >= N")
-        if plan.cluster > 1:
+        if plan.share == "A":
+            w("num_pn = (num_n + 1) // 2  # pairs of tile columns: a cluster's two CTAs")
+            w("pairs = num_m * num_pn")
+            w("group = GROUP_M * num_pn")
+        elif plan.cluster > 1:
             w("num_pm = (num_m + 1) // 2  # pairs of tile rows: a cluster's two CTAs")
             w("pairs = num_pm * num_n")
             w("group = GROUP_PM * num_n")
@@ -325,7 +329,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
 def _loads_of(w, plan, op, base, r0, multicast=True):
     """The TMA loads of ``op``'s k-tile into stage ``base``: its boxes, each at its corner;
     B of a cluster kernel: the first half's boxes moved by the CTA's rank, multicast."""
-    boxes, shared = op.boxes, plan.cluster > 1 and op.name == "B" and multicast
+    boxes, shared = op.boxes, plan.share == op.name and multicast
     if shared:
         boxes = [bx for bx in boxes if bx[1] < op.rows // 2]
         w(f"# {op.name}: {len(boxes)} box(es) of {op.box[0]}x{op.box[1]} of this CTA's half (rows "
@@ -380,7 +384,10 @@ def _unit(w, plan):
         w("part = unit - tile * splits  # k-tiles [kt0, kt1) of the tile")
         w("kt0 = part * ktiles // splits")
         w("kt1 = (part + 1) * ktiles // splits")
-    if plan.cluster > 1:
+    if plan.share == "A":
+        _raster(w, "pair", "num_m", "GROUP_M")
+        w("n0 = 2 * n0 + rank * BN  # this CTA's tile of the pair (columns >= N: zero-filled, never stored)")
+    elif plan.cluster > 1:
         _raster(w, "pair", "num_pm", "GROUP_PM")
         w("m0 = 2 * m0 + rank * BM  # this CTA's tile of the pair (rows >= M: zero-filled, never stored)")
     else:

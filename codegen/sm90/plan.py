@@ -112,6 +112,7 @@ class WgmmaPlan:
     smem_bytes: int           # stages + C staging + barriers and tickets + 1024 for alignment
     store: WgmmaStore = None  # the TMA-store epilogue (16-bit outputs), else None
     b_etype: ElementType = None  # B's type (A's unless mixed 8-bit floats)
+    share: str = None         # the operand a cluster's two CTAs share ("B"; "A" in experiments), else None
 
     @property
     def operands(self):
@@ -170,8 +171,10 @@ def _operand(name, major, rows, bk, et, instr_k, consumers, halves=False, mblock
                         consumer_bytes, 1 if major == "MN" else 0, mblock_bytes)
 
 
-def make_wgmma_plan(cfg, a_major="K", b_major="K"):
-    """Derive the Hopper plan of ``cfg`` (``cfg.path == "wgmma"``)."""
+def make_wgmma_plan(cfg, a_major="K", b_major="K", _share="B"):
+    """Derive the Hopper plan of ``cfg`` (``cfg.path == "wgmma"``). (``_share``, for
+    experiments: the operand a cluster of two shares, "B" (vertically adjacent tiles, the
+    kernel ``cluster_m`` names) or "A" (horizontally adjacent ones).)"""
     from mma_atoms import get
     from mma_atoms.mma_sm90 import clayout_64xn
 
@@ -188,10 +191,11 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
     instr_k = 32 // (et.bits // 8)                           # one instruction reads 32 bytes of K
     consumers = min(cfg.bm // 64, 2)
     mblocks = cfg.bm // 64 // consumers                      # 64-row blocks a consumer: 2 of a 256-row tile
-    a = _operand("A", a_major, cfg.bm, cfg.bk, et, instr_k, consumers, mblocks=mblocks)
-    b = _operand("B", b_major, cfg.bn, cfg.bk, etb, instr_k, consumers, halves=cfg.cluster_m > 1)
-    if cfg.cluster_m > 1:
-        _check_halves(b)
+    share = _share if cfg.cluster_m > 1 else None
+    a = _operand("A", a_major, cfg.bm, cfg.bk, et, instr_k, consumers, halves=share == "A", mblocks=mblocks)
+    b = _operand("B", b_major, cfg.bn, cfg.bk, etb, instr_k, consumers, halves=share == "B")
+    if share:
+        _check_halves(a if share == "A" else b)
     atom = get(_atom_name(cfg.bn, instr_k, et.name, etb.name))
     if atom.shape_mnk != (64, cfg.bn, instr_k) or (atom.a_type, atom.b_type) != (et.name, etb.name):
         raise ValueError(f"wgmma plan: atom {atom.name} does not multiply {et.name} x {etb.name} 64x{cfg.bn}x{instr_k}")
@@ -215,7 +219,7 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
     return WgmmaPlan(cfg, et, out, a, b, atom, wgmma_name(cfg.bn, wgmma_input_name(et.name, etb.name), instr_k),
                      instr_k,
                      cfg.bk // instr_k, consumers, 128 * (consumers + 1), nreg, pair_row, pair_col, thr_row,
-                     thr_col, smem, store, etb)
+                     thr_col, smem, store, etb, share)
 
 
 def _check_halves(op):

@@ -16,6 +16,7 @@ import torch
 from codegen import GemmConfig, driver, kernel as K
 from codegen.sm90 import kernel as SK
 from codegen.sm90.emit import KERNEL_NAME, emit_wgmma_source
+from codegen.sm90.plan import make_wgmma_plan
 from codegen.sm90.launch import WgmmaLauncher
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
@@ -58,18 +59,29 @@ def variants(dtype):
         ("256x128 tiles (two consumers of two 64-row blocks)", base.with_(bm=256, bn=128), {}, True, "MN"),
         ("256x128 tiles, B K-major", base.with_(bm=256, bn=128), {}, True, "K"),
         ("256x128 tiles, GROUP_M 4", base.with_(bm=256, bn=128, group_m=4), {}, True, "MN"),
+        ("256x128 tiles, clusters of 2 sharing A (multicast)", base.with_(bm=256, bn=128, cluster_m=2),
+         {"_share": "A"}, True, "MN"),
+        ("256x128 tiles, clusters of 2 sharing A, B K-major", base.with_(bm=256, bn=128, cluster_m=2),
+         {"_share": "A"}, True, "K"),
+        ("128x256 tiles, clusters of 2 sharing A (multicast)", base.with_(cluster_m=2), {"_share": "A"}, True, "MN"),
     ]
+
+
+def _plan(cfg, b_major, opts):
+    """The variant's plan: the kernel's own, or (option ``_share``) one whose cluster shares A."""
+    if "_share" in opts:
+        return make_wgmma_plan(cfg, "K", b_major, _share=opts["_share"])
+    return SK._base(SK.WgmmaKey(cfg, "K", b_major)).plan
 
 
 def _ptx(job):
     cfg, opts, b_major, tma = job
     from numba import cuda
 
-    key = SK.WgmmaKey(cfg, "K", b_major, "tma" if tma else "registers")
-    base = SK._base(key)
-    src = emit_wgmma_source(base.plan, key.epilogue, **opts)
+    plan = _plan(cfg, b_major, opts)
+    src = emit_wgmma_source(plan, "tma" if tma else "registers", **{k: v for k, v in opts.items() if k != "_share"})
     ptx, _ = cuda.compile_ptx(getattr(K._load_module(src), KERNEL_NAME), SK.wgmma_signature(), cc=(9, 0, "a"),
-                              launch_bounds=(base.plan.threads, 1))
+                              launch_bounds=(plan.threads, 1))
     return src, ptx
 
 
@@ -95,10 +107,10 @@ def main():
         runs = []
         for (name, cfg, opts, tma, b_major), (src, ptx) in zip(vs, built):
             key = SK.WgmmaKey(cfg, "K", b_major, "tma" if tma else "registers")
-            base = SK._base(key)
+            plan = _plan(cfg, b_major, opts)
             C = torch.zeros(n, n, device="cuda", dtype=torch.float32 if cfg.out == "f32" else tdt)
-            fn = driver.Function(driver.compile_image(ptx), driver.entry_name(ptx), base.plan.smem_bytes)
-            comp = SK.CompiledWgmma(key, base.plan, src, base.module, fn)
+            fn = driver.Function(driver.compile_image(ptx), driver.entry_name(ptx), plan.smem_bytes)
+            comp = SK.CompiledWgmma(key, plan, src, K._module_path(src), fn)
             b_strides = (1, n) if b_major == "MN" else (n, 1)          # B as (N,K)
             la = WgmmaLauncher(comp, n, n, n, ((n, n), (n, 1)), ((n, n), b_strides), (n, 1))
             if not tma:                 # no map of C: the launcher runs the registers kernel given here
