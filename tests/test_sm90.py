@@ -206,6 +206,16 @@ def _ptxas_no_spills(ptx, tmp_path):
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in out, out
 
 
+def _simulate(prog, tmp_path, timeout=900):
+    """Run the program ``prog`` in a child process with numba's simulator on (it must be set
+    before numba is imported) and a fresh kernel cache; its completed process."""
+    import sys
+
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", LAYOUTALG_CACHE=str(tmp_path),
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env, timeout=timeout)
+
+
 SIM = """
 import sys
 sys.setswitchinterval(1e-4)
@@ -252,12 +262,8 @@ print("SIM OK")
 def test_hopper_kernel_runs_in_the_simulator_exactly(tmp_path):
     """Residues in M, N and K, B MN- and K-major, beta: TMA, mbarriers and wgmma as twins."""
     pytest.importorskip("numba")
-    import sys
-
     prog = SIM if _has_ml_dtypes() else SIM.replace('"bf16", "f32", 64, 64', '"f16", "f32", 64, 64')
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", LAYOUTALG_CACHE=str(tmp_path),
-               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env, timeout=900)
+    r = _simulate(prog, tmp_path)
     assert "SIM OK" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
@@ -329,11 +335,7 @@ def test_hopper_kernel_runs_tf32_and_fp8_in_the_simulator_exactly(tmp_path):
     e5m2 with beta, e4m3 x e5m2; per-tensor scales folded into alpha; the wgmma twin reads
     tf32 truncated and fp8 bytes decoded by table, as the tensor core does."""
     pytest.importorskip("numba")
-    import sys
-
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", LAYOUTALG_CACHE=str(tmp_path),
-               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    r = subprocess.run([sys.executable, "-c", SIM_DTYPES], capture_output=True, text=True, env=env, timeout=900)
+    r = _simulate(SIM_DTYPES, tmp_path)
     assert "SIM DTYPES OK" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
@@ -425,11 +427,7 @@ def test_hopper_kernel_runs_a_column_major_c_as_the_transposed_gemm_exactly(tmp_
     registers one (beta 0 and not); e4m3, e4m3 x e5m2 (the kernel's types swap) and the
     default plan; a C that is neither row- nor column-major is still an error."""
     pytest.importorskip("numba")
-    import sys
-
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", LAYOUTALG_CACHE=str(tmp_path),
-               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    r = subprocess.run([sys.executable, "-c", SIM_COL_C], capture_output=True, text=True, env=env, timeout=900)
+    r = _simulate(SIM_COL_C, tmp_path)
     assert "SIM COL C OK" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
@@ -530,11 +528,7 @@ def test_split_k_kernel_runs_in_the_simulator_exactly(tmp_path):
     """Split-K: parts of unequal k-tiles, more parts than CTAs, both epilogues, beta, and a
     second launch on the counters the first one left."""
     pytest.importorskip("numba")
-    import sys
-
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", LAYOUTALG_CACHE=str(tmp_path),
-               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    r = subprocess.run([sys.executable, "-c", SIM_SPLIT], capture_output=True, text=True, env=env, timeout=900)
+    r = _simulate(SIM_SPLIT, tmp_path)
     assert "SIM SPLIT OK" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
@@ -573,7 +567,9 @@ def test_descriptors_encode_the_start_address_as_the_isa_says():
     assert len(starts) == 2 and all("& 0x3FFFF) >> 4)" in line for line in starts), starts
 
 
-def test_cluster_configs_and_their_errors():
+def test_cluster_configs_and_their_errors(tmp_path):
+    import ctypes
+
     from codegen import GemmConfig
     from codegen.driver import _LaunchAttribute, _LaunchConfig
 
@@ -584,23 +580,13 @@ def test_cluster_configs_and_their_errors():
     with pytest.raises(ValueError, match="without split-K"):
         GemmConfig(path="wgmma", cluster_m=2, split_k=2)
     # the driver's launch structures as cuda.h lays them out
-    assert ctypes_size(_LaunchAttribute) == 72
+    assert ctypes.sizeof(_LaunchAttribute) == 72
     assert [getattr(_LaunchConfig, f).offset for f in ("hStream", "attrs", "numAttrs")] == [32, 40, 48]
     # in numba's simulator (blocks run one after another) a cluster config is a clear error
-    import subprocess
-    import sys
-
     prog = ("import numpy as np, codegen\nfrom codegen import GemmConfig, GemmError\n"
             "A = np.zeros((64, 64), np.float16)\n"
             "try:\n    codegen.gemm(A, A, config=GemmConfig('f16', 'f32', 128, 256, 64, path='wgmma', cluster_m=2))\n"
             "except GemmError as e:\n    print(e)\n")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
-               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env, timeout=300)
+    r = _simulate(prog, tmp_path, timeout=300)
     assert "cluster_m=2 runs CTAs in clusters, which need a GPU" in r.stdout, r.stdout + r.stderr[-2000:]
 
-
-def ctypes_size(t):
-    import ctypes
-
-    return ctypes.sizeof(t)
