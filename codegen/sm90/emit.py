@@ -315,7 +315,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                         _epilogue_code(w, plan, tma, have_accs=True)
                 elif _epilogue:
                     for i, acc in enumerate(accs):
-                        _epilogue_code(w, plan, tma, acc=acc, rows=f"{plan.mblocks} * c + {i}" if i or len(accs) > 1
+                        _epilogue_code(w, plan, tma, acc=acc, rows=f"{plan.mblocks} * c + {i}" if len(accs) > 1
                                        else "c")
             if tma:
                 w("if leader:  # the last tile's stores have completed before the CTA exits")

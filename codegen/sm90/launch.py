@@ -74,8 +74,9 @@ class WgmmaLauncher:
                 raise RuntimeError("gemm (wgmma): kernels with clusters (cluster_m 2) run on a GPU only; numba's "
                                    "simulator runs one block after another")
             # as many clusters as run at once (a GPU's multiprocessors need not pair up), each
-            # walking pairs of tile rows
-            pairs = (-(-M // cfg.bm) + 1) // 2 * -(-N // cfg.bn)
+            # walking pairs of tiles that share the plan's shared operand
+            num_m, num_n = -(-M // cfg.bm), -(-N // cfg.bn)
+            pairs = num_m * -(-num_n // 2) if plan.share == "A" else -(-num_m // 2) * num_n
             fits = compiled.function.max_active_clusters(plan.threads, plan.smem_bytes, 2)
             self.grid = 2 * max(1, min(pairs, fits))
         else:
