@@ -81,10 +81,13 @@ def test_ptx_for_sm90a_has_wgmma_tma_and_mbarriers_and_no_spills(tmp_path):
 
     ptx = compile_wgmma_ptx(WgmmaKey(GemmConfig.default("f16", arch=(9, 0)), "K", "MN"))
     assert ".target sm_90a" in ptx
-    assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") == 4
+    # four wgmma a k-tile: in the main loop, and in each of the tile's first four k-tiles, which
+    # are unrolled because each is followed by a 64-column box of the previous tile's C
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") == 4 * (1 + 4)
     assert "cp.async.bulk.tensor.2d" in ptx and "mbarrier.try_wait.parity" in ptx and "setmaxnreg" in ptx
-    # the f16 C goes out through shared memory and a TMA store, one per 64-column box
-    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 4
+    # the f16 C goes out through shared memory and a TMA store a box: during the next tile's
+    # first k-tiles, and after the last tile
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 4 + 4
     assert "bar.sync" in ptx and "cp.async.bulk.wait_group.read 0" in ptx
     assert ".local" not in ptx
     _ptxas_no_spills(ptx, tmp_path)
@@ -166,7 +169,9 @@ def test_ptx_of_tf32_and_fp8_plans_has_their_wgmma_and_no_spills(dtype, b_dtype,
     k = {"tf32": 8}.get(dtype, 32)
     assert set(re.findall(r"wgmma\.mma_async\S+", ptx)) == {
         f"wgmma.mma_async.sync.aligned.m64n256k{k}.f32.{dtype}.{b_dtype or dtype}"}
-    assert ptx.count("wgmma.mma_async") == 4 and ".target sm_90a" in ptx
+    # tf32: an f32 C, stored from registers after the tile; fp8: a bf16 C staged and stored
+    # during the next tile's first four k-tiles, which are unrolled
+    assert ptx.count("wgmma.mma_async") == (4 if dtype == "tf32" else 4 * (1 + 4)) and ".target sm_90a" in ptx
     assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx and "mbarrier.try_wait.parity" in ptx
     assert ".local" not in ptx
     _ptxas_no_spills(ptx, tmp_path)
@@ -228,6 +233,8 @@ cases = [(GemmConfig("f16", "f32", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 40, 64, 
          # a 16-bit C with beta = 0: staged in shared memory, stored by TMA (clipped at M and N)
          # (two 64-column boxes through two buffers; each CTA stores two tiles)
          (GemmConfig("f16", "f16", 64, 128, 64, 2, 4, 3, 8, 1, "wgmma"), 100, 200, 72, "N", 0.0),
+         # four boxes a slice and two k-tiles: the previous tile's boxes after this one's MMAs
+         (GemmConfig("f16", "f16", 64, 256, 64, 2, 4, 2, 8, 1, "wgmma"), 130, 704, 72, "N", 0.0),
          # BK 32: A's stage in the 64-byte swizzled atom (descriptor layout type 2), TMA likewise
          (GemmConfig("f16", "f16", 64, 64, 32, 2, 4, 3, 8, 1, "wgmma"), 40, 72, 104, "T", 0.0),
          # the same kernel with beta != 0 stores from registers
@@ -482,7 +489,7 @@ def test_each_epilogue_is_its_own_kernel():
     cfg = GemmConfig.default("f16", arch=(9, 0))
     tma, reg = compile_ptx(cfg, "K", "MN", "tma"), compile_ptx(cfg, "K", "MN", "registers")
     store = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
-    assert tma.count(store) == 4 and "ld.global" not in tma
+    assert tma.count(store) == 4 + 4 and "ld.global" not in tma     # a box at a time, in two places
     assert store not in reg and "ld.global" in reg          # beta * C
     assert emit_source(cfg, "K", "MN") == emit_source(cfg, "K", "MN", "tma")
     with pytest.raises(ValueError, match="no TMA store for a f32 C"):
@@ -564,7 +571,8 @@ def test_descriptors_encode_the_start_address_as_the_isa_says():
 
     src = emit_wgmma_source(make_wgmma_plan(GemmConfig.default("f16", arch=(9, 0)), "K", "MN"))
     starts = [line for line in src.splitlines() if line.strip().startswith(("da = desc_a", "db = desc_b"))]
-    assert len(starts) == 2 and all("& 0x3FFFF) >> 4)" in line for line in starts), starts
+    # A and B, in the tile's first k-tiles and in the main loop
+    assert len(starts) == 4 and all("& 0x3FFFF) >> 4)" in line for line in starts), starts
 
 
 def test_cluster_configs_and_their_errors(tmp_path):
@@ -590,3 +598,32 @@ def test_cluster_configs_and_their_errors(tmp_path):
     r = _simulate(prog, tmp_path, timeout=300)
     assert "cluster_m=2 runs CTAs in clusters, which need a GPU" in r.stdout, r.stdout + r.stderr[-2000:]
 
+
+
+def test_overlapped_epilogue_is_where_the_plan_allows_and_l2_prefetch_compiles():
+    """The "tma" kernels of one 64-row block a consumer overlap a tile's stores with the next
+    tile's MMAs (none with split-K, clusters, 256-row tiles or the registers epilogue); the
+    experiment option ``_prefetch`` emits TMA L2 prefetches that compile for sm_90a."""
+    pytest.importorskip("numba")
+    from numba import cuda
+
+    from codegen import GemmConfig, kernel as K
+    from codegen.sm90 import kernel as SK
+    from codegen.sm90.emit import KERNEL_NAME, emit_wgmma_source, overlaps_epilogue
+    from codegen.sm90.plan import make_wgmma_plan
+
+    base = GemmConfig.default("f16", arch=(9, 0))
+    plan = make_wgmma_plan(base, "K", "MN")
+    assert overlaps_epilogue(plan, "tma") and not overlaps_epilogue(plan, "registers")
+    for cfg in (base.with_(cluster_m=2), base.with_(bm=256, bn=128),
+                GemmConfig.default("f16", 64, 4096, 4096, arch=(9, 0))):
+        assert not overlaps_epilogue(make_wgmma_plan(cfg, "K", "MN"), "tma"), cfg
+    src = emit_wgmma_source(plan)
+    assert "packed[p] = cvt_f16x2_f32(accs[2 * p], accs[2 * p + 1])" in src      # alpha == 1: no multiplies
+    assert "acc = wgmma_m64n256k16_f32_f16(acc, da, db, min(kt + kb, 1), 0, 1)" in src   # scale-d 0 first
+    with pytest.raises(ValueError, match="only a 'tma' epilogue"):
+        emit_wgmma_source(plan, "registers", _overlap=True)
+    src = emit_wgmma_source(plan, _prefetch=2, _regs=(56, 224))
+    ptx, _ = cuda.compile_ptx(getattr(K._load_module(src), KERNEL_NAME), SK.wgmma_signature(), cc=(9, 0, "a"),
+                              launch_bounds=(plan.threads, 1))
+    assert ptx.count("cp.async.bulk.prefetch.tensor.2d.L2.global.tile") == 5       # A's box and B's four

@@ -14,6 +14,8 @@ Each name is a numba ``@intrinsic`` lowering to inline PTX, as in
   compiler from moving accumulator uses across them; ``f32x_zero(n)`` is a tuple of zeros.
 * ``tma_load_2d(dst, tmap, c0, c1, mbar)``: ``cp.async.bulk.tensor.2d`` of one box at
   coordinates ``(c0, c1)`` (innermost first) into shared memory, signalling ``mbar``.
+* ``tma_prefetch_2d(tmap, c0, c1)``: ``cp.async.bulk.prefetch.tensor.2d.L2`` of the same box
+  into the L2 cache only (no shared memory, no completion to wait for).
 * ``mbarrier_init``, ``mbarrier_arrive_expect_tx``, ``mbarrier_arrive``,
   ``mbarrier_try_wait`` (1 when the phase with parity ``phase`` has completed),
   ``fence_mbarrier_init``, ``fence_proxy_async``.
@@ -50,8 +52,8 @@ from .ptx import _F32, _I32, _I64, _MEM, _VOID, _as_i32, _as_i64, _asm, _tuple_f
 
 __all__ = [
     "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero", "acc_to_array",
-    "tma_load_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive", "mbarrier_try_wait",
-    "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
+    "tma_load_2d", "tma_prefetch_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive",
+    "mbarrier_try_wait", "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
     "tma_store_2d", "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read", "named_barrier_sync",
     "atom_add_acq_rel_gpu", "ld_global_cg_v2_b32",
@@ -243,6 +245,25 @@ def tma_load_2d(typingctx, dst, tmap, c0, c1, mbar):
              _as_i32(context, builder, args[2], sig.args[2]), _as_i32(context, builder, args[3], sig.args[3]),
              _as_i32(context, builder, args[4], sig.args[4])]
         _asm(builder, _VOID, [_I32, _I64, _I32, _I32, _I32], text, "r,l,r,r,r," + _MEM, a, True)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def tma_prefetch_2d(typingctx, tmap, c0, c1):
+    """``cp.async.bulk.prefetch.tensor.2d.L2.global.tile``: the box of tensor map ``tmap`` at
+    coordinates ``(c0, c1)`` into the L2 cache; nothing to wait for (a hint)."""
+    op = "tma_prefetch_2d"
+    for nm, ty in (("tmap", tmap), ("c0", c0), ("c1", c1)):
+        _want_int(op, nm, ty)
+    sig = types.void(tmap, c0, c1)
+    text = "cp.async.bulk.prefetch.tensor.2d.L2.global.tile [$0, {$1, $2}];"
+
+    def codegen(context, builder, sig, args):
+        a = [_as_i64(context, builder, args[0], sig.args[0]), _as_i32(context, builder, args[1], sig.args[1]),
+             _as_i32(context, builder, args[2], sig.args[2])]
+        _asm(builder, _VOID, [_I64, _I32, _I32], text, "l,r,r," + _MEM, a, True)
         return context.get_dummy_value()
 
     return sig, codegen

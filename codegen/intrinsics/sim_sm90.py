@@ -292,6 +292,13 @@ def tma_load_2d_multicast(dst, tmap, c0, c1, mbar, mask):
     _no_clusters("tma_load_2d_multicast")
 
 
+def tma_prefetch_2d(tmap, c0, c1):
+    """Simulated L2 prefetch of a box: checks its arguments; nothing to copy."""
+    op = "tma_prefetch_2d"
+    _map_fields(op, _as_int(op, "tmap", tmap))
+    _as_int(op, "c0", c0), _as_int(op, "c1", c1)
+
+
 def tensormap_acquire(addr):
     """Simulated tensor-map fence (nothing to do)."""
 

@@ -14,6 +14,15 @@ waits for it only before it overwrites a staging buffer); "registers", for the r
 (``beta != 0``, f32 output, a C that TMA cannot write): the consumers store from registers.
 The launcher picks the kernel per call and compiles each only when a call first needs it.
 
+Between two tiles the tensor cores idle from the last MMA of one to the first of the next,
+so the "tma" kernels (without split-K or clusters) keep that gap short: a consumer converts
+its finished accumulators into packed 16-bit pairs (no multiplies when ``alpha == 1``) and
+starts the next tile at once; the next tile's first wgmma ignores the old accumulators
+(scale-d 0) instead of zeroing them, its corner was computed during the previous tile's
+MMAs, and the packed pairs go to shared memory and out by TMA one box after each of the
+next tile's first k-tiles, while their MMAs run. On the H100 this took the f16 kernel from
+0.94 to 1.00 of cuBLAS at 4096x4096x1024 (interleaved timing, 2026-11-26).
+
 Split-K kernels (``config.split_k > 1``) walk work units instead of tiles: a tile's K is
 cut into ``splits`` parts of whole k-tiles, and consecutive units are the parts of one
 tile. Each part stores its partial sums in a workspace and counts itself on the tile's
@@ -63,6 +72,19 @@ def consumer_regs(consumers, cluster=1):
     return min(CONSUMER_REGS, (504 - producer_regs(consumers, cluster)) // consumers // 8 * 8)
 
 
+def overlaps_epilogue(plan, epilogue):
+    """Whether the kernel overlaps a tile's epilogue with the next tile's MMAs: a "tma"
+    epilogue of one 64-row block a consumer, without split-K or clusters (whose consumers,
+    at 224 registers, spill with the converted tile beside the accumulators)."""
+    return epilogue == "tma" and plan.mblocks == 1 and not plan.split and plan.cluster == 1
+
+
+def prefetch_distance(plan):
+    """How many k-tiles ahead of its TMA loads the producer prefetches into L2: none, for now
+    (an experiment option of :func:`emit_wgmma_source`)."""
+    return 0
+
+
 class _W:
     def __init__(self):
         self.lines, self.ind, self.used = [], 0, set()
@@ -106,7 +128,7 @@ def _wait(w, addr, phase, bounded=True):
 
 
 def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_flight=1, _bounded=True,
-                      _loads=True, _multicast=True, _regs=None):
+                      _loads=True, _multicast=True, _regs=None, _overlap=None, _prefetch=None, _prologue=None):
     """Source of the kernel module with ``epilogue`` "tma" (a 16-bit C staged in shared
     memory and stored by TMA: the launch passes a map of C and ``beta == 0``) or
     "registers" (stores from registers); None: "tma" where the plan stages C. (The
@@ -114,7 +136,12 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
     in flight, unbounded waits, and ``_loads=False``: TMA fills each stage once and the
     pipeline then cycles on stale data, which measures everything but the loads; its
     results are wrong; ``_multicast=False``: a cluster kernel's CTAs each load all of B;
-    ``_regs``: the (producer, consumer) registers a thread.)"""
+    ``_regs``: the (producer, consumer) registers a thread; ``_overlap``: whether a "tma"
+    epilogue overlaps the next tile's MMAs, None: where :func:`overlaps_epilogue` says;
+    ``_prefetch``: how many k-tiles ahead of its loads the producer prefetches into L2, None:
+    :func:`prefetch_distance`; ``_prologue``: over how many of a tile's first k-tiles the
+    overlapped epilogue spreads the previous tile's boxes (None: a box each), each k-tile
+    unrolled.)"""
     cfg, w = plan.config, _W()
     a, b, st = plan.a, plan.b, plan.store
     epilogue = epilogue or ("tma" if st is not None else "registers")
@@ -122,6 +149,12 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
         raise ValueError(f"emit_wgmma_source: epilogue {epilogue!r} is not one of 'registers'"
                          + (", 'tma'" if st is not None else f" (no TMA store for a {plan.out.name} C)"))
     tma = epilogue == "tma"
+    pf = prefetch_distance(plan) if _prefetch is None else _prefetch
+    if pf and (plan.split or plan.cluster > 1):
+        raise ValueError("emit_wgmma_source: L2 prefetch is for kernels without split-K and clusters")
+    overlap = overlaps_epilogue(plan, epilogue) if _overlap is None else _overlap
+    if overlap and not (tma and plan.mblocks == 1 and not plan.split and _epilogue is True):
+        raise ValueError("emit_wgmma_source: only a 'tma' epilogue of 64-row slices without split-K overlaps")
     accs = ["acc"] if plan.mblocks == 1 else [f"acc{i}" for i in range(plan.mblocks)]   # one per 64-row block
     if len(accs) > 1 and (plan.split or _epilogue == "cold" or _in_flight == 2):
         raise ValueError("emit_wgmma_source: 256-row tiles take no split-K and none of the experiments")
@@ -132,7 +165,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
         w(f"GROUP_PM = {max(1, cfg.group_m // 2)}  # pairs of tile rows a group: GROUP_M tile rows")
     w(f"KBLOCKS = {plan.kblocks}  # wgmma m64n{cfg.bn}k{plan.instr_k} per k-tile")
     w(f"A_STAGE, B_STAGE = {a.stage_bytes}, {b.stage_bytes}  # bytes of one stage: cosize of the smem layouts")
-    w(f"STAGE_BYTES = A_STAGE + B_STAGE  # what the TMA of one k-tile delivers")
+    w("STAGE_BYTES = A_STAGE + B_STAGE  # what the TMA of one k-tile delivers")
     if st is not None:
         w(f"C_STAGE = {st.stage_bytes}  # bytes of one consumer's C staging: cosize of {st.smem}")
     w(f"SMEM_BYTES = {plan.smem_bytes}  # 1024 (alignment) + stages + C staging + 2 mbarriers per stage + tickets")
@@ -208,6 +241,12 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                 w("it = 0  # k-tiles issued, over all tiles")
                 w("s = 0  # the stage: it % STAGES")
                 w("ph = 0  # the stage's phase: (it // STAGES) & 1")
+                if pf:
+                    w(f"# the L2 prefetch cursor runs PREFETCH = {pf} k-tiles ahead of the loads, across tiles")
+                    w("pf_it = 0  # k-tiles prefetched")
+                    w("pf_kt = 0  # its k-tile and tile")
+                    w("pf_tile = cuda.blockIdx.x")
+                    _raster(w, "pf_tile", out=("pf_m0", "pf_n0"))
                 _unit_loop(w, plan)
                 with w.block():
                     _unit(w, plan)
@@ -226,6 +265,8 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                         w("k0 = kt * BK")
                         for op, base, r0 in ((a, "sa + s * A_STAGE", "m0"), (b, "sb + s * B_STAGE", "n0")):
                             _loads_of(w, plan, op, base, r0, _multicast)
+                        if pf:
+                            _prefetches(w, plan, pf)
                         _advance(w)
         w("else:")
         with w.block():
@@ -250,19 +291,43 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                 w("if leader:")
                 with w.block():
                     w(w.call("tensormap_acquire", "tmap_c"))
+            if overlap:
+                st = plan.store
+                w("# the finished tile's C, converted, waits in registers: its boxes are stored during the")
+                w("# next tile's first k-tiles, while their MMAs run (or after the last tile)")
+                w(f"packed = cuda.local.array({plan.acc_regs // 2}, uint32)  # pairs of C values: registers once "
+                  f"NVVM unrolls the loops")
+                w("pend = False  # packed holds a tile not yet stored")
+                w("pm0 = 0  # its corner")
+                w("pn0 = 0")
+                w("wtid = tid & 127  # the thread within its warpgroup")
+                w(f"c_thr = {st.thr_off}  # staging offset of the thread mode of CLayout_64x{cfg.bn}")
             w("s = 0")
             w("ph = 0")
+            if overlap:
+                w(f"acc = {w.call('f32x_zero', str(plan.acc_regs))}  # CLayout_64x{cfg.bn}: (T128,V{plan.acc_regs}) "
+                  f"-> (m,n); each tile's first wgmma ignores it (scale-d 0)")
+                var, first, end, step = _units(plan)
+                w("next_m0 = 0  # the first tile's corner; each tile finds the next one's during its MMAs")
+                w("next_n0 = 0")
+                w(f"if {first} < {end}:")
+                with w.block():
+                    _unit(w, plan, first, ("next_m0", "next_n0"))
             _unit_loop(w, plan)
             with w.block():
-                _unit(w, plan)
-                for acc in accs:
-                    w(f"{acc} = {w.call('f32x_zero', str(plan.acc_regs))}  # CLayout_64x{cfg.bn}: (T128,V{plan.acc_regs}) -> (m,n)"
-                      + (f" of rows [64 ({plan.mblocks} c + {acc[-1]}), +64)" if len(accs) > 1 else ""))
+                if overlap:
+                    w("m0 = next_m0")
+                    w("n0 = next_n0")
+                else:
+                    _unit(w, plan)
+                    for acc in accs:
+                        w(f"{acc} = {w.call('f32x_zero', str(plan.acc_regs))}  # CLayout_64x{cfg.bn}: "
+                          f"(T128,V{plan.acc_regs}) -> (m,n)"
+                          + (f" of rows [64 ({plan.mblocks} c + {acc[-1]}), +64)" if len(accs) > 1 else ""))
                 w("prev = 0")
                 if _in_flight == 2:
                     w("prev2 = 0")
-                w(f"for kt in {_kt_range(plan)}:")
-                with w.block():
+                def k_tile(first=False):  # the MMAs of k-tile kt, from stage s; then the release of the previous stage
                     _wait(w, "full + 8 * s", "ph", _bounded)
                     for acc in accs:
                         w(f"{acc} = {w.call('acc_fence', acc)}")
@@ -275,7 +340,8 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                             blk = f" + {i * a.mblock_bytes}" if i else ""
                             w(f"da = desc_a + (((a_c{blk} + s * A_STAGE + kb * {a.kblock_bytes}) & 0x3FFFF) >> 4)  "
                               f"# start: smem_A({rows} c{f' + {64 * i}' if i else ''}, {plan.instr_k} kb)")
-                            w(f"{acc} = {w.call(plan.intrinsic, f'{acc}, da, db, 1, {a.tnsp}, {b.tnsp}')}")
+                            scale = "min(kt + kb, 1)" if first else "1"    # 0 for the tile's first wgmma: D = A * B
+                            w(f"{acc} = {w.call(plan.intrinsic, f'{acc}, da, db, {scale}, {a.tnsp}, {b.tnsp}')}")
                     w(w.call("wgmma_commit"))
                     if _in_flight == 2:          # experiment: two groups in flight, release the stage of kt - 2
                         w(w.call("wgmma_wait", "2"))
@@ -294,6 +360,38 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                             _release(w, plan, "prev")
                     w("prev = s")
                     _advance(w, count=False)
+
+                if overlap:
+                    nb = plan.store.boxes
+                    pro = min(nb, _prologue or nb)      # k-tiles with stores after them, nb // pro boxes each
+                                                        # (measured: a box each is 0.5-1.4% faster than two)
+                    per = nb // pro
+                    w(f"for kt in range({pro}):  # the first k-tiles (K >= 1: k-tile 0 is), each followed by "
+                      + (f"{per} boxes" if per > 1 else "a box") + " of the previous tile's C")
+                    with w.block():
+                        w("if kt == 0 or kt < ktiles:")
+                        with w.block():
+                            k_tile(first=True)
+                        if per > 1:
+                            w(f"if pend:  # boxes {per} kt.., while k-tile kt's MMAs run")
+                            with w.block():
+                                w(f"for j in range({per} * kt, {per} * kt + {per}):")
+                                with w.block():
+                                    _store_box(w, plan, "packed", "pm0", "pn0", "c")
+                        else:
+                            w("if pend:  # box kt, while k-tile kt's MMAs run")
+                            with w.block():
+                                _store_box(w, plan, "packed", "pm0", "pn0", "c", j="kt")
+                    var, first, end, step = _units(plan)
+                    w(f"nxt = {var} + {step}" if plan.cluster == 1 else f"nxt = {var} + ({step})")
+                    w(f"if nxt < {end}:  # the next tile's corner, while the MMAs run")
+                    with w.block():
+                        _unit(w, plan, "nxt", ("next_m0", "next_n0"))
+                    w(f"for kt in range({pro}, ktiles):")
+                else:
+                    w(f"for kt in {_kt_range(plan)}:")
+                with w.block():
+                    k_tile()
                 w(w.call("wgmma_wait", "0"))
                 for acc in accs:
                     w(f"{acc} = {w.call('acc_fence', acc)}")
@@ -313,10 +411,18 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                     w("if finish:")
                     with w.block():
                         _epilogue_code(w, plan, tma, have_accs=True)
+                elif overlap:
+                    _pack(w, plan)
                 elif _epilogue:
                     for i, acc in enumerate(accs):
                         _epilogue_code(w, plan, tma, acc=acc, rows=f"{plan.mblocks} * c + {i}" if len(accs) > 1
                                        else "c")
+            if overlap:
+                w("if pend:  # the last tile's C")
+                with w.block():
+                    w(f"for j in range({plan.store.boxes}):")
+                    with w.block():
+                        _store_box(w, plan, "packed", "pm0", "pn0", "c")
             if tma:
                 w("if leader:  # the last tile's stores have completed before the CTA exits")
                 with w.block():
@@ -350,6 +456,27 @@ def _loads_of(w, plan, op, base, r0, multicast=True):
             w(w.call("tma_load_2d", f"{dst}, tmap_{op.name.lower()}, {c0}, {c1}, full + 8 * s"))
 
 
+def _prefetches(w, plan, pf):
+    """The producer's L2 prefetches: the boxes of the k-tiles up to ``pf`` ahead of k-tile
+    ``it`` (PREFETCH + 1 at the first k-tile, one a k-tile after), following the CTA's tiles."""
+    w(f"while pf_it <= it + {pf} and pf_tile < tiles:  # L2 prefetch of k-tile pf_kt of tile pf_tile")
+    with w.block():
+        w("pk0 = pf_kt * BK")
+        for op, r0 in ((plan.a, "pf_m0"), (plan.b, "pf_n0")):
+            for off, r, k in op.boxes:
+                row = f"{r0} + {r}" if r else r0
+                kk = f"pk0 + {k}" if k else "pk0"
+                c0, c1 = (kk, row) if op.major == "K" else (row, kk)
+                w(w.call("tma_prefetch_2d", f"tmap_{op.name.lower()}, {c0}, {c1}"))
+        w("pf_it += 1")
+        w("pf_kt += 1")
+        w("if pf_kt == ktiles:")
+        with w.block():
+            w("pf_kt = 0")
+            w("pf_tile += cuda.gridDim.x")
+            _raster(w, "pf_tile", out=("pf_m0", "pf_n0"))
+
+
 def _release(w, plan, stage):
     """The consumer's arrival on the empty barrier of ``stage`` (and, in a cluster, the peer's)."""
     w(w.call("mbarrier_arrive", f"empty + 8 * {stage}"))
@@ -369,29 +496,37 @@ def _advance(w, count=True):
 
 
 def _unit_loop(w, plan):
+    var, first, end, step = _units(plan)
+    w(f"for {var} in range({first}, {end}, {step}):" + ("  # clusters of two CTAs" if plan.cluster > 1 else ""))
+
+
+def _units(plan):
+    """The unit loop's variable, first value, end and step: tiles, pairs of tiles (clusters)
+    or (tile, part of K) units (split-K)."""
     if plan.cluster > 1:
-        w("for pair in range(cuda.blockIdx.x >> 1, pairs, cuda.gridDim.x >> 1):  # clusters of two CTAs")
-    elif plan.split:
-        w("for unit in range(cuda.blockIdx.x, units, cuda.gridDim.x):")
-    else:
-        w("for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):")
+        return "pair", "cuda.blockIdx.x >> 1", "pairs", "cuda.gridDim.x >> 1"
+    if plan.split:
+        return "unit", "cuda.blockIdx.x", "units", "cuda.gridDim.x"
+    return "tile", "cuda.blockIdx.x", "tiles", "cuda.gridDim.x"
 
 
-def _unit(w, plan):
-    """The tile (and, split-K, the part of K) of this unit of work."""
+def _unit(w, plan, unit=None, out=("m0", "n0")):
+    """The tile (and, split-K, the part of K) of this unit of work (``unit``: an expression
+    for it, else the loop's variable), its corner in ``out``."""
     if plan.split:
         w("tile = unit // splits")
         w("part = unit - tile * splits  # k-tiles [kt0, kt1) of the tile")
         w("kt0 = part * ktiles // splits")
         w("kt1 = (part + 1) * ktiles // splits")
+    m0, n0 = out
     if plan.share == "A":
-        _raster(w, "pair", "num_m", "GROUP_M")
-        w("n0 = 2 * n0 + rank * BN  # this CTA's tile of the pair (columns >= N: zero-filled, never stored)")
+        _raster(w, unit or "pair", "num_m", "GROUP_M", out)
+        w(f"{n0} = 2 * {n0} + rank * BN  # this CTA's tile of the pair (columns >= N: zero-filled, never stored)")
     elif plan.cluster > 1:
-        _raster(w, "pair", "num_pm", "GROUP_PM")
-        w("m0 = 2 * m0 + rank * BM  # this CTA's tile of the pair (rows >= M: zero-filled, never stored)")
+        _raster(w, unit or "pair", "num_pm", "GROUP_PM", out)
+        w(f"{m0} = 2 * {m0} + rank * BM  # this CTA's tile of the pair (rows >= M: zero-filled, never stored)")
     else:
-        _raster(w)
+        _raster(w, unit or "tile", out=out)
 
 
 def _kt_range(plan):
@@ -436,11 +571,11 @@ def _hand_over(w, plan):
                         w(f"accs[2 * p + 1] += {w.call('u32_as_f32', 'v1')}")
 
 
-def _raster(w, tile="tile", num_m="num_m", group_m="GROUP_M"):
+def _raster(w, tile="tile", num_m="num_m", group_m="GROUP_M", out=("m0", "n0")):
     w(f"first_m = ({tile} // group) * {group_m}")
     w(f"rows = min({num_m} - first_m, {group_m})")
-    w(f"m0 = (first_m + ({tile} % group) % rows) * BM")
-    w(f"n0 = (({tile} % group) // rows) * BN")
+    w(f"{out[0]} = (first_m + ({tile} % group) % rows) * BM")
+    w(f"{out[1]} = (({tile} % group) // rows) * BN")
 
 
 def _epilogue_code(w, plan, tma, have_accs=False, acc="acc", rows="c"):
@@ -457,37 +592,67 @@ def _epilogue_code(w, plan, tma, have_accs=False, acc="acc", rows="c"):
 
 
 def _tma_store_epilogue(w, plan, have_accs=False, acc="acc", rows="c"):
-    st, out, cfg = plan.store, plan.out.name, plan.config
-    ob = plan.out.bits // 8
-    box_bytes = st.box_elems * ob
+    st, cfg = plan.store, plan.config
     if not have_accs:
         w(f"accs = cuda.local.array({plan.acc_regs}, float32)  # indexed by constants once NVVM unrolls the loops")
         w(w.call("acc_to_array", f"{acc}, accs"))
     w(f"c_thr = {st.thr_off}  # staging offset of the thread mode of CLayout_64x{cfg.bn}")
     w(f"for j in range({st.boxes}):  # the slice's {st.box[0]}x{st.box[1]} boxes, through {st.buffers} buffers")
     with w.block():
-        if st.boxes % 2:        # an odd number of boxes a slice: count them, so that consecutive boxes alternate
-            w(f"buf = sc_c + (nbox & 1) * {box_bytes}  # the box before the last was stored from here; "
-              f"its read completed")
-            w("nbox += 1")
-        else:
-            w(f"buf = sc_c + (j & 1) * {box_bytes}  # box j-2 was stored from here; its read completed")
-        w(f"for q in range({st.box_pairs}):  # the register pairs in box j")
+        _store_box(w, plan, "accs", "m0", "n0", rows)
+
+
+def _pack(w, plan):
+    """Overlapped epilogue, at a tile's end: this tile's accumulators times alpha, converted
+    into ``packed`` (the next tile's first k-tiles store them)."""
+    out = plan.out.name
+    w("# ---- epilogue, first half: alpha * acc converted into packed; stored during the next tile's MMAs")
+    w(f"accs = cuda.local.array({plan.acc_regs}, float32)  # indexed by constants once NVVM unrolls the loops")
+    w(w.call("acc_to_array", "acc, accs"))
+    w("if alpha == 1:  # the usual case: no multiplies between the last MMA and the next tile's first")
+    with w.block():
+        w(f"for p in range({plan.acc_regs // 2}):")
         with w.block():
-            w(f"p = {st.box_pairs} * j + q")
-            w(f"o = c_thr + {st.pair_off} - j * {st.box_elems}  # the pair's offset in its box")
-            w(f"o = {swizzle_code('o', st.swizzle)}  # swizzled: {st.smem} at the pair's (m, n)")
-            v = w.call(f"cvt_{out}x2_f32", "alpha * accs[2 * p], alpha * accs[2 * p + 1]")
-            w(w.call("st_shared_b32", f"buf + o * {ob}, {v}"))
-        w(f"{w.call('fence_proxy_async')}  # the staged box is visible to the TMA unit")
-        w("if leader:  # box j-1's store has read the other buffer, which box j+1 fills next")
+            w(f"packed[p] = {w.call(f'cvt_{out}x2_f32', 'accs[2 * p], accs[2 * p + 1]')}")
+    w("else:")
+    with w.block():
+        w(f"for p in range({plan.acc_regs // 2}):")
         with w.block():
-            w(w.call("bulk_wait_group_read", "0"))
-        w(f"{w.call('named_barrier_sync', '1 + c, 128')}  # this consumer's warpgroup")
-        w("if leader:  # TMA clips rows >= M and columns >= N")
-        with w.block():
-            w(w.call("tma_store_2d", f"tmap_c, buf, n0 + {st.box[0]} * j, m0 + 64 * ({rows})"))
-            w(w.call("bulk_commit_group"))
+            w(f"packed[p] = {w.call(f'cvt_{out}x2_f32', 'alpha * accs[2 * p], alpha * accs[2 * p + 1]')}")
+    w("pend = True")
+    w("pm0 = m0")
+    w("pn0 = n0")
+
+
+def _store_box(w, plan, src, m0, n0, rows, j="j"):
+    """Box ``j`` (a name) of a consumer's slice: its register pairs staged in shared memory (from the
+    f32 array ``accs`` times alpha, or from the converted pairs ``packed``), then stored by
+    one thread with TMA at the slice's corner (``m0``, ``n0``)."""
+    st, out = plan.store, plan.out.name
+    ob = plan.out.bits // 8
+    box_bytes = st.box_elems * ob
+    if st.boxes % 2:        # an odd number of boxes a slice: count them, so that consecutive boxes alternate
+        w(f"buf = sc_c + (nbox & 1) * {box_bytes}  # the box before the last was stored from here; "
+          f"its read completed")
+        w("nbox += 1")
+    else:
+        w(f"buf = sc_c + ({j} & 1) * {box_bytes}  # box {j}-2 was stored from here; its read completed")
+    w(f"for q in range({st.box_pairs}):  # the register pairs in box {j}")
+    with w.block():
+        w(f"p = {st.box_pairs} * {j} + q")
+        w(f"o = c_thr + {st.pair_off} - {j} * {st.box_elems}  # the pair's offset in its box")
+        w(f"o = {swizzle_code('o', st.swizzle)}  # swizzled: {st.smem} at the pair's (m, n)")
+        v = "packed[p]" if src == "packed" else w.call(f"cvt_{out}x2_f32", "alpha * accs[2 * p], alpha * accs[2 * p + 1]")
+        w(w.call("st_shared_b32", f"buf + o * {ob}, {v}"))
+    w(f"{w.call('fence_proxy_async')}  # the staged box is visible to the TMA unit")
+    w(f"if leader:  # box {j}-1's store has read the other buffer, which box {j}+1 fills next")
+    with w.block():
+        w(w.call("bulk_wait_group_read", "0"))
+    w(f"{w.call('named_barrier_sync', '1 + c, 128')}  # this consumer's warpgroup")
+    w("if leader:  # TMA clips rows >= M and columns >= N")
+    with w.block():
+        w(w.call("tma_store_2d", f"tmap_c, buf, {n0} + {st.box[0]} * {j}, {m0} + 64 * ({rows})"))
+        w(w.call("bulk_commit_group"))
 
 
 def _direct_epilogue(w, plan, have_accs=False, acc="acc", rows="c"):

@@ -67,6 +67,7 @@ def variants(dtype):
         ("128x256 tiles, clusters of 2 sharing A (multicast)", base.with_(cluster_m=2), {"_share": "A"}, True, "MN"),
         ("epilogue after the tile's MMAs (not overlapped with the next tile's)", base, {"_overlap": False}, True, "MN"),
         ("epilogue not overlapped, B K-major", base, {"_overlap": False}, True, "K"),
+        ("overlapped epilogue over the tile's first 2 k-tiles (two boxes each)", base, {"_prologue": 2}, True, "MN"),
         ("56 / 224 registers, L2 prefetch 2 k-tiles ahead of the loads", base, {"_regs": (56, 224), "_prefetch": 2},
          True, "MN"),
         ("56 / 224 registers, L2 prefetch 4 k-tiles ahead", base, {"_regs": (56, 224), "_prefetch": 4}, True, "MN"),
