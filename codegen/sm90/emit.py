@@ -74,8 +74,9 @@ def consumer_regs(consumers, cluster=1):
 
 def overlaps_epilogue(plan, epilogue):
     """Whether the kernel overlaps a tile's epilogue with the next tile's MMAs: a "tma"
-    epilogue of one 64-row block a consumer, without split-K or clusters (whose consumers,
-    at 224 registers, spill with the converted tile beside the accumulators)."""
+    epilogue of one 64-row block a consumer, without split-K or clusters (a cluster kernel
+    with it stopped on the H100 with an illegal instruction at the last tile's first TMA
+    store, at 224 and at 232 consumer registers; not diagnosed)."""
     return epilogue == "tma" and plan.mblocks == 1 and not plan.split and plan.cluster == 1
 
 
