@@ -461,6 +461,12 @@ def test_pipeline_graph_follows_the_plan():
         assert all(("producer", s) in edges and all((s, c) in edges for c in consumers) for s in stages)
         # a 16-bit C goes out through staging buffers and TMA stores; an f32 C from registers
         assert any(n.startswith("staging") for n in g.nodes) == (plan.out.bits == 16)
+    # the staging edge says where the stores overlap the next tile's MMAs (not in cluster kernels)
+    base = GemmConfig.default("f16", arch=(9, 0))
+    for cfg, overlapped in ((base, True), (base.with_(cluster_m=2), False)):
+        labels = [attrs["label"] for s, d, attrs in wgmma_plan_graph(make_wgmma_plan(cfg, "K", "MN")).edges
+                  if d == "staging1"]
+        assert len(labels) == 1 and ("next tile's first k-tiles" in labels[0]) == overlapped, labels
 
 
 @pytest.mark.parametrize("out,bn", [("f16", 256), ("bf16", 128), ("f16", 64)])

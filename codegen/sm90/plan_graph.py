@@ -2,7 +2,8 @@
 
 global A, B -> (the producer's TMA loads) -> a ring of shared-memory stages, each with its
 "full" and "empty" mbarrier -> (wgmma, through descriptors) -> each consumer warpgroup's
-accumulators -> its C staging buffers -> (TMA stores) -> global C.
+accumulators -> its C staging buffers -> (TMA stores) -> global C; where the kernel
+overlaps the epilogue with the next tile's MMAs, the staging edge says so.
 
 >>> from codegen import GemmConfig
 >>> from codegen.sm90.plan import make_wgmma_plan
@@ -14,6 +15,7 @@ True
 """
 
 from ..plan_graph import MEMORY_FILL, plan_dot_graph
+from .emit import overlaps_epilogue
 from .plan import WgmmaPlan
 
 __all__ = ["wgmma_plan_graph"]
@@ -72,7 +74,11 @@ def wgmma_plan_graph(plan, *, name="gemm_sm90_plan", rankdir="LR"):
                 f"C staging of consumer {c} ({st.buffers} x {st.box[0]}x{st.box[1]} boxes)",
                 f"{st.smem}",
             ]), fillcolor=MEMORY_FILL["shared"])
-            g.add_edge(cid, sid, f"alpha*acc -> {cfg.out}, st.shared at the staging layout")
+            if overlaps_epilogue(plan, "tma"):
+                g.add_edge(cid, sid, f"alpha*acc -> {cfg.out} pairs kept in registers; st.shared at the staging "
+                                     f"layout, a box after each of the next tile's first k-tiles")
+            else:
+                g.add_edge(cid, sid, f"alpha*acc -> {cfg.out}, st.shared at the staging layout")
             g.add_edge(sid, "gC", f"{st.boxes} TMA stores per tile (beta = 0)")
         else:
             g.add_edge(cid, "gC", f"alpha*acc + beta*C -> {cfg.out}, stores from registers")
