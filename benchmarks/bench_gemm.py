@@ -247,12 +247,16 @@ def main(argv=None):
                        "triton_tflops": fl / t_tri / 1e12 if t_tri else None,
                        "ratio_triton": t_tri / t if t_tri else None, "first_call_s": first}
                 if a.bursts and cfg is cfgs[0]:
-                    calls = [launch] + [f for f in (lib and (lambda: lib(A, B)), t_tri and (lambda: tri(A, B))) if f]
-                    ts = bursts(calls, a.bursts)
+                    calls = {"ours": launch}
+                    if t_ref:
+                        calls["cuBLAS"] = lambda: lib(A, B)
+                    if t_tri:
+                        calls["Triton"] = lambda: tri(A, B)
+                    ts = dict(zip(calls, bursts(list(calls.values()), a.bursts)))
                     row["bursts"] = a.bursts
-                    row["tflops_bursts"] = fl / statistics.median(ts[0]) / 1e12
-                    row["ratio_bursts"] = median_ratio(ts[0], ts[1]) if t_ref else None
-                    row["ratio_triton_bursts"] = median_ratio(ts[0], ts[-1]) if t_tri else None
+                    row["tflops_bursts"] = fl / statistics.median(ts["ours"]) / 1e12
+                    row["ratio_bursts"] = median_ratio(ts["ours"], ts["cuBLAS"]) if t_ref else None
+                    row["ratio_triton_bursts"] = median_ratio(ts["ours"], ts["Triton"]) if t_tri else None
                 rows.append(row)
                 print(f"{name:5s} {M}x{N}x{K} {cfg.path} {cfg.bm}x{cfg.bn}x{cfg.bk} w{cfg.warps_m}x{cfg.warps_n} s{cfg.stages}"
                       + (f" split-K {cfg.split_k}" if cfg.split_k > 1 else "") + ": "

@@ -292,8 +292,11 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                 w("if leader:")
                 with w.block():
                     w(w.call("tensormap_acquire", "tmap_c"))
+            w("s = 0")
+            w("ph = 0")
             if overlap:
                 st = plan.store
+                var, first, end, step = _units(plan)
                 w("# the finished tile's C, converted, waits in registers: its boxes are stored during the")
                 w("# next tile's first k-tiles, while their MMAs run (or after the last tile)")
                 w(f"packed = cuda.local.array({plan.acc_regs // 2}, uint32)  # pairs of C values: registers once "
@@ -303,12 +306,8 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                 w("pn0 = 0")
                 w("wtid = tid & 127  # the thread within its warpgroup")
                 w(f"c_thr = {st.thr_off}  # staging offset of the thread mode of CLayout_64x{cfg.bn}")
-            w("s = 0")
-            w("ph = 0")
-            if overlap:
                 w(f"acc = {w.call('f32x_zero', str(plan.acc_regs))}  # CLayout_64x{cfg.bn}: (T128,V{plan.acc_regs}) "
                   f"-> (m,n); each tile's first wgmma ignores it (scale-d 0)")
-                var, first, end, step = _units(plan)
                 w("next_m0 = 0  # the first tile's corner; each tile finds the next one's during its MMAs")
                 w("next_n0 = 0")
                 w(f"if {first} < {end}:")
@@ -383,7 +382,6 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
                             w("if pend:  # box kt, while k-tile kt's MMAs run")
                             with w.block():
                                 _store_box(w, plan, "packed", "pm0", "pn0", "c", j="kt")
-                    var, first, end, step = _units(plan)
                     w(f"nxt = {var} + {step}" if plan.cluster == 1 else f"nxt = {var} + ({step})")
                     w(f"if nxt < {end}:  # the next tile's corner, while the MMAs run")
                     with w.block():
