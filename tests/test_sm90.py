@@ -568,6 +568,47 @@ def test_cluster_ptx_multicasts_half_of_b_and_does_not_spill(b_major, tmp_path):
     _ptxas_no_spills(ptx, tmp_path)
 
 
+def test_the_first_tile_of_a_cluster_kernel_with_the_overlapped_epilogue_is_the_loops_first():
+    """The overlapped epilogue finds a consumer's first tile before the loop, from the loop's
+    first value. In a cluster kernel that value is ``cuda.blockIdx.x >> 1``, and ``>>`` binds
+    looser than ``//``: unparenthesized, every CTA but the first took the wrong tile (on the
+    H100, rows of C never written, and illegal instructions at the TMA stores). Run as
+    Python, the corner code before the loop agrees with the loop's for every block."""
+    from types import SimpleNamespace
+
+    from codegen import GemmConfig
+    from codegen.sm90.emit import emit_wgmma_source
+    from codegen.sm90.plan import make_wgmma_plan
+
+    plan = make_wgmma_plan(GemmConfig.default("f16", arch=(9, 0)).with_(cluster_m=2), "K", "MN")
+    lines = emit_wgmma_source(plan, "tma", _overlap=True).splitlines()
+
+    def block_after(head):      # the statements of the block under the line that ends with ``head``
+        i = next(i for i, line in enumerate(lines) if line.rstrip().endswith(head))
+        ind = len(lines[i]) - len(lines[i].lstrip())
+        body = []
+        for line in lines[i + 1:]:
+            if len(line) - len(line.lstrip()) <= ind:
+                break
+            body.append(line.strip())
+        return "\n".join(body)
+
+    first = block_after("if cuda.blockIdx.x >> 1 < pairs:")     # next_m0, next_n0 of the first pair
+    loop = block_after("if nxt < pairs:  # the next tile's corner, while the MMAs run")
+    M, N, BM, BN, group_pm = 1000, 3000, 128, 256, 4
+    num_m, num_n = -(-M // BM), -(-N // BN)
+    num_pm = (num_m + 1) // 2
+    pairs = num_pm * num_n
+    for bid in range(2 * pairs):
+        env = dict(BM=BM, BN=BN, GROUP_PM=group_pm, num_pm=num_pm, group=group_pm * num_n, rank=bid & 1,
+                   cuda=SimpleNamespace(blockIdx=SimpleNamespace(x=bid)))
+        exec(first, env)
+        want = dict(env, nxt=bid >> 1)
+        exec(loop, want)
+        assert (env["next_m0"], env["next_n0"]) == (want["next_m0"], want["next_n0"]), bid
+        assert env["next_m0"] % (2 * BM) == (bid & 1) * BM
+
+
 def test_descriptors_encode_the_start_address_as_the_isa_says():
     """A CTA of a cluster sees its shared memory at addresses with its rank in bit 24: the
     descriptor's 14-bit start address is (addr & 0x3FFFF) >> 4, never a carry into LBO."""
