@@ -75,6 +75,16 @@ def variants(dtype):
         ("56 / 224 registers, L2 prefetch 16 k-tiles ahead", base, {"_regs": (56, 224), "_prefetch": 16}, True, "MN"),
         ("56 / 224 registers, L2 prefetch 4 k-tiles ahead, B K-major", base, {"_regs": (56, 224), "_prefetch": 4},
          True, "K"),
+        ("clusters of 2 sharing B (multicast), epilogue overlapped", base.with_(cluster_m=2), {"_overlap": True},
+         True, "MN"),
+        ("clusters of 2 sharing B, epilogue overlapped, B K-major", base.with_(cluster_m=2), {"_overlap": True},
+         True, "K"),
+        ("clusters of 2 sharing B, epilogue overlapped, 40 / 232 registers", base.with_(cluster_m=2),
+         {"_overlap": True, "_regs": (40, 232)}, True, "MN"),
+        ("clusters of 2 sharing B, epilogue overlapped, GROUP_M 16", base.with_(cluster_m=2, group_m=16),
+         {"_overlap": True}, True, "MN"),
+        ("128x256 tiles, clusters of 2 sharing A, epilogue overlapped", base.with_(cluster_m=2),
+         {"_share": "A", "_overlap": True}, True, "MN"),
     ]
 
 
