@@ -39,10 +39,11 @@ class GemmConfig:
     (launch bounds: caps registers at 65536 / (threads * min_blocks)); ``path``: "mma_sync"
     or "wgmma" (Hopper); ``b_dtype``: B's type where it differs from A's (mixed 8-bit
     floats: "e4m3" A with "e5m2" B, or the reverse; None: A's type); ``split_k`` (wgmma
-    path): the parts K is split into, each a CTA's work unit (a problem of few output tiles
-    then still fills the GPU); the last part of a tile to finish adds the others' partial
-    sums, handed over through a workspace in global memory, and stores C. A launch uses
-    at most one part per k-tile. ``cluster_m`` (wgmma path): 2 runs CTAs in clusters of
+    path): the parts K is split into, each a CTA's work unit, for the tiles of the last wave
+    (all tiles, when there are fewer than CTAs; the full waves' tiles run whole): a problem
+    of few output tiles, or a short last wave, then still fills the GPU. The last part of a
+    tile to finish adds the others' partial sums, handed over through a workspace in global
+    memory, and stores C. A launch uses at most one part per k-tile. ``cluster_m`` (wgmma path): 2 runs CTAs in clusters of
     two whose tiles are vertical neighbours, sharing B: each loads half of B's k-tile and
     the TMA unit delivers it to both (multicast); on a GPU only.
     """
@@ -229,18 +230,23 @@ SPLIT_K_MAX, SPLIT_K_MIN_KTILES = 4, 16
 
 def split_k_for(M, N, K, bm, bn, bk, sms):
     """The parts to split K into for ``bm x bn x bk`` CTA tiles on ``sms`` multiprocessors:
-    1 unless the output tiles fill at most half of them; then as many parts as the
-    multiprocessors hold (at most :data:`SPLIT_K_MAX`, each of at least
-    :data:`SPLIT_K_MIN_KTILES` k-tiles). Measured on the H100 (f16, 64x128 tiles, TFLOP/s):
-    64x4096x4096 149 in 4 parts against 117 unsplit; 512x512x8192 222 against 130.
+    1 unless the tiles of the last wave (all of them, for fewer tiles than multiprocessors)
+    fill at most half of them; then as many parts as the multiprocessors hold (at most
+    :data:`SPLIT_K_MAX`, each of at least :data:`SPLIT_K_MIN_KTILES` k-tiles). Only the
+    last wave's tiles are split: the kernel runs the full waves' tiles whole. Measured on
+    the H100 (f16, TFLOP/s): 64x4096x4096 149 in 4 parts against 117 unsplit; 512x512x8192
+    222 against 130 (64x128 tiles); a last wave of 28 tiles of 128x256 (1280x4096x4096) ran
+    the whole kernel at 0.59 of cuBLAS unsplit (benchmarks/RESULTS.md).
 
     >>> split_k_for(64, 4096, 4096, 64, 128, 64, 132), split_k_for(4096, 4096, 4096, 128, 256, 64, 132)
     (4, 1)
+    >>> split_k_for(1280, 4096, 4096, 128, 256, 64, 132), split_k_for(1536, 4096, 4096, 128, 256, 64, 132)
+    (4, 2)
     """
     if None in (M, N, K):
         return 1
-    tiles = -(-M // bm) * -(-N // bn)
+    last = -(-M // bm) * -(-N // bn) % sms        # tiles of the last wave (0: the waves are full)
     ktiles = -(-K // bk)
-    if 2 * tiles > sms:
+    if last == 0 or 2 * last > sms:
         return 1
-    return max(1, min(sms // tiles, ktiles // SPLIT_K_MIN_KTILES, SPLIT_K_MAX))
+    return max(1, min(sms // last, ktiles // SPLIT_K_MIN_KTILES, SPLIT_K_MAX))

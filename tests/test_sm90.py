@@ -509,14 +509,16 @@ import numpy as np, codegen
 from codegen import GemmConfig
 rng = np.random.default_rng(1)
 W = dict(bm=64, bn=64, bk=32, stages=2, path="wgmma")
-cases = [  # (config, M, N, K, B layout, beta)
-    # 2 parts of 3 and 4 k-tiles, C from registers with beta; two tiles, two CTAs: each
-    # CTA runs parts of both tiles
-    (GemmConfig("f16", "f32", split_k=2, **W), 70, 40, 200, "T", -1.0),
-    # 3 parts, a 16-bit C stored by TMA; B MN-major
-    (GemmConfig("f16", "f16", split_k=3, **W), 33, 72, 96, "N", 0.0),
+cases = [  # (config, M, N, K, B layout, beta); the simulator runs two CTAs
+    # three tiles: the first two (a full wave) whole, the third in 2 parts of 3 and 4
+    # k-tiles, one on each CTA; C from registers with beta
+    (GemmConfig("f16", "f32", split_k=2, **W), 150, 40, 200, "T", -1.0),
+    # one tile in 3 parts, a 16-bit C stored by TMA; B MN-major
+    (GemmConfig("f16", "f16", split_k=3, **W), 33, 56, 96, "N", 0.0),
     # two consumers, 4 parts asked of 3 k-tiles: 3 parts of one k-tile each
-    (GemmConfig("f16", "f32", split_k=4, **dict(W, bm=128)), 100, 24, 72, "T", 0.5)]
+    (GemmConfig("f16", "f32", split_k=4, **dict(W, bm=128)), 100, 24, 72, "T", 0.5),
+    # nine tiles: eight whole (four waves), the ninth in 2 parts; TMA C
+    (GemmConfig("f16", "f16", split_k=2, **W), 130, 136, 64, "N", 0.0)]
 for cfg, M, N, K, lb, beta in cases:
     A = rng.integers(-3, 4, (M, K)).astype(np.float16)
     B = rng.integers(-3, 4, (K, N)).astype(np.float16)
@@ -525,7 +527,11 @@ for cfg, M, N, K, lb, beta in cases:
     C0 = rng.integers(-3, 4, (M, N)).astype(np.float32 if cfg.out == "f32" else np.float16)
     ref = A.astype(np.float64) @ B.astype(np.float64) + beta * C0
     launch = codegen.prepare(A, B, C0.copy(), beta=beta, config=cfg)
-    assert launch._launcher.splits == min(cfg.split_k, -(-K // cfg.bk)), launch._launcher.splits
+    la = launch._launcher
+    assert la.splits == min(cfg.split_k, -(-K // cfg.bk)), la.splits
+    tiles = -(-M // cfg.bm) * -(-N // cfg.bn)
+    split_tiles = tiles - tiles // la.grid * la.grid          # those of the last, partial wave
+    assert la.ws_bytes == 256 + split_tiles * la.splits * la.compiled.plan.consumers * la.compiled.plan.part_bytes
     for rep in range(2):        # the counters the first launch used are zero again for the second
         launch.C[...] = C0
         launch()
@@ -538,8 +544,9 @@ print("SIM SPLIT OK")
 
 
 def test_split_k_kernel_runs_in_the_simulator_exactly(tmp_path):
-    """Split-K: parts of unequal k-tiles, more parts than CTAs, both epilogues, beta, and a
-    second launch on the counters the first one left."""
+    """Split-K: parts of unequal k-tiles, more parts than CTAs, the tiles of full waves
+    whole beside the last wave's split ones, both epilogues, beta, and a second launch on
+    the counters the first one left."""
     pytest.importorskip("numba")
     r = _simulate(SIM_SPLIT, tmp_path)
     assert "SIM SPLIT OK" in r.stdout, r.stdout + r.stderr[-3000:]
@@ -674,3 +681,27 @@ def test_overlapped_epilogue_is_where_the_plan_allows_and_l2_prefetch_compiles()
     ptx, _ = cuda.compile_ptx(getattr(K._load_module(src), KERNEL_NAME), SK.wgmma_signature(), cc=(9, 0, "a"),
                               launch_bounds=(plan.threads, 1))
     assert ptx.count("cp.async.bulk.prefetch.tensor.2d.L2.global.tile") == 5       # A's box and B's four
+
+
+def test_split_k_for_splits_a_short_last_wave_and_few_tiles():
+    """The default parts of K: more than one only where the tiles of the last wave (all
+    tiles, for fewer than the multiprocessors) fill at most half of them, with at least
+    SPLIT_K_MIN_KTILES k-tiles a part; then the split units of that wave fit the
+    multiprocessors once."""
+    from codegen.config import SPLIT_K_MAX, SPLIT_K_MIN_KTILES, split_k_for
+
+    sms = 132
+    for M in range(128, 128 * 40, 128 * 3):
+        for N in (256, 2048, 4096, 4352):
+            for K in (512, 1024, 2048, 4096, 8192):
+                s = split_k_for(M, N, K, 128, 256, 64, sms)
+                last = (M // 128) * -(-N // 256) % sms
+                assert 1 <= s <= SPLIT_K_MAX
+                if s > 1:
+                    assert 0 < 2 * last <= sms and last * s <= sms, (M, N, K, s)
+                    assert K // 64 // s >= SPLIT_K_MIN_KTILES, (M, N, K, s)
+                elif 0 < 2 * last <= sms and K // 64 >= 2 * SPLIT_K_MIN_KTILES:
+                    raise AssertionError(f"{M}x{N}x{K}: a last wave of {last} tiles not split")
+    assert split_k_for(1280, 4096, 4096, 128, 256, 64, sms) == 4       # 160 tiles: a last wave of 28
+    assert split_k_for(8192, 8192, 8192, 128, 256, 64, sms) == 1       # a last wave of 68 tiles: more than half
+    assert split_k_for(1280, 4096, 1024, 128, 256, 64, sms) == 1       # 16 k-tiles: too few to split

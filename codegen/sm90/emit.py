@@ -23,9 +23,11 @@ MMAs, and the packed pairs go to shared memory and out by TMA one box after each
 next tile's first k-tiles, while their MMAs run. On the H100 this took the f16 kernel from
 0.94 to 1.00 of cuBLAS at 4096x4096x1024 (interleaved timing, 2026-11-26).
 
-Split-K kernels (``config.split_k > 1``) walk work units instead of tiles: a tile's K is
-cut into ``splits`` parts of whole k-tiles, and consecutive units are the parts of one
-tile. Each part stores its partial sums in a workspace and counts itself on the tile's
+Split-K kernels (``config.split_k > 1``) walk work units instead of tiles. The tiles of
+the full waves (as many as ``gridDim.x`` divides: none when there are fewer tiles than
+CTAs) are a unit each; the K of each later tile, those of the short last wave, is cut into
+``splits`` parts of whole k-tiles, and consecutive units are the parts of one tile, so
+the last wave's work spreads over more CTAs. Each part stores its partial sums in a workspace and counts itself on the tile's
 counter; the part that counts last adds the others' sums to its own and runs the epilogue
 (no part waits for another, so any number of CTAs is safe), and resets the counter for the
 next launch.
@@ -154,7 +156,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
     pf = prefetch_distance(plan) if _prefetch is None else _prefetch
     if pf and (plan.split or plan.cluster > 1):
         raise ValueError("emit_wgmma_source: L2 prefetch is for kernels without split-K and clusters")
-    overlap = overlaps_epilogue(plan, epilogue) if _overlap is None else _overlap
+    overlap = overlaps_epilogue(plan, epilogue) and _epilogue is True if _overlap is None else _overlap
     if overlap and not (tma and plan.mblocks == 1 and not plan.split and _epilogue is True):
         raise ValueError("emit_wgmma_source: only a 'tma' epilogue of 64-row slices without split-K overlaps")
     accs = ["acc"] if plan.mblocks == 1 else [f"acc{i}" for i in range(plan.mblocks)]   # one per 64-row block
@@ -226,9 +228,10 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
         else:
             w("group = GROUP_M * num_n")
         if plan.split:
-            w("units = tiles * splits  # work units: (tile, part of K), the parts of a tile consecutive")
+            w("whole = tiles // cuda.gridDim.x * cuda.gridDim.x  # tiles of the full waves: a unit each")
+            w("units = whole + (tiles - whole) * splits  # then (tile, part of K) units, the parts of a tile consecutive")
             w("counts = ws  # tiles x CONSUMERS uint32: the parts of each tile's slice done so far")
-            w("parts = ws + ((tiles * CONSUMERS * 4 + 255) & -256)  # units x CONSUMERS partial sums")
+            w("parts = ws + ((tiles * CONSUMERS * 4 + 255) & -256)  # split units x CONSUMERS partial sums")
         w("")
         w("if wg == 0:")
         with w.block():
@@ -514,10 +517,18 @@ def _unit(w, plan, unit=None, out=("m0", "n0")):
     """The tile (and, split-K, the part of K) of this unit of work (``unit``: an expression
     for it, else the loop's variable), its corner in ``out``."""
     if plan.split:
-        w("tile = unit // splits")
-        w("part = unit - tile * splits  # k-tiles [kt0, kt1) of the tile")
-        w("kt0 = part * ktiles // splits")
-        w("kt1 = (part + 1) * ktiles // splits")
+        w("if unit < whole:  # a tile of the full waves, whole")
+        with w.block():
+            w("tile = unit")
+            w("part = 0")
+            w("kt0 = 0")
+            w("kt1 = ktiles")
+        w("else:  # a part of a tile of the last wave: k-tiles [kt0, kt1) of it")
+        with w.block():
+            w("tile = whole + (unit - whole) // splits")
+            w("part = unit - whole - (tile - whole) * splits")
+            w("kt0 = part * ktiles // splits")
+            w("kt1 = (part + 1) * ktiles // splits")
     m0, n0 = out
     if plan.share == "A":
         _raster(w, unit or "pair", "num_m", "GROUP_M", out)
@@ -541,9 +552,10 @@ def _hand_over(w, plan):
     w(f"accs = cuda.local.array({plan.acc_regs}, float32)  # indexed by constants once NVVM unrolls the loops")
     w(w.call("acc_to_array", "acc, accs"))
     w("finish = True")
-    w("if splits > 1:")
+    w("if splits > 1 and tile >= whole:")
     with w.block():
-        w("mine = parts + ((tile * splits + part) * CONSUMERS + c) * PART_BYTES  # (T128,P) -> 8 B: stride (1,128)")
+        w("mine = parts + (((tile - whole) * splits + part) * CONSUMERS + c) * PART_BYTES  "
+          "# (T128,P) -> 8 B: stride (1,128)")
         w(f"for p in range({pairs}):")
         with w.block():
             w(w.call("st_global_v2_b32", "mine + (p * 128 + wtid) * 8, accs[2 * p], accs[2 * p + 1]"))
@@ -563,7 +575,7 @@ def _hand_over(w, plan):
             with w.block():
                 w("if q != part:")
                 with w.block():
-                    w("theirs = parts + ((tile * splits + q) * CONSUMERS + c) * PART_BYTES")
+                    w("theirs = parts + (((tile - whole) * splits + q) * CONSUMERS + c) * PART_BYTES")
                     w(f"for p in range({pairs}):")
                     with w.block():
                         w(f"v0, v1 = {w.call('ld_global_cg_v2_b32', 'theirs + (p * 128 + wtid) * 8')}")

@@ -82,10 +82,12 @@ class WgmmaLauncher:
         else:
             self.grid = max(1, min(units, 2 if self.sim else driver.multiprocessors()))
         self._configs = {}          # cluster launch configurations, by kernel
-        # the workspace: a uint32 counter per (tile, consumer), padded to 256 bytes, then
-        # each unit's partial sums
-        self.ws_bytes = (-(-tiles * plan.consumers * 4 // 256) * 256 + units * plan.consumers * plan.part_bytes
-                         if self.splits > 1 else 0)
+        # split-K: the tiles of the full waves (as the kernel counts them) are a unit each, the
+        # others split; the workspace holds a uint32 counter per (tile, consumer), padded to
+        # 256 bytes, then each split unit's partial sums
+        whole = tiles // self.grid * self.grid
+        self.ws_bytes = (-(-tiles * plan.consumers * 4 // 256) * 256
+                         + (tiles - whole) * self.splits * plan.consumers * plan.part_bytes if self.splits > 1 else 0)
         self._ws = {}
         # TMA copies bytes: f32 data that wgmma reads as tf32 travels as f32 (the tensor core
         # ignores the low 13 mantissa bits), the 8-bit floats as bytes

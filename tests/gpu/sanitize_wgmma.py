@@ -4,7 +4,7 @@
 
 Split-K (the default plan of problems of few tiles and a long K), clusters of two sharing B,
 a column-major C (run as the transposed GEMM), 8-bit floats split in parts, 256-row tiles,
-CTAs of two tiles (the overlapped epilogue); residues in M, N and K, both epilogues. Each case is checked against float64 products; prints 'N passed, N failed'.
+CTAs of two tiles (the overlapped epilogue), a short last wave of tiles split in parts; residues in M, N and K, both epilogues. Each case is checked against float64 products; prints 'N passed, N failed'.
 """
 
 import sys
@@ -30,6 +30,9 @@ def main():
         # boxes during the next tile's k-tiles; 2 k-tiles, fewer than the 4 boxes
         ("f16", 2304, 2048, 72, "N", "N", 0.0, {}),
         ("bf16", 2200, 2104, 304, "T", "N", 0.0, {}),           # residues in M, N and K; 5 k-tiles a tile
+        # more tiles than CTAs, split-K: the full wave's tiles whole, the last wave's split
+        ("f16", 2432, 1792, 136, "N", "N", 0.0, {"split_k": 2}),   # 133 tiles: the last in parts of 1 and 2 k-tiles
+        ("bf16", 2440, 1800, 200, "T", "N", 0.5, {"split_k": 3}),  # 160 tiles, 28 in 3 parts; residues; beta
     ]
     ok_n = 0
     for name, M, N, K, lb, lc, beta, extra in cases:
@@ -42,7 +45,7 @@ def main():
         C = C0.clone()              # the same strides (a dense tensor's clone keeps them)
         assert C.stride() == C0.stride() and C.data_ptr() != C0.data_ptr()
         cfg = GemmConfig.default(name, M, N, K, arch=(9, 0))
-        cfg = cfg.with_(split_k=1, **extra) if extra else cfg
+        cfg = cfg.with_(**{"split_k": 1, **extra}) if extra else cfg
         launch = codegen.prepare(A, B, C, beta=beta, config=cfg)
         launch()
         torch.cuda.synchronize()
