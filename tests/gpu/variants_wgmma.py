@@ -85,6 +85,12 @@ def variants(dtype):
          {"_overlap": True}, True, "MN"),
         ("128x256 tiles, clusters of 2 sharing A, epilogue overlapped", base.with_(cluster_m=2),
          {"_share": "A", "_overlap": True}, True, "MN"),
+        ("default, the fewest CTAs that keep the number of waves of tiles", base, {"_grid": "fewest"}, True, "MN"),
+        ("default, the fewest CTAs that keep the waves, B K-major", base, {"_grid": "fewest"}, True, "K"),
+        ("BN 128, 6 stages, epilogue not overlapped", base.with_(bn=128, stages=6), {"_overlap": False}, True, "MN"),
+        ("64x128 tiles, 6 stages", base.with_(bm=64, bn=128, stages=6), {}, True, "MN"),
+        ("64x128 tiles, 6 stages, epilogue not overlapped", base.with_(bm=64, bn=128, stages=6), {"_overlap": False},
+         True, "MN"),
     ]
 
 
@@ -100,7 +106,8 @@ def _ptx(job):
     from numba import cuda
 
     plan = _plan(cfg, b_major, opts)
-    src = emit_wgmma_source(plan, "tma" if tma else "registers", **{k: v for k, v in opts.items() if k != "_share"})
+    src = emit_wgmma_source(plan, "tma" if tma else "registers",
+                            **{k: v for k, v in opts.items() if k not in ("_share", "_grid")})
     ptx, _ = cuda.compile_ptx(getattr(K._load_module(src), KERNEL_NAME), SK.wgmma_signature(), cc=(9, 0, "a"),
                               launch_bounds=(plan.threads, 1))
     return src, ptx
@@ -143,6 +150,9 @@ def main():
             b_desc = ((N, Kd), (1, N)) if b_major == "MN" else ((N, Kd), (Kd, 1))     # B as (N,K)
             la = WgmmaLauncher(comp, M, N, Kd, ((M, Kd), (Kd, 1)), b_desc, (N, 1))
             la.b = B if b_major == "MN" else Bt
+            if opts.get("_grid") == "fewest":     # as many waves of tiles on fewer CTAs (non-cluster kernels)
+                tiles = -(-M // cfg.bm) * -(-N // cfg.bn)
+                la.grid = -(-tiles // -(-tiles // la.grid))
             if not tma:                 # no map of C: the launcher runs the registers kernel given here
                 la._c_map = lambda c: 0
             runs.append((name, la, C, refs[b_major], []))
