@@ -207,17 +207,27 @@ def _tiles(M, N, bm, bn):
 def hopper_tile(M, N, sms=132):
     """(BM, BN, stages) of the Hopper plan for an ``M x N`` C on ``sms`` multiprocessors:
     128x256 with 4 stages of 48 KiB where that gives more tiles than half the
-    multiprocessors (or the size is unknown); else 128x128 with 6 stages of 32 KiB where
-    that does; else 64x128 tiles (one consumer warpgroup) with 6 stages of 24 KiB, twice
-    the CTAs again. Few tiles make a problem bound by memory, or by the latency of a short
-    k-loop: more CTAs and more bytes in flight each. Measured on the H100 (f16, TFLOP/s,
-    benchmarks/RESULTS.md): 128x8192x8192 338 with 64x128 against 294 with 128x128 (split
-    in two); 1024^3 252 against 226; 256x8192x8192 510 with 128x128 and 6 stages, 504 with 4.
+    multiprocessors (or the size is unknown), unless one to three full waves of them are
+    followed by a last wave that fills at most half the multiprocessors; else 128x128 with
+    6 stages of 32 KiB where that gives more tiles than half of them; else 64x128 tiles
+    (one consumer warpgroup) with 6 stages of 24 KiB, twice the CTAs again. Few tiles make
+    a problem bound by memory, or by the latency of a short k-loop: more CTAs and more
+    bytes in flight each. A short last wave leaves most multiprocessors idle for a whole
+    tile; smaller tiles shorten it. Measured on the H100 (f16, benchmarks/RESULTS.md):
+    128x8192x8192 338 TFLOP/s with 64x128 against 294 with 128x128 (split in two); 1024^3 252
+    against 226; 256x8192x8192 510 with 128x128 and 6 stages, 504 with 4; 1536x4096x4096
+    (192 tiles of 128x256: a last wave of 60) 0.93 of cuBLAS with 128x128 against 0.72.
+    Beyond three full waves the 128x256 tile keeps its speed, and :func:`split_k_for`
+    splits a short last wave instead.
 
-    >>> hopper_tile(4096, 4096), hopper_tile(256, 8192), hopper_tile(128, 8192)
-    ((128, 256, 4), (128, 128, 6), (64, 128, 6))
+    >>> hopper_tile(4096, 4096), hopper_tile(256, 8192), hopper_tile(128, 8192), hopper_tile(1536, 4096)
+    ((128, 256, 4), (128, 128, 6), (64, 128, 6), (128, 128, 6))
     """
-    if M is None or N is None or 2 * _tiles(M, N, 128, 256) > sms:
+    if M is None or N is None:
+        return 128, 256, 4
+    big = _tiles(M, N, 128, 256)
+    short_last = sms < big < 4 * sms and 2 * (big % sms) <= sms
+    if 2 * big > sms and not short_last:
         return 128, 256, 4
     if 2 * _tiles(M, N, 128, 128) > sms:
         return 128, 128, 6

@@ -705,3 +705,28 @@ def test_split_k_for_splits_a_short_last_wave_and_few_tiles():
     assert split_k_for(1280, 4096, 4096, 128, 256, 64, sms) == 4       # 160 tiles: a last wave of 28
     assert split_k_for(8192, 8192, 8192, 128, 256, 64, sms) == 1       # a last wave of 68 tiles: more than half
     assert split_k_for(1280, 4096, 1024, 128, 256, 64, sms) == 1       # 16 k-tiles: too few to split
+
+
+def test_hopper_tile_shortens_a_short_last_wave():
+    """One to three full waves of 128x256 tiles and a last wave that fills at most half the
+    multiprocessors: 128x128 tiles; more waves: 128x256 tiles, the short last wave split."""
+    from codegen import GemmConfig
+    from codegen.config import hopper_tile
+
+    def plan(M, N, K):
+        c = GemmConfig.default("f16", M, N, K, arch=(9, 0))
+        return c.bm, c.bn, c.stages, c.split_k
+
+    assert plan(1536, 4096, 4096) == (128, 128, 6, 1)      # 192 tiles: a last wave of 60
+    assert plan(1280, 4096, 4096) == (128, 128, 6, 2)      # 128x128: 320 tiles, a last wave of 56
+    assert plan(1792, 4096, 4096) == (128, 256, 4, 1)      # 224 tiles: a last wave of 92
+    assert plan(8192, 8192, 8192) == (128, 256, 4, 1)      # 2048 tiles: a last wave of 68
+    assert plan(5120, 5120, 5120) == (128, 256, 4, 4)      # 800 tiles: 6 full waves and 8 tiles
+    for M in range(128, 128 * 70, 128 * 5):
+        for N in (1024, 2048, 4096, 8192):
+            big = -(-M // 128) * -(-N // 256)
+            tile = hopper_tile(M, N)
+            if 132 < big < 4 * 132 and 2 * (big % 132) <= 132:
+                assert tile == (128, 128, 6), (M, N)
+            elif 2 * big > 132:
+                assert tile == (128, 256, 4), (M, N)

@@ -42,7 +42,8 @@ def make(torch, name, r, c, lay):
 def run_16bit(torch, codegen, name, M, N, K, la, lb, beta):
     from codegen import GemmConfig
 
-    name, _, variant = name.partition("-")      # "-cluster": clusters of two CTAs sharing B; "-256": 256x128 tiles
+    name, _, variant = name.partition("-")      # "-cluster": clusters of two CTAs sharing B; "-256": 256x128 tiles;
+    #                                             "-tail": 128x256 tiles, split-K 2
     A, B = make(torch, name, M, K, la), make(torch, name, K, N, lb)
     C0 = torch.randn(M, N, device="cuda", dtype=_torch_dtype(torch, name))
     C = C0.clone()
@@ -51,6 +52,8 @@ def run_16bit(torch, codegen, name, M, N, K, la, lb, beta):
         cfg = cfg.with_(cluster_m=2, split_k=1)
     elif variant == "256":
         cfg = cfg.with_(bm=256, bn=128, stages=4, split_k=1)
+    elif variant == "tail":     # 128x256 tiles, the last wave's split in two
+        cfg = cfg.with_(bm=128, bn=256, stages=4, split_k=2)
     launch = codegen.prepare(A, B, C, alpha=1.5, beta=beta, config=cfg)
     ref = 1.5 * (A.double() @ B.double()) + beta * C0.double()
     errs = []
@@ -209,11 +212,12 @@ def main(argv=None):
              ("f16", 128, 8192, 8192, "N", "N", 0.0), ("f16", 200, 1000, 3000, "T", "N", 0.5),
              ("bf16", 64, 64, 4096, "N", "T", 0.0), ("f16", 136, 520, 2056, "N", "T", 0.0),
              ("tf32", 100, 300, 2000, "f32", 0.5), ("e4m3", "e4m3", 128, 512, 4096, "bf16", 0.0),
-             # a short last wave of tiles (at most half the multiprocessors): its tiles split in
-             # 2-4 parts, the full waves' tiles whole
+             # a short last wave of 128x256 tiles: 128x128 tiles instead, their own short last
+             # wave split in 2-4 parts, the full waves' tiles whole
              ("f16", 1280, 4096, 4096, "N", "N", 0.0), ("bf16", 2560, 4096, 4096, "T", "N", 0.5),
              ("f16", 2176, 2048, 4096, "N", "T", 0.0), ("bf16", 2440, 1800, 2056, "T", "T", -1.0),
              ("tf32", 1280, 4096, 4096, "f32", 0.0), ("e4m3", "e4m3", 1280, 4096, 4096, "bf16", 0.0),
+             ("f16-tail", 1280, 4096, 4096, "N", "N", 0.0), ("bf16-tail", 5120, 5128, 2056, "T", "N", 0.5),
              # clusters of two CTAs sharing B: an odd number of tile rows, both B majors, beta
              ("f16-cluster", 3900, 1000, 520, "N", "N", 0.0), ("f16-cluster", 300, 712, 4096, "N", "T", 0.5),
              ("bf16-cluster", 136, 264, 72, "T", "N", 1.0), ("f16-cluster", 4096, 4096, 4096, "N", "N", 0.0),

@@ -28,11 +28,13 @@ def main():
         ("f16", 300, 72, 136, "T", "N", 0.0, {"bm": 256, "bn": 64, "stages": 4}),   # one C box a slice: buffers alternate
         # 144 tiles of 128x256 (some CTAs run two): the overlapped epilogue stores a tile's
         # boxes during the next tile's k-tiles; 2 k-tiles, fewer than the 4 boxes
-        ("f16", 2304, 2048, 72, "N", "N", 0.0, {}),
-        ("bf16", 2200, 2104, 304, "T", "N", 0.0, {}),           # residues in M, N and K; 5 k-tiles a tile
+        ("f16", 2304, 2048, 72, "N", "N", 0.0, {"bn": 256, "stages": 4}),
+        ("bf16", 2200, 2104, 304, "T", "N", 0.0, {"bn": 256, "stages": 4}),   # residues in M, N and K; 5 k-tiles a tile
         # more tiles than CTAs, split-K: the full wave's tiles whole, the last wave's split
-        ("f16", 2432, 1792, 136, "N", "N", 0.0, {"split_k": 2}),   # 133 tiles: the last in parts of 1 and 2 k-tiles
-        ("bf16", 2440, 1800, 200, "T", "N", 0.5, {"split_k": 3}),  # 160 tiles, 28 in 3 parts; residues; beta
+        ("f16", 2432, 1792, 136, "N", "N", 0.0, {"bn": 256, "stages": 4, "split_k": 2}),  # 133 tiles: the last in
+        #                                                           parts of 1 and 2 k-tiles
+        ("bf16", 2440, 1800, 200, "T", "N", 0.5, {"bn": 256, "stages": 4, "split_k": 3}),  # 160 tiles, 28 in 3
+        #                                                           parts; residues; beta
     ]
     ok_n = 0
     for name, M, N, K, lb, lc, beta, extra in cases:

@@ -91,6 +91,10 @@ def variants(dtype):
         ("64x128 tiles, 6 stages", base.with_(bm=64, bn=128, stages=6), {}, True, "MN"),
         ("64x128 tiles, 6 stages, epilogue not overlapped", base.with_(bm=64, bn=128, stages=6), {"_overlap": False},
          True, "MN"),
+        ("split-K 2 (the last wave's tiles)", base.with_(split_k=2), {}, True, "MN"),
+        ("split-K 4 (the last wave's tiles)", base.with_(split_k=4), {}, True, "MN"),
+        ("BN 128, 6 stages, split-K 2 (the last wave's tiles)", base.with_(bn=128, stages=6, split_k=2), {}, True, "MN"),
+        ("BN 128, 6 stages, split-K 4 (the last wave's tiles)", base.with_(bn=128, stages=6, split_k=4), {}, True, "MN"),
     ]
 
 
