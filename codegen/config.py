@@ -240,23 +240,25 @@ SPLIT_K_MAX, SPLIT_K_MIN_KTILES = 4, 16
 
 def split_k_for(M, N, K, bm, bn, bk, sms):
     """The parts to split K into for ``bm x bn x bk`` CTA tiles on ``sms`` multiprocessors:
-    1 unless the tiles of the last wave (all of them, for fewer tiles than multiprocessors)
-    fill at most half of them; then as many parts as the multiprocessors hold (at most
-    :data:`SPLIT_K_MAX`, each of at least :data:`SPLIT_K_MIN_KTILES` k-tiles). Only the
-    last wave's tiles are split: the kernel runs the full waves' tiles whole. Measured on
-    the H100 (f16, TFLOP/s): 64x4096x4096 149 in 4 parts against 117 unsplit; 512x512x8192
-    222 against 130 (64x128 tiles); a last wave of 28 tiles of 128x256 (1280x4096x4096) ran
-    the whole kernel at 0.59 of cuBLAS unsplit (benchmarks/RESULTS.md).
+    1 unless the tiles fill at most half of them, or full waves of tiles are followed by a
+    last wave that fills at most a quarter of them; then as many parts as the
+    multiprocessors hold of those tiles (at most :data:`SPLIT_K_MAX`, each of at least
+    :data:`SPLIT_K_MIN_KTILES` k-tiles). Only the last wave's tiles are split: the kernel
+    runs the full waves' tiles whole. Measured on the H100 (f16, of cuBLAS or TFLOP/s,
+    benchmarks/RESULTS.md): 64x4096x4096 149 TFLOP/s in 4 parts against 117 unsplit;
+    512x512x8192 222 against 130 (64x128 tiles); after full waves of 128x128 tiles, a last
+    wave of 8 tiles (2176x2048x4096) 0.77 of cuBLAS in 4 parts against 0.68 unsplit, of 24
+    (2048x2304x4096) 0.77 against 0.70, but of 48 (3072^3) 0.80 in 2 parts against 0.84.
 
     >>> split_k_for(64, 4096, 4096, 64, 128, 64, 132), split_k_for(4096, 4096, 4096, 128, 256, 64, 132)
     (4, 1)
-    >>> split_k_for(1280, 4096, 4096, 128, 256, 64, 132), split_k_for(1536, 4096, 4096, 128, 256, 64, 132)
-    (4, 2)
+    >>> split_k_for(2176, 2048, 4096, 128, 128, 64, 132), split_k_for(3072, 3072, 3072, 128, 128, 64, 132)
+    (4, 1)
     """
     if None in (M, N, K):
         return 1
-    last = -(-M // bm) * -(-N // bn) % sms        # tiles of the last wave (0: the waves are full)
+    full, last = divmod(-(-M // bm) * -(-N // bn), sms)      # full waves, and the tiles after them
     ktiles = -(-K // bk)
-    if last == 0 or 2 * last > sms:
+    if last == 0 or (2 if full == 0 else 4) * last > sms:
         return 1
     return max(1, min(sms // last, ktiles // SPLIT_K_MIN_KTILES, SPLIT_K_MAX))

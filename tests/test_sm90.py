@@ -684,8 +684,8 @@ def test_overlapped_epilogue_is_where_the_plan_allows_and_l2_prefetch_compiles()
 
 
 def test_split_k_for_splits_a_short_last_wave_and_few_tiles():
-    """The default parts of K: more than one only where the tiles of the last wave (all
-    tiles, for fewer than the multiprocessors) fill at most half of them, with at least
+    """The default parts of K: more than one only where the tiles fill at most half of the
+    multiprocessors, or the last wave after full ones at most a quarter, with at least
     SPLIT_K_MIN_KTILES k-tiles a part; then the split units of that wave fit the
     multiprocessors once."""
     from codegen.config import SPLIT_K_MAX, SPLIT_K_MIN_KTILES, split_k_for
@@ -695,15 +695,18 @@ def test_split_k_for_splits_a_short_last_wave_and_few_tiles():
         for N in (256, 2048, 4096, 4352):
             for K in (512, 1024, 2048, 4096, 8192):
                 s = split_k_for(M, N, K, 128, 256, 64, sms)
-                last = (M // 128) * -(-N // 256) % sms
+                tiles = (M // 128) * -(-N // 256)
+                last = tiles % sms
+                short = 0 < (2 if tiles < sms else 4) * last <= sms
                 assert 1 <= s <= SPLIT_K_MAX
                 if s > 1:
-                    assert 0 < 2 * last <= sms and last * s <= sms, (M, N, K, s)
+                    assert short and last * s <= sms, (M, N, K, s)
                     assert K // 64 // s >= SPLIT_K_MIN_KTILES, (M, N, K, s)
-                elif 0 < 2 * last <= sms and K // 64 >= 2 * SPLIT_K_MIN_KTILES:
+                elif short and K // 64 >= 2 * SPLIT_K_MIN_KTILES and 2 * last <= sms:
                     raise AssertionError(f"{M}x{N}x{K}: a last wave of {last} tiles not split")
     assert split_k_for(1280, 4096, 4096, 128, 256, 64, sms) == 4       # 160 tiles: a last wave of 28
-    assert split_k_for(8192, 8192, 8192, 128, 256, 64, sms) == 1       # a last wave of 68 tiles: more than half
+    assert split_k_for(1536, 4096, 4096, 128, 256, 64, sms) == 1       # a last wave of 60: more than a quarter
+    assert split_k_for(8192, 8192, 8192, 128, 256, 64, sms) == 1       # a last wave of 68 tiles
     assert split_k_for(1280, 4096, 1024, 128, 256, 64, sms) == 1       # 16 k-tiles: too few to split
 
 
@@ -718,7 +721,8 @@ def test_hopper_tile_shortens_a_short_last_wave():
         return c.bm, c.bn, c.stages, c.split_k
 
     assert plan(1536, 4096, 4096) == (128, 128, 6, 1)      # 192 tiles: a last wave of 60
-    assert plan(1280, 4096, 4096) == (128, 128, 6, 2)      # 128x128: 320 tiles, a last wave of 56
+    assert plan(1280, 4096, 4096) == (128, 128, 6, 1)      # 128x128: 320 tiles, a last wave of 56
+    assert plan(2176, 2048, 4096) == (128, 128, 6, 4)      # 128x128: 272 tiles, a last wave of 8, split
     assert plan(1792, 4096, 4096) == (128, 256, 4, 1)      # 224 tiles: a last wave of 92
     assert plan(8192, 8192, 8192) == (128, 256, 4, 1)      # 2048 tiles: a last wave of 68
     assert plan(5120, 5120, 5120) == (128, 256, 4, 4)      # 800 tiles: 6 full waves and 8 tiles

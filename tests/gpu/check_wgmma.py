@@ -212,8 +212,8 @@ def main(argv=None):
              ("f16", 128, 8192, 8192, "N", "N", 0.0), ("f16", 200, 1000, 3000, "T", "N", 0.5),
              ("bf16", 64, 64, 4096, "N", "T", 0.0), ("f16", 136, 520, 2056, "N", "T", 0.0),
              ("tf32", 100, 300, 2000, "f32", 0.5), ("e4m3", "e4m3", 128, 512, 4096, "bf16", 0.0),
-             # a short last wave of 128x256 tiles: 128x128 tiles instead, their own short last
-             # wave split in 2-4 parts, the full waves' tiles whole
+             # a short last wave of 128x256 tiles: 128x128 tiles instead (a very short last
+             # wave of theirs split in parts, the full waves' tiles whole)
              ("f16", 1280, 4096, 4096, "N", "N", 0.0), ("bf16", 2560, 4096, 4096, "T", "N", 0.5),
              ("f16", 2176, 2048, 4096, "N", "T", 0.0), ("bf16", 2440, 1800, 2056, "T", "T", -1.0),
              ("tf32", 1280, 4096, 4096, "f32", 0.0), ("e4m3", "e4m3", 1280, 4096, 4096, "bf16", 0.0),
