@@ -43,9 +43,10 @@ class GemmConfig:
     (all tiles, when there are fewer than CTAs; the full waves' tiles run whole): a problem
     of few output tiles, or a short last wave, then still fills the GPU. The last part of a
     tile to finish adds the others' partial sums, handed over through a workspace in global
-    memory, and stores C. A launch uses at most one part per k-tile. ``cluster_m`` (wgmma path): 2 runs CTAs in clusters of
-    two whose tiles are vertical neighbours, sharing B: each loads half of B's k-tile and
-    the TMA unit delivers it to both (multicast); on a GPU only.
+    memory, and stores C. A launch uses at most one part per k-tile. ``cluster_m`` (wgmma
+    path): 2 runs CTAs in clusters of two whose tiles are vertical neighbours, sharing B:
+    each loads half of B's k-tile and the TMA unit delivers it to both (multicast); on a
+    GPU only.
     """
 
     dtype: str = "f16"

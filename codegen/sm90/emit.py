@@ -27,10 +27,10 @@ Split-K kernels (``config.split_k > 1``) walk work units instead of tiles. The t
 the full waves (as many as ``gridDim.x`` divides: none when there are fewer tiles than
 CTAs) are a unit each; the K of each later tile, those of the short last wave, is cut into
 ``splits`` parts of whole k-tiles, and consecutive units are the parts of one tile, so
-the last wave's work spreads over more CTAs. Each part stores its partial sums in a workspace and counts itself on the tile's
-counter; the part that counts last adds the others' sums to its own and runs the epilogue
-(no part waits for another, so any number of CTAs is safe), and resets the counter for the
-next launch.
+the last wave's work spreads over more CTAs. Each part stores its partial sums in a
+workspace and counts itself on the tile's counter; the part that counts last adds the
+others' sums to its own and runs the epilogue (no part waits for another, so any number of
+CTAs is safe), and resets the counter for the next launch.
 
 Kernel arguments: the device addresses of the tensor maps of A, B and C (0: no map of C),
 the address of C, M, N, K, C's element strides, alpha, beta, the address of an int32
@@ -229,7 +229,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, *, _epilogue=True, _in_fli
             w("group = GROUP_M * num_n")
         if plan.split:
             w("whole = tiles // cuda.gridDim.x * cuda.gridDim.x  # tiles of the full waves: a unit each")
-            w("units = whole + (tiles - whole) * splits  # then (tile, part of K) units, the parts of a tile consecutive")
+            w("units = whole + (tiles - whole) * splits  # then (tile, part of K): a tile's parts consecutive")
             w("counts = ws  # tiles x CONSUMERS uint32: the parts of each tile's slice done so far")
             w("parts = ws + ((tiles * CONSUMERS * 4 + 255) & -256)  # split units x CONSUMERS partial sums")
         w("")
