@@ -248,13 +248,9 @@ class _DynamicShared(AbstractTemplate):
 def _lower_dynamic_shared(context, builder, sig, args):
     ty = sig.return_type
     _, off, _ = _layout_of("dynamic_shared_tensor", sig.args[1])
-    name = "_cute_dynamic_smem"
-    gv = builder.module.globals.get(name)
-    if gv is None:
-        arrty = ir.ArrayType(ir.IntType(8), 0)
-        gv = cgutils.add_global_variable(builder.module, arrty, name, 3)
-        gv.linkage = "external"
-        gv.align = SHARED_ALIGN
+    from ..intrinsics.ptx import dynamic_smem_global
+
+    gv = dynamic_smem_global(builder)
     ptr = builder.addrspacecast(gv, ir.PointerType(gv.type.pointee), "generic")
     ptr = builder.bitcast(ptr, ir.IntType(8).as_pointer())
     ptr = builder.gep(ptr, [ir.Constant(I64, int(sig.args[2].literal_value))])

@@ -34,6 +34,7 @@ ATOM_NAMES = (
     "cp_async_wait_all",
     # addresses
     "smem_addr",
+    "dynamic_smem_addr",
     "gmem_addr",
     # packing and conversion
     "pack_f16x2",
@@ -71,7 +72,7 @@ from ..atom_intrinsics import WGMMA_SHAPES, wgmma_name  # noqa: E402
 
 #: The Hopper (sm_90a) names (:mod:`codegen.intrinsics.ptx_sm90` and its simulator twins).
 SM90_NAMES = (
-    "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero", "acc_to_array",
+    "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero", "acc_to_array", "acc_from_array",
     "tma_load_2d", "tma_prefetch_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive",
     "mbarrier_try_wait", "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",

@@ -625,6 +625,36 @@ def smem_addr(typingctx, arr, byte_offset):
     return sig, codegen
 
 
+#: The kernel module's one symbol for its dynamic shared memory (``codegen.cute`` tensors
+#: from ``dynamic_shared_tensor`` use it too).
+DYNAMIC_SMEM_SYMBOL = "_cute_dynamic_smem"
+
+
+def dynamic_smem_global(builder):
+    """The module's extern shared array at the start of the kernel's dynamic shared memory."""
+    from numba.cuda import cgutils
+
+    gv = builder.module.globals.get(DYNAMIC_SMEM_SYMBOL)
+    if gv is None:
+        arrty = ir.ArrayType(ir.IntType(8), 0)
+        gv = cgutils.add_global_variable(builder.module, arrty, DYNAMIC_SMEM_SYMBOL, 3)
+        gv.linkage = "external"
+        gv.align = 128
+    return gv
+
+
+@intrinsic
+def dynamic_smem_addr(typingctx):
+    """32-bit shared address of the kernel's dynamic shared memory (the launch's 4th
+    parameter), as one symbol per module: repeated calls fold to one constant address."""
+    sig = types.int32()
+
+    def codegen(context, builder, sig, args):
+        return builder.ptrtoint(dynamic_smem_global(builder), _I32)
+
+    return sig, codegen
+
+
 @intrinsic
 def gmem_addr(typingctx, arr, byte_offset):
     """64-bit global address of ``arr``'s first element plus ``byte_offset`` bytes.

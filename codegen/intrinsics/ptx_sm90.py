@@ -51,7 +51,7 @@ from numba.cuda.extending import intrinsic
 from .ptx import _F32, _I32, _I64, _MEM, _VOID, _as_i32, _as_i64, _asm, _tuple_from, _want_int
 
 __all__ = [
-    "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero", "acc_to_array",
+    "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero", "acc_to_array", "acc_from_array",
     "tma_load_2d", "tma_prefetch_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive",
     "mbarrier_try_wait", "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
@@ -224,6 +224,26 @@ def acc_to_array(typingctx, acc, arr):
             ptr = builder.gep(ary.data, [ir.Constant(_I32, i)])
             builder.store(builder.extract_value(args[0], i), ptr)
         return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def acc_from_array(typingctx, arr, n):
+    """The first ``n`` (a compile-time constant) elements of a 1-D local float32 array as an
+    accumulator tuple, read with constant indices."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype == types.float32):
+        raise TypeError(f"acc_from_array: arr must be a 1-D float32 array, got {arr}")
+    count = _literal("acc_from_array", "n", n)
+    rty = types.UniTuple(types.float32, count)
+    sig = rty(arr, n)
+
+    def codegen(context, builder, sig, args):
+        from numba.cuda import cgutils
+
+        ary = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
+        vals = [builder.load(builder.gep(ary.data, [ir.Constant(_I32, i)])) for i in range(count)]
+        return context.make_tuple(builder, rty, vals)
 
     return sig, codegen
 

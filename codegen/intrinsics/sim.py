@@ -765,6 +765,13 @@ def smem_addr(arr, byte_offset):
     return _memory(op).shared_base(op, a) + off
 
 
+def dynamic_smem_addr():
+    """Simulated 32-bit shared address of the kernel's dynamic shared memory."""
+    op = "dynamic_smem_addr"
+    dyn = _kernel_context(op).shared.array(0, np.dtype(np.uint8))
+    return _memory(op).shared_base(op, _unwrap_array(op, dyn))
+
+
 def gmem_addr(arr, byte_offset):
     """Simulated 64-bit global address of ``arr``'s first element plus ``byte_offset`` bytes."""
     op = "gmem_addr"

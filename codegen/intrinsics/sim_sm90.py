@@ -364,6 +364,11 @@ def acc_to_array(acc, arr):
         arr[i] = v
 
 
+def acc_from_array(arr, n):
+    """The first ``n`` elements of a local float32 array as an accumulator tuple."""
+    return tuple(np.float32(arr[i]) for i in range(_as_int("acc_from_array", "n", n)))
+
+
 def _decode(desc, major, ebytes, mn, k):
     """Shared byte offsets of the (mn, k) block a descriptor describes (PTX canonical layouts)."""
     desc &= (1 << 64) - 1                                  # the 64 bits (layout type 2 sets the sign)
