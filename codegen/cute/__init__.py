@@ -47,6 +47,30 @@ else:
         make_tensor, size, dynamic_shared_tensor,
     )
 
+# ---- the Hopper kernel library: device objects (compile-time constants with inlined methods)
+from .objects import device, device_object  # noqa: E402
+from .params import KernelParams  # noqa: E402
+from .smem import SharedStorage, smem_base  # noqa: E402
+from .pipeline import PipelineState, TmaPipeline, mbarrier_wait  # noqa: E402
+from .tma import TmaLoad, TmaStore, make_tma_load  # noqa: E402
+from .wgmma import WgmmaMMA, gmma_stage, make_wgmma  # noqa: E402
+from .mainloop import WgmmaMainloop  # noqa: E402
+from .scheduler import TileScheduler, WorkTile  # noqa: E402
+from .epilogue import (  # noqa: E402
+    RegisterEpilogue, TmaStoreEpilogue, make_register_epilogue, make_tma_store_epilogue,
+)
+from .warpgroup import (  # noqa: E402
+    cluster_ctarank, cluster_sync, named_barrier_sync, setmaxnreg_dec, setmaxnreg_inc, warpgroup_index,
+)
+
+__all__ += [
+    "device", "device_object", "KernelParams", "SharedStorage", "smem_base", "PipelineState", "TmaPipeline",
+    "mbarrier_wait", "TmaLoad", "TmaStore", "make_tma_load", "WgmmaMMA", "gmma_stage", "make_wgmma",
+    "WgmmaMainloop", "TileScheduler", "WorkTile", "RegisterEpilogue", "TmaStoreEpilogue", "make_register_epilogue",
+    "make_tma_store_epilogue", "cluster_ctarank", "cluster_sync", "named_barrier_sync",
+    "setmaxnreg_dec", "setmaxnreg_inc", "warpgroup_index",
+]
+
 #: ``cp_async_fence()``: close the current group of cp.async copies (``cp.async.commit_group``).
 cp_async_fence = _intrinsics.cp_async_commit
 #: ``cp_async_wait(n)``: wait until at most ``n`` (a constant) groups are pending.

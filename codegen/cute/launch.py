@@ -12,8 +12,9 @@ __all__ = ["allow_dynamic_shared", "STATIC_SHARED_LIMIT"]
 STATIC_SHARED_LIMIT = 48 * 1024
 
 
-def allow_dynamic_shared(kernel, *args, nbytes):
-    """Compile ``kernel`` for ``args`` and let it use ``nbytes`` of dynamic shared memory.
+def allow_dynamic_shared(kernel, *args, nbytes, signature=None):
+    """Compile ``kernel`` for ``args`` (or for ``signature``, a numba signature it was
+    compiled for) and let it use ``nbytes`` of dynamic shared memory.
 
     Kernels above 48 KiB must raise ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``
     themselves (numba does not); this does it once per signature.  Returns ``kernel``.
@@ -23,7 +24,7 @@ def allow_dynamic_shared(kernel, *args, nbytes):
         return kernel
     from numba.cuda.cudadrv.driver import binding, driver
 
-    argtys = tuple(kernel.typeof_pyval(a) for a in args)
+    argtys = tuple(signature.args) if signature is not None else tuple(kernel.typeof_pyval(a) for a in args)
     key = (id(kernel), argtys)
     if _RAISED.get(key, 0) < nbytes:
         cufunc = kernel.compile(argtys)._codelibrary.get_cufunc()

@@ -1,0 +1,349 @@
+"""Epilogues of a warpgroup GEMM: the accumulators of a 64-row slice of C out to memory.
+
+Each consumer warpgroup holds its 64 x BN slice of the CTA tile in ``CLayout_64xN``
+``(T128,V) -> (m,n)``: thread ``t``'s registers ``2q`` and ``2q+1`` are adjacent columns.
+
+* :class:`TmaStoreEpilogue` (16-bit C, ``beta == 0``): the slice goes out one 64 x (128
+  bytes) box at a time, through two box buffers in shared memory, each staged in the
+  128-byte swizzled layout the TMA store reads and written by one thread's TMA store,
+  asynchronously: a buffer is refilled only once the store that read it (two boxes ago) is
+  done reading. The slice's register pairs are first converted to packed 16-bit pairs
+  (:meth:`TmaStoreEpilogue.pack`), so a kernel can start the next tile's MMAs before it
+  stores them (:meth:`TmaStoreEpilogue.store_box` between the next tile's k-tiles).
+* :class:`RegisterEpilogue` (any C): ``alpha * acc + beta * C`` stored from registers, 32
+  or 64 bits a pair where the tile is inside C, predicated pair by pair at its edges.
+
+Every offset is a layout of the plan evaluated at run time: the staging offset of the
+thread's and of each pair's part of ``CLayout_64xN`` (``thr``, ``pair``), the swizzle of a
+box buffer (``swizzle``), the row and column of each (``thr_row``, ``pair_col``, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from numba import cuda, float32, int64, uint32
+
+from .. import intrinsics
+from ..intrinsics import (
+    bulk_wait_group, bulk_wait_group_read, fence_proxy_async, ld_global_b16, ld_global_b32, named_barrier_sync,
+    st_global_b16, st_global_b32, st_global_v2_b32, st_shared_b32, u32_as_f32, unpack_f16x2_f32,
+)
+from .objects import device, device_object
+from .smem import smem_base
+
+__all__ = ["TmaStoreEpilogue", "RegisterEpilogue", "make_tma_store_epilogue", "make_register_epilogue"]
+
+
+def _clayout(bn):
+    """``CLayout_64xN``: ``(T128,V(N/2)) -> m + 64 n`` of the wgmma accumulators."""
+    from mma_atoms.mma_sm90 import clayout_64xn
+
+    return clayout_64xn(bn)
+
+
+def make_tma_store_epilogue(out, bn, staging, buffers=2):
+    """The TMA-store epilogue of a 64 x ``bn`` slice of a 16-bit C (``out`` "f16" or
+    "bf16"), staged at byte offset ``staging`` of the shared storage (``buffers`` box
+    buffers a consumer warpgroup, ``consumer_bytes`` apart).
+
+    The staging layout is the 128-byte swizzled atom tiled to ``(64, bn)`` (N playing K's
+    part): box ``j`` (64 rows x 128 bytes) is its ``j``-th contiguous block; the thread's and
+    each register pair's offsets are that layout composed with ``CLayout_64xN``'s thread and
+    value modes, and :meth:`TmaStoreEpilogue.check` proves them against the layout.
+
+    >>> e = make_tma_store_epilogue("f16", 256, 0)
+    >>> e.boxes, e.box_pairs, e.store.box
+    (4, 16, (64, 64))
+    """
+    from layoutalg import ComposedLayout, Layout, composition, size, tile_to_shape
+    from mma_atoms.gmma_smem import gmma_smem_atom
+
+    from .tma import TmaStore
+
+    if out not in ("f16", "bf16"):
+        raise ValueError(f"make_tma_store_epilogue: the staged epilogue stores a 16-bit C, got {out!r}")
+    clay = _clayout(bn)
+    smem = tile_to_shape(gmma_smem_atom(out, "K", 128), (64, bn))     # (64,BN) -> offset, swizzled
+    inner, sw = smem.inner, smem.outer
+    w = 64                                                              # columns of a box: 128 bytes
+    boxes, box_elems = bn // w, 64 * w
+    if any(inner(0, j * w) != j * box_elems for j in range(boxes)):
+        raise ValueError(f"make_tma_store_epilogue: the boxes of C staging {smem} are not contiguous")
+    pairs = size(clay[1]) // 2
+    thr = composition(inner, clay[0])                                   # (T128) -> offset
+    pair = composition(composition(inner, clay[1]), Layout(pairs, 2))   # (P) -> offset
+    epi = TmaStoreEpilogue(TmaStore(out, 2, (w, 64), 16 << sw.bits), out, staging, buffers * box_elems * 2,
+                           boxes, pairs // boxes, box_elems, thr, pair, ComposedLayout(sw, 0, Layout(box_elems, 1)))
+    epi.check(threads=(0, 1, 4, 31, 32, 127))
+    return epi
+
+
+def make_register_epilogue(out, bm, bn):
+    """The epilogue of a ``bm x bn`` tile that stores ``CLayout_64xN``'s registers: the
+    row and column of the thread's part and of each register pair, as integer layouts."""
+    from layoutalg import Layout, composition, make_identity_layout
+
+    clay = _clayout(bn)
+    crd = make_identity_layout((64, bn))                                # m + 64 n -> (m, n)
+    vals = composition(crd, clay[1])                                    # (V) -> (m, n)
+    if vals(1) != vals(0) + crd(64) or bn % 4:                          # registers 2p, 2p + 1: adjacent columns
+        raise ValueError(f"make_register_epilogue: accumulator pairs of {clay} are not adjacent columns")
+    pair_row, pair_col = coordinate_layouts(composition(vals, Layout(bn // 4, 2)), 2)   # (P) -> m, n
+    thr_row, thr_col = coordinate_layouts(composition(crd, clay[0]), 2)                # (T128) -> m, n
+    return RegisterEpilogue(out, bm, bn, bn // 2, thr_row, thr_col, pair_row, pair_col)
+
+
+def coordinate_layouts(layout, rank):
+    """Integer layouts, one per coordinate, of a layout with basis strides ``v@i``:
+    ``coordinate_layouts(L, r)[i](x) == L(x)[i]``.
+
+    >>> from layoutalg import make_identity_layout
+    >>> rows, cols = coordinate_layouts(make_identity_layout((4, 8)), 2)
+    >>> str(rows), str(cols)
+    ('(4,8):(1,0)', '(4,8):(0,1)')
+    """
+    from layoutalg import Layout
+    from layoutalg.basis import ScaledBasis
+    from layoutalg.inttuple import flat_tuple
+
+    shape = flat_tuple(layout.shape)
+    out = []
+    for i in range(rank):
+        strides = []
+        for d in flat_tuple(layout.stride):
+            if isinstance(d, ScaledBasis):
+                if len(d.mode) != 1:
+                    raise ValueError(f"coordinate_layouts: stride {d} of {layout} is not a flat basis")
+                strides.append(d.value if d.mode[0] == i else 0)
+            elif d == 0:
+                strides.append(0)
+            else:
+                raise ValueError(f"coordinate_layouts: {layout} has an integer stride {d}")
+        out.append(Layout(shape, tuple(strides)))
+    return tuple(out)
+
+
+@device_object
+@dataclass(frozen=True)
+class TmaStoreEpilogue:
+    """``store``: the :class:`~codegen.cute.tma.TmaStore` of a box; ``out``: "f16" or
+    "bf16"; ``staging``: byte offset of the consumers' box buffers in the shared storage,
+    ``consumer_bytes`` apart (two buffers of ``box_elems`` elements each); ``boxes`` a
+    slice, ``box_pairs`` register pairs a box; ``thr``: ``(T128) -> offset`` and ``pair``:
+    ``(P) -> offset`` in the slice's unswizzled staging layout, where box ``j`` is the
+    ``j``-th block of ``box_elems``; ``swizzle``: a box buffer's ``offset -> offset``."""
+
+    store: object
+    out: str
+    staging: int
+    consumer_bytes: int
+    boxes: int
+    box_pairs: int
+    box_elems: int
+    thr: object
+    pair: object
+    swizzle: object
+
+    @property
+    def elem_bytes(self):
+        return 2
+
+    @property
+    def bn(self):
+        return self.boxes * self.store.box[0]
+
+    @property
+    def box(self):
+        """The TMA box of C: (columns, rows)."""
+        return self.store.box
+
+    @property
+    def buffers(self):
+        """Box buffers a consumer warpgroup stages through."""
+        return self.consumer_bytes // (self.box_elems * self.elem_bytes)
+
+    @property
+    def smem(self):
+        """The staging layout of a consumer's slice: ``(64, BN) -> offset``, swizzled."""
+        from layoutalg import tile_to_shape
+        from mma_atoms.gmma_smem import gmma_smem_atom
+
+        return tile_to_shape(gmma_smem_atom(self.out, "K", 128), (64, self.bn))
+
+    def check(self, threads=range(128)):
+        """Raise unless register pair ``P`` of each thread in ``threads`` is staged where the
+        staging layout puts its (m, n): box ``P // box_pairs``, at ``swizzle(thr(t) +
+        pair(P) - box * box_elems)`` of that box's buffer."""
+        clay, smem = _clayout(self.bn), self.smem
+        for t in threads:
+            for q in range(self.pairs):
+                j = q // self.box_pairs
+                want = smem(clay(t, 2 * q))
+                got = self.swizzle(self.thr(t) + self.pair(q) - j * self.box_elems) + j * self.box_elems
+                if got != want:
+                    raise ValueError(f"TmaStoreEpilogue: C staging offset of thread {t}, pair {q}: {got} != {want}")
+
+    @property
+    def pairs(self):
+        return self.boxes * self.box_pairs
+
+    @property
+    def cvt(self):
+        """Two float32 to a packed pair of the output type."""
+        return getattr(intrinsics, f"cvt_{self.out}x2_f32")
+
+    @device
+    def prefetch(self, p):
+        if (cuda.threadIdx.x & 127) == 0:
+            self.store.prefetch(p.tmap_c)
+
+    @device
+    def pack(self, accs, alpha, packed):
+        """``alpha * accs`` (float32) converted into 16-bit pairs ``packed`` (uint32)."""
+        if alpha == 1:                 # the usual case: no multiplies
+            for q in range(self.pairs):
+                packed[q] = self.cvt(accs[2 * q], accs[2 * q + 1])
+        else:
+            for q in range(self.pairs):
+                packed[q] = self.cvt(alpha * accs[2 * q], alpha * accs[2 * q + 1])
+
+    @device
+    def store_box(self, p, packed, m0, n0, c, j, nbox):
+        """Box ``j`` of consumer ``c``'s slice (rows ``m0 + 64c``, columns ``n0 + j *
+        box columns``) from ``packed``, through buffer ``nbox & 1`` (``nbox``: the boxes
+        this consumer stored before). Returns ``nbox + 1``."""
+        wtid = cuda.threadIdx.x & 127
+        buf = smem_base() + self.staging + c * self.consumer_bytes
+        if self.boxes % 2 == 0:        # consecutive boxes of a slice alternate
+            buf += (j & 1) * self.box_elems * self.elem_bytes
+        else:
+            buf += (nbox & 1) * self.box_elems * self.elem_bytes
+        t = self.thr(wtid)
+        for q in range(self.box_pairs):
+            o = self.swizzle(t + self.pair(self.box_pairs * j + q) - j * self.box_elems)
+            st_shared_b32(buf + o * self.elem_bytes, packed[self.box_pairs * j + q])
+        fence_proxy_async()            # the staged box is visible to the TMA unit
+        if wtid == 0:                  # the store before has read the other buffer, which comes next
+            bulk_wait_group_read(0)
+        named_barrier_sync(1 + c, 128)
+        if wtid == 0:                  # TMA clips rows >= M and columns >= N
+            self.store.store(p.tmap_c, buf, m0 + 64 * c, n0 + self.store.box[0] * j)
+        return nbox + 1
+
+    @device
+    def store_tile(self, p, acc, accs, m0, n0, c, nbox):
+        """The whole slice from ``alpha * accs`` (``acc``: the same as a tuple, unused);
+        returns the boxes stored so far."""
+        packed = cuda.local.array(self.pairs, uint32)
+        self.pack(accs, p.alpha, packed)
+        for j in range(self.boxes):
+            nbox = self.store_box(p, packed, m0, n0, c, j, nbox)
+        return nbox
+
+    @device
+    def drain(self):
+        """Before the CTA exits: its stores have completed."""
+        if (cuda.threadIdx.x & 127) == 0:
+            bulk_wait_group(0)
+
+
+@device_object
+@dataclass(frozen=True)
+class RegisterEpilogue:
+    """``out``: "f16", "bf16" or "f32"; ``bm x bn``: the CTA tile; ``thr_row``/``thr_col``:
+    ``(T128) -> m`` and ``-> n`` of ``CLayout_64xN``'s thread mode, ``pair_row``/``pair_col``:
+    ``(P) -> m``, ``-> n`` of register pair ``P`` (registers ``2P``, ``2P+1``)."""
+
+    out: str
+    bm: int
+    bn: int
+    acc_regs: int
+    thr_row: object
+    thr_col: object
+    pair_row: object
+    pair_col: object
+
+    @property
+    def elem_bytes(self):
+        return 4 if self.out == "f32" else 2
+
+    @property
+    def f32(self):
+        return self.out == "f32"
+
+    @property
+    def bf16(self):
+        return self.out == "bf16"
+
+    @property
+    def cvt(self):
+        return getattr(intrinsics, f"cvt_{self.out}x2_f32") if not self.f32 else None
+
+    @device
+    def prefetch(self, p):
+        """Nothing to prepare (the TMA epilogue's counterpart fetches its tensor map)."""
+        pass
+
+    @device
+    def drain(self):
+        """Nothing in flight at the kernel's end."""
+        pass
+
+    @device
+    def load(self, addr):
+        """The element of C at ``addr``, as float32."""
+        if self.f32:
+            return u32_as_f32(ld_global_b32(addr))
+        if self.bf16:
+            return u32_as_f32(uint32(ld_global_b16(addr)) << 16)
+        return unpack_f16x2_f32(ld_global_b16(addr))[0]
+
+    @device
+    def store_pair(self, addr, v0, v1):
+        if self.f32:
+            st_global_v2_b32(addr, float32(v0), float32(v1))
+        else:
+            st_global_b32(addr, self.cvt(v0, v1))
+
+    @device
+    def store_one(self, addr, v):
+        if self.f32:
+            st_global_b32(addr, float32(v))
+        else:
+            st_global_b16(addr, self.cvt(v, v))
+
+    @device
+    def store_tile(self, p, acc, accs, m0, n0, c, nbox):
+        """``C = alpha * acc + beta * C`` for consumer ``c``'s slice of the tile at ``(m0, n0)``
+        (``accs``: the accumulators as an array, read with constant indices where the tile is
+        inside C; at its edges the loop's branches keep it rolled, and the tuple ``acc`` is
+        indexed at run time instead, which keeps it in registers); returns ``nbox`` (as the
+        TMA epilogue's, which counts its boxes)."""
+        wtid = cuda.threadIdx.x & 127
+        c_row = m0 + 64 * c + self.thr_row(wtid)
+        c_col = n0 + self.thr_col(wtid)
+        eb = self.elem_bytes
+        if m0 + self.bm <= p.M and n0 + self.bn <= p.N and p.beta == 0:     # an interior tile: stores only
+            base = p.C + (int64(c_row) * p.scm + c_col) * eb
+            for q in range(self.acc_regs // 2):
+                addr = base + (int64(self.pair_row(q)) * p.scm + self.pair_col(q)) * eb
+                self.store_pair(addr, p.alpha * accs[2 * q], p.alpha * accs[2 * q + 1])
+        else:                                                                # an edge tile or beta != 0
+            for q in range(self.acc_regs // 2):
+                row = c_row + self.pair_row(q)
+                col = c_col + self.pair_col(q)
+                if row < p.M:
+                    addr = p.C + (int64(row) * p.scm + col) * eb
+                    v0 = p.alpha * acc[2 * q]
+                    v1 = p.alpha * acc[2 * q + 1]
+                    if col + 1 < p.N:
+                        if p.beta != 0:
+                            v0 += p.beta * self.load(addr)
+                            v1 += p.beta * self.load(addr + eb)
+                        self.store_pair(addr, v0, v1)
+                    elif col < p.N:
+                        if p.beta != 0:
+                            v0 += p.beta * self.load(addr)
+                        self.store_one(addr, v0)
+        return nbox

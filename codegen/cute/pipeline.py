@@ -1,0 +1,142 @@
+"""Pipelines over mbarriers: a ring of shared-memory stages between a producer and consumers.
+
+Each stage has a "full" barrier (the producer's bytes arrived) and an "empty" one (every
+consumer is done reading the stage). A :class:`PipelineState` says where a producer or a
+consumer is: the ``stage`` and the ``phase`` (parity) of that stage's barriers it
+waits for. As in CUTLASS's ``PipelineTmaAsync``:
+
+* the producer calls :meth:`TmaPipeline.producer_acquire` before it fills a stage (it waits
+  until the stage is empty, then tells the full barrier how many bytes TMA will deliver),
+  issues the TMA loads on :meth:`TmaPipeline.full_barrier`, and advances;
+* a consumer calls :meth:`TmaPipeline.consumer_wait` (until the bytes arrived), reads the
+  stage, :meth:`TmaPipeline.consumer_release` it, and advances.
+
+The producer starts at phase 1 (:meth:`TmaPipeline.producer_start`): waiting for the phase
+before a fresh barrier's first completes at once, so the first ``stages`` fills need no
+special case. Every wait is bounded (:func:`mbarrier_wait`): a lost arrival writes 1 to the
+kernel's error word after :data:`WAIT_TIMEOUT_NS` and goes on, instead of hanging the GPU.
+
+>>> pipe = TmaPipeline(stages=3, tx_bytes=49152, full=0, empty=24, arrivals=2)
+>>> s = pipe.consumer_start()
+>>> [tuple(s := pipe.advance(s)) for _ in range(4)]
+[(1, 0), (2, 0), (0, 1), (1, 1)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from numba import cuda
+
+from ..intrinsics import (
+    cluster_sync, fence_mbarrier_init, globaltimer, mbarrier_arrive, mbarrier_arrive_cluster,
+    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_try_wait, st_global_b32,
+)
+from .objects import device, device_object
+from .smem import smem_base
+
+__all__ = ["PipelineState", "TmaPipeline", "mbarrier_wait", "WAIT_TIMEOUT_NS"]
+
+#: How long a wait on an mbarrier spins before it reports a lost arrival (2 s).
+WAIT_TIMEOUT_NS = 2_000_000_000
+
+
+class PipelineState(NamedTuple):
+    """A producer's or consumer's place in a pipeline: the stage and its barriers' parity."""
+
+    stage: int
+    phase: int
+
+
+@cuda.jit(device=True, inline="always")
+def mbarrier_wait(addr, phase, err):
+    """Wait until the phase of parity ``phase`` of the mbarrier at shared address ``addr`` has
+    completed; after :data:`WAIT_TIMEOUT_NS` write 1 to the int32 at global address ``err``
+    and return (a lost arrival is reported, not hung on)."""
+    if mbarrier_try_wait(addr, phase) == 0:
+        t0 = globaltimer()
+        while mbarrier_try_wait(addr, phase) == 0:
+            if globaltimer() - t0 > WAIT_TIMEOUT_NS:
+                st_global_b32(err, 1)
+                break
+
+
+@device_object
+@dataclass(frozen=True)
+class TmaPipeline:
+    """``stages`` stages filled by TMA, ``tx_bytes`` a stage; barriers at byte offsets
+    ``full`` and ``empty`` of the shared storage (8 bytes a stage each); ``arrivals``:
+    the consumer arrivals that empty a stage (one per consumer warpgroup, times the CTAs of
+    a cluster that share it); ``cluster``: CTAs whose consumers release each other's stages
+    (2: each consumer arrives on its own CTA's empty barrier and the peer's)."""
+
+    stages: int
+    tx_bytes: int
+    full: int
+    empty: int
+    arrivals: int
+    cluster: int = 1
+
+    @device
+    def init(self):
+        """Thread 0 initialises the barriers; then every thread of the CTA (of the
+        cluster) waits until they exist."""
+        if cuda.threadIdx.x == 0:
+            base = smem_base()
+            for s in range(self.stages):
+                mbarrier_init(base + self.full + 8 * s, 1)
+                mbarrier_init(base + self.empty + 8 * s, self.arrivals)
+            fence_mbarrier_init()
+        if self.cluster > 1:
+            cluster_sync()
+        else:
+            cuda.syncthreads()
+
+    @device
+    def finish(self):
+        """At the kernel's end: in a cluster, no CTA exits while its peer may still write to
+        its stages or arrive on its barriers."""
+        if self.cluster > 1:
+            cluster_sync()
+
+    @device
+    def producer_start(self):
+        return PipelineState(0, 1)
+
+    @device
+    def consumer_start(self):
+        return PipelineState(0, 0)
+
+    @device
+    def advance(self, state):
+        """The next stage (its phase flips after the last)."""
+        if state.stage == self.stages - 1:
+            return PipelineState(0, state.phase ^ 1)
+        return PipelineState(state.stage + 1, state.phase)
+
+    @device
+    def full_barrier(self, state):
+        """Shared address of the stage's full barrier (the one TMA loads signal)."""
+        return smem_base() + self.full + 8 * state.stage
+
+    @device
+    def producer_acquire(self, state, err):
+        """Wait until the stage is empty; then expect ``tx_bytes`` on its full barrier."""
+        base = smem_base()
+        mbarrier_wait(base + self.empty + 8 * state.stage, state.phase, err)
+        mbarrier_arrive_expect_tx(base + self.full + 8 * state.stage, self.tx_bytes)
+
+    @device
+    def consumer_wait(self, state, err):
+        """Wait until the stage's bytes have arrived."""
+        mbarrier_wait(smem_base() + self.full + 8 * state.stage, state.phase, err)
+
+    @device
+    def consumer_release(self, state, peer_empty):
+        """The calling warpgroup is done with the stage: its leader arrives on the empty
+        barrier (and on the cluster peer's, at shared::cluster address ``peer_empty``)."""
+        if (cuda.threadIdx.x & 127) == 0:
+            mbarrier_arrive(smem_base() + self.empty + 8 * state.stage)
+            if self.cluster > 1:
+                mbarrier_arrive_cluster(peer_empty + 8 * state.stage)

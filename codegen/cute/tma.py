@@ -1,0 +1,208 @@
+"""TMA copy atoms: a tile of a 2-D global tensor to or from a shared-memory layout.
+
+The tensor memory accelerator copies boxes described by a *tensor map*, which the host
+encodes from the global tensor (address, extents, row stride) and the box (its extents and
+the swizzle of the shared layout it fills). A :class:`TmaLoad` holds what the kernel needs
+at compile time, read off the shared layout by the plan: the boxes that fill one stage
+(their byte offsets in the stage, their row and k offsets in the tile), the box and the
+swizzle; the host side (:meth:`TmaLoad.tensor_map`) encodes the map for an array at launch,
+and the kernel receives the map's device address as an argument.
+
+Coordinates follow the operand's major order: a K-major operand ``(rows, K)`` is
+``(k, row)`` innermost first, an MN-major one ``(row, k)``.
+
+>>> a = TmaLoad("A", "f16", 2, "K", (64, 128), ((0, 0, 0),), 128)
+>>> a.coords(128, 64)
+(64, 128)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..intrinsics import (
+    bulk_commit_group, prefetch_tensormap, tensormap_acquire, tma_load_2d, tma_load_2d_multicast,
+    tma_store_2d,
+)
+from .objects import device, device_object
+
+__all__ = ["TmaLoad", "TmaStore", "make_tma_load", "tma_type", "encode_tensor_map", "MAP_BYTES"]
+
+#: Bytes of an encoded tensor map.
+MAP_BYTES = 128
+
+
+def encode_tensor_map(dtype, elem_bytes, ptr, dims, row_stride_bytes, box, swizzle_bytes, simulated):
+    """A 2-D tensor map for ``dims`` (innermost first) at global address ``ptr``: the
+    driver's 128 bytes on a GPU; in numba's simulator, a registered host array whose
+    address stands for it (returned as ``(array, address)``)."""
+    if simulated:
+        from ..intrinsics.sim_sm90 import encode_tensor_map_2d
+
+        arr = encode_tensor_map_2d(elem_bytes, ptr, dims, row_stride_bytes, box, swizzle_bytes)
+        return arr, int(arr.__array_interface__["data"][0])
+    from .. import driver
+
+    return driver.encode_tensor_map_2d(dtype, ptr, dims, row_stride_bytes, box, swizzle_bytes)
+
+
+def tma_type(dtype):
+    """The tensor-map element type that carries operands of type ``dtype``: f32 data that
+    wgmma reads as tf32 travels as f32, the 8-bit floats as bytes."""
+    return {"tf32": "f32", "e4m3": "u8", "e5m2": "u8"}.get(dtype, dtype)
+
+
+def make_tma_load(name, dtype, major, smem, halves=False):
+    """The TMA loads that fill one pipeline stage of an operand: ``smem`` ``(rows, BK) ->
+    element offset`` is a GMMA shared layout (:func:`codegen.cute.gmma_stage`), ``major``
+    the operand's major order in global memory ("K": its rows are K-contiguous).
+
+    Each box is one swizzle row wide along the contiguous dimension (the TMA swizzle then
+    writes what the shared layout's swizzle says): K-major, one box spans the stage's rows
+    (the k-tile is one swizzle row); MN-major, one box per swizzle-row block of rows, each
+    spanning the k-tile (the stage keeps K outermost, so each box is contiguous). The boxes'
+    byte offsets in the stage are the layout at their corners. ``halves``: a cluster's
+    shared operand, each CTA loading the half of the rows its rank names.
+
+    >>> from codegen.cute import gmma_stage
+    >>> make_tma_load("B", "f16", "MN", gmma_stage("f16", "MN", 256, 64)).boxes
+    ((0, 0, 0), (8192, 64, 0), (16384, 128, 0), (24576, 192, 0))
+    """
+    from layoutalg import ComposedLayout, size
+    from layoutalg.element_types import element_type
+
+    ebytes = element_type(dtype, "make_tma_load").bits // 8
+    inner, sw = (smem.inner, smem.outer) if isinstance(smem, ComposedLayout) else (smem, None)
+    rows, bk = size(inner[0]), size(inner[1])
+    swizzle_bytes = 16 << sw.bits if sw is not None and sw.bits else 0
+    w = (swizzle_bytes or 16) // ebytes                  # elements of one swizzle row
+    if major == "K":
+        if bk != w:
+            raise ValueError(f"make_tma_load: a K-major stage {smem} takes one swizzle row of {w} elements a "
+                             f"k-tile, got BK {bk}")
+        box = (w, rows // 2 if halves else rows)          # (k, rows)
+        corners = [(r, 0) for r in range(0, rows, box[1])]
+    elif major == "MN":
+        if rows % w:
+            raise ValueError(f"make_tma_load: {name}'s {rows} rows are not a multiple of a swizzle row ({w})")
+        box = (w, bk)                                      # (rows, k)
+        corners = [(r, 0) for r in range(0, rows, w)]
+    else:
+        raise ValueError(f"make_tma_load: major must be 'K' or 'MN', got {major!r}")
+    boxes = tuple((inner(r, k) * ebytes, r, k) for r, k in corners)
+    half = (rows // 2, inner(rows // 2, 0) * ebytes) if halves else None
+    if halves:
+        first = [bx for bx in boxes if bx[1] < rows // 2]
+        if [(o + half[1], r + half[0], k) for o, r, k in first] != [bx for bx in boxes if bx[1] >= rows // 2]:
+            raise ValueError(f"make_tma_load: the boxes of {name}'s stage {boxes} do not split in two halves")
+    return TmaLoad(name, tma_type(dtype), ebytes, major, box, boxes, swizzle_bytes, half)
+
+
+def _round16(nbytes):
+    """``nbytes`` rounded up to a positive multiple of 16 (a TMA stride)."""
+    return max(16, -(-nbytes // 16) * 16)
+
+
+@device_object
+@dataclass(frozen=True)
+class TmaLoad:
+    """Loads of one operand's stage. ``major``: "K" or "MN"; ``box``: (inner, outer)
+    elements; ``boxes``: per box, (byte offset in the stage, row offset, k offset);
+    ``swizzle_bytes``: the shared layout's swizzle (0, 32, 64 or 128); ``map_dtype``: the
+    tensor map's element type (tf32 travels as f32, 8-bit floats as u8); ``half``: for a
+    cluster's shared operand, (rows of each CTA's half, byte offset of the second half),
+    else None."""
+
+    name: str
+    map_dtype: str
+    elem_bytes: int
+    major: str
+    box: tuple
+    boxes: tuple
+    swizzle_bytes: int
+    half: tuple = None
+
+    @property
+    def k_major(self):
+        return self.major == "K"
+
+    def coords(self, row, k):
+        """The tensor map's coordinates (innermost first) of element ``(row, k)``."""
+        return (k, row) if self.major == "K" else (row, k)
+
+    @device
+    def prefetch(self, tmap):
+        """Make the host-written map visible to the TMA unit and fetch it (once per CTA,
+        by the thread that issues the loads)."""
+        tensormap_acquire(tmap)
+        prefetch_tensormap(tmap)
+
+    @device
+    def load(self, tmap, dst, row0, k0, bar):
+        """The stage's boxes of the tile at ``(row0, k0)`` into shared address ``dst``,
+        their bytes counted on the mbarrier ``bar``."""
+        for i in range(len(self.boxes)):
+            off, r, k = self.boxes[i]
+            if self.k_major:
+                tma_load_2d(dst + off, tmap, k0 + k, row0 + r, bar)
+            else:
+                tma_load_2d(dst + off, tmap, row0 + r, k0 + k, bar)
+
+    @device
+    def load_multicast(self, tmap, dst, row0, k0, bar, rank):
+        """A cluster's shared operand: this CTA (``rank`` 0 or 1) loads its half of the
+        stage's rows into both CTAs' stages (the same offsets), signalling both CTAs'
+        barriers at ``bar``."""
+        rows, nbytes = self.half
+        for i in range(len(self.boxes)):
+            off, r, k = self.boxes[i]
+            if r < rows:
+                if self.k_major:
+                    tma_load_2d_multicast(dst + off + nbytes * rank, tmap, k0 + k, row0 + r + rows * rank, bar, 3)
+                else:
+                    tma_load_2d_multicast(dst + off + nbytes * rank, tmap, row0 + r + rows * rank, k0 + k, bar, 3)
+
+    def tensor_map(self, ptr, shape, strides, simulated=False):
+        """The map of an operand ``(rows, K)`` with element ``strides`` at ``ptr``."""
+        rows, k = shape
+        if self.major == "K":
+            dims, stride = (k, rows), strides[0] * self.elem_bytes
+        else:
+            dims, stride = (rows, k), strides[1] * self.elem_bytes
+        if rows == 1 or k == 1:         # a single row: its stride is never used, but TMA wants a multiple of 16
+            stride = _round16(stride)
+        return encode_tensor_map(self.map_dtype, self.elem_bytes, ptr, dims, stride, self.box,
+                                 self.swizzle_bytes, simulated)
+
+
+@device_object
+@dataclass(frozen=True)
+class TmaStore:
+    """Stores of boxes of a row-major ``(M, N)`` tensor from shared memory: ``box``
+    (columns, rows) elements, unswizzled in shared memory (``swizzle_bytes`` 0) or in the
+    128-byte swizzled atom."""
+
+    map_dtype: str
+    elem_bytes: int
+    box: tuple
+    swizzle_bytes: int = 0
+
+    @device
+    def prefetch(self, tmap):
+        tensormap_acquire(tmap)
+
+    @device
+    def store(self, tmap, src, row0, col0):
+        """The box at shared address ``src`` to ``(row0, col0)`` (clipped to the tensor),
+        as one bulk async-group."""
+        tma_store_2d(tmap, src, col0, row0)
+        bulk_commit_group()
+
+    def tensor_map(self, ptr, shape, row_stride, simulated=False):
+        """The map of ``(M, N)`` with row stride ``row_stride`` elements (columns contiguous)."""
+        M, N = shape
+        stride = row_stride * self.elem_bytes
+        if M == 1:                      # one row: any stride will do, and TMA wants a multiple of 16
+            stride = _round16(stride)
+        return encode_tensor_map(self.map_dtype, self.elem_bytes, ptr, (N, M), stride, self.box,
+                                 self.swizzle_bytes, simulated)
