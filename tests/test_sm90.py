@@ -66,12 +66,37 @@ def test_plan_and_source():
     plan = make_wgmma_plan(cfg, "K", "MN")
     assert plan.b.boxes == ((0, 0, 0), (8192, 64, 0), (16384, 128, 0), (24576, 192, 0))
     # every accumulator register of every thread is one distinct element of the 64 x 256 slice
-    seen = {(plan.thr_row.value(t) + plan.pair_row.value(p), plan.thr_col.value(t) + plan.pair_col.value(p) + d)
+    seen = {(plan.thr_row(t) + plan.pair_row(p), plan.thr_col(t) + plan.pair_col(p) + d)
             for t in range(128) for p in range(plan.acc_regs // 2) for d in (0, 1)}
     assert seen == {(m, n) for m in range(64) for n in range(256)}
     src = emit_wgmma_source(plan)
-    for stage in ("producer", "consumers", "epilogue"):
-        assert f"# ---- {stage}" in src
+    # the kernel composes codegen.cute's pieces: producer and consumer warpgroups, the
+    # mainloop's loads and MMA steps, the scheduler's units, the epilogue
+    for call in ("def producer(p):", "def consumer(p, c):", "MAINLOOP.load(", "MAINLOOP.mma_step(",
+                 "SCHEDULER.units(sched)", "EPILOGUE.store_box(", "PIPELINE.init()", "setmaxnreg_inc(232)"):
+        assert call in src, call
+    assert len(src.splitlines()) <= 150
+
+
+@pytest.mark.parametrize("dtype,b_major,split,cluster", [("f16", "MN", 1, 1), ("bf16", "K", 4, 1),
+                                                         ("e4m3", "K", 1, 1), ("f16", "K", 1, 2)])
+def test_generated_module_defines_the_plans_pieces(dtype, b_major, split, cluster):
+    """The module's constants, as the source writes them, are the plan's objects (their
+    reprs evaluate back to equal values), so the kernel compiles what the plan derived."""
+    from codegen import GemmConfig, kernel as K
+    from codegen.sm90.emit import emit_wgmma_source
+    from codegen.sm90.plan import make_wgmma_plan
+
+    cfg = GemmConfig.default(dtype, arch=(9, 0)).with_(split_k=split, cluster_m=cluster)
+    plan = make_wgmma_plan(cfg, "K", b_major)
+    parts = plan.device
+    for epilogue in ("tma", "registers"):
+        mod = K._load_module(emit_wgmma_source(plan, epilogue))
+        assert mod.STORAGE == parts.storage and mod.STORAGE.nbytes == plan.smem_bytes
+        assert (mod.PIPELINE, mod.LOAD_A, mod.LOAD_B, mod.MMA, mod.MAINLOOP, mod.SCHEDULER) == (
+            parts.pipeline, parts.load_a, parts.load_b, parts.mma, parts.mainloop, parts.scheduler)
+        assert mod.EPILOGUE == (parts.tma_epilogue if epilogue == "tma" else parts.reg_epilogue)
+        assert mod.MAINLOOP.pipeline is mod.PIPELINE       # defined once, then named
 
 
 def test_ptx_for_sm90a_has_wgmma_tma_and_mbarriers_and_no_spills(tmp_path):
@@ -240,10 +265,7 @@ cases = [(GemmConfig("f16", "f32", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 40, 64, 
          # the same kernel with beta != 0 stores from registers
          (GemmConfig("f16", "f16", 128, 64, 64, 2, 4, 3, 8, 1, "wgmma"), 72, 40, 64, "T", 1.0),
          # one row of C whose 20 bytes are no multiple of 16: the TMA map of C takes a padded stride
-         (GemmConfig("f16", "f16", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 1, 10, 64, "T", 0.0),
-         # 256-row tiles: two consumers of two 64-row blocks each, both epilogues
-         (GemmConfig("f16", "f16", 256, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 300, 72, 136, "N", 0.0),
-         (GemmConfig("f16", "f32", 256, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 260, 40, 72, "T", -1.0)]
+         (GemmConfig("f16", "f16", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 1, 10, 64, "T", 0.0)]
 for cfg, M, N, K, lb, beta in cases:
     dt = np.float16 if cfg.dtype == "f16" else np.float32
     A = rng.integers(-3, 4, (M, K)).astype(dt)
@@ -472,13 +494,13 @@ def test_pipeline_graph_follows_the_plan():
 @pytest.mark.parametrize("out,bn", [("f16", 256), ("bf16", 128), ("f16", 64)])
 def test_c_staging_puts_every_register_pair_of_every_thread_where_the_layout_says(out, bn):
     from codegen import GemmConfig
-    from codegen.sm90.plan import check_store, make_wgmma_plan
+    from codegen.sm90.plan import make_wgmma_plan
     from mma_atoms.mma_sm90 import clayout_64xn
 
     plan = make_wgmma_plan(GemmConfig(out, out, 128, bn, 64, 2, 4, 3, 8, 1, "wgmma"), "K", "MN")
     st = plan.store
-    assert st.boxes * st.box[0] == bn and st.stage_bytes == 2 * 64 * 64 * 2
-    check_store(st, clayout_64xn(bn))          # all 128 threads, every pair
+    assert st.boxes * st.box[0] == bn and st.consumer_bytes == 2 * 64 * 64 * 2
+    st.check()                                 # all 128 threads, every pair
     # and the staged (m, n) of all pairs cover the slice once
     clay = clayout_64xn(bn)
     seen = {clay(t, v) for t in range(128) for v in range(bn // 2)}
@@ -575,58 +597,74 @@ def test_cluster_ptx_multicasts_half_of_b_and_does_not_spill(b_major, tmp_path):
     _ptxas_no_spills(ptx, tmp_path)
 
 
-def test_the_first_tile_of_a_cluster_kernel_with_the_overlapped_epilogue_is_the_loops_first():
-    """The overlapped epilogue finds a consumer's first tile before the loop, from the loop's
-    first value. In a cluster kernel that value is ``cuda.blockIdx.x >> 1``, and ``>>`` binds
-    looser than ``//``: unparenthesized, every CTA but the first took the wrong tile (on the
-    H100, rows of C never written, and illegal instructions at the TMA stores). Run as
-    Python, the corner code before the loop agrees with the loop's for every block."""
+@pytest.mark.parametrize("split,cluster", [(1, 1), (3, 1), (1, 2)])
+def test_scheduler_units_cover_every_tile_and_k_tile_once(split, cluster, monkeypatch):
+    """The tile scheduler's device code, run as Python for every CTA of a grid: the units of
+    all CTAs cover each tile of C once, with k-tiles [0, ktiles) split in contiguous parts
+    (split-K: only the tiles after the full waves), each unit's corner as the host's raster
+    says; in clusters the two CTAs of a pair take vertically adjacent tiles; the overlapped
+    epilogue's guarded lookup of a CTA's next unit is empty past the last."""
     from types import SimpleNamespace
 
-    from codegen import GemmConfig
-    from codegen.sm90.emit import emit_wgmma_source
-    from codegen.sm90.plan import make_wgmma_plan
+    from codegen.cute import TileScheduler, scheduler as S
 
-    plan = make_wgmma_plan(GemmConfig.default("f16", arch=(9, 0)).with_(cluster_m=2), "K", "MN")
-    lines = emit_wgmma_source(plan, "tma", _overlap=True).splitlines()
+    sched = TileScheduler(128, 256, 64, 8, split > 1, 2, 128, 0, cluster)
+    for M, N, K, grid in ((1000, 3000, 700, 8), (4096, 4096, 1024, 132), (129, 257, 64, 6), (2560, 4096, 640, 132)):
+        num_m, num_n, ktiles = -(-M // 128), -(-N // 256), -(-K // 64)
+        p = SimpleNamespace(**sched.host_params(M, N, K, grid, min(split, ktiles)))    # a k-tile a part at least
+        tiles = num_m * num_n
+        whole = tiles // grid * grid if split > 1 else tiles
+        got = {}
+        for bid in range(grid):
+            cuda = SimpleNamespace(blockIdx=SimpleNamespace(x=bid), gridDim=SimpleNamespace(x=grid))
+            monkeypatch.setattr(S, "cuda", cuda)
+            monkeypatch.setattr(S, "cluster_ctarank", lambda: bid % cluster)
+            sp = sched.params(p)
+            units = list(sched.units(sp))
+            for unit in units:
+                w = sched.work(sp, unit)
+                got.setdefault((w.m0, w.n0), []).append((w.kt0, w.kt1))
+                if cluster == 1:
+                    assert (w.m0, w.n0) == sched.corner(w.tile, num_m, num_n)
+                    assert (w.kt0, w.kt1) == (0, ktiles) or w.tile >= whole
+                else:
+                    assert w.m0 % (2 * 128) == (bid % 2) * 128
+            last = units[-1] if units else sched.first()
+            assert sched.work_at(sp, last + sched.stride()).kt1 == 0
+        inside = {k: v for k, v in got.items() if k[0] < M and k[1] < N}
+        assert set(inside) == {(m * 128, n * 256) for m in range(num_m) for n in range(num_n)}
+        for parts in inside.values():
+            parts.sort()
+            assert parts[0][0] == 0 and parts[-1][1] == ktiles
+            assert all(a[1] == b[0] and a[0] < a[1] for a, b in zip(parts, parts[1:])), parts
+        assert all(k[0] >= M for k in got if k not in inside)      # a cluster's extra tile: past M only
 
-    def block_after(head):      # the statements of the block under the line that ends with ``head``
-        i = next(i for i, line in enumerate(lines) if line.rstrip().endswith(head))
-        ind = len(lines[i]) - len(lines[i].lstrip())
-        body = []
-        for line in lines[i + 1:]:
-            if len(line) - len(line.lstrip()) <= ind:
-                break
-            body.append(line.strip())
-        return "\n".join(body)
 
-    first = block_after("if cuda.blockIdx.x >> 1 < pairs:")     # next_m0, next_n0 of the first pair
-    loop = block_after("if nxt < pairs:  # the next tile's corner, while the MMAs run")
-    M, N, BM, BN, group_pm = 1000, 3000, 128, 256, 4
-    num_m, num_n = -(-M // BM), -(-N // BN)
-    num_pm = (num_m + 1) // 2
-    pairs = num_pm * num_n
-    for bid in range(2 * pairs):
-        env = dict(BM=BM, BN=BN, GROUP_PM=group_pm, num_pm=num_pm, group=group_pm * num_n, rank=bid & 1,
-                   cuda=SimpleNamespace(blockIdx=SimpleNamespace(x=bid)))
-        exec(first, env)
-        want = dict(env, nxt=bid >> 1)
-        exec(loop, want)
-        assert (env["next_m0"], env["next_n0"]) == (want["next_m0"], want["next_n0"]), bid
-        assert env["next_m0"] % (2 * BM) == (bid & 1) * BM
-
-
-def test_descriptors_encode_the_start_address_as_the_isa_says():
+def test_descriptors_encode_the_start_address_as_the_isa_says(monkeypatch):
     """A CTA of a cluster sees its shared memory at addresses with its rank in bit 24: the
-    descriptor's 14-bit start address is (addr & 0x3FFFF) >> 4, never a carry into LBO."""
+    descriptor's 14-bit start address is (addr & 0x3FFFF) >> 4, never a carry into LBO; each
+    k-block moves it by the stage layout's offset of the next 16 elements of K; only a tile's
+    first instruction ignores the accumulators."""
     from codegen import GemmConfig
-    from codegen.sm90.emit import emit_wgmma_source
+    from codegen.cute import wgmma as W
     from codegen.sm90.plan import make_wgmma_plan
 
-    src = emit_wgmma_source(make_wgmma_plan(GemmConfig.default("f16", arch=(9, 0)), "K", "MN"))
-    starts = [line for line in src.splitlines() if line.strip().startswith(("da = desc_a", "db = desc_b"))]
-    # A and B, in the tile's first k-tiles and in the main loop
-    assert len(starts) == 4 and all("& 0x3FFFF) >> 4)" in line for line in starts), starts
+    plan = make_wgmma_plan(GemmConfig.default("f16", arch=(9, 0)), "K", "MN")
+    mma = plan.device.mma
+    calls = []
+    for name in ("acc_fence", "wgmma_fence", "wgmma_commit"):
+        monkeypatch.setattr(W, name, lambda *a: a[0] if a else None)
+    monkeypatch.setattr(type(mma), "op", property(lambda self: lambda acc, da, db, sd, ta, tb: calls.append(
+        (da, db, sd, ta, tb)) or acc))
+    a, b = (1 << 24) | 0x1000, (1 << 24) | 0x9000        # rank 1's addresses
+    for first in (True, False):
+        calls.clear()
+        mma.mma(0, a, b, first)
+        assert len(calls) == plan.kblocks
+        for kb, (da, db, sd, ta, tb) in enumerate(calls):
+            assert da == plan.a.desc.bits((a + kb * plan.a.kblock_bytes) & 0x3FFFF)
+            assert db == plan.b.desc.bits((b + kb * plan.b.kblock_bytes) & 0x3FFFF)
+            assert (sd, ta, tb) == (0 if first and kb == 0 else 1, 0, 1)
 
 
 def test_cluster_configs_and_their_errors(tmp_path):
@@ -654,33 +692,24 @@ def test_cluster_configs_and_their_errors(tmp_path):
 
 
 
-def test_overlapped_epilogue_is_where_the_plan_allows_and_l2_prefetch_compiles():
-    """The "tma" kernels of one 64-row block a consumer overlap a tile's stores with the next
-    tile's MMAs (none with split-K, clusters, 256-row tiles or the registers epilogue); the
-    experiment option ``_prefetch`` emits TMA L2 prefetches that compile for sm_90a."""
-    pytest.importorskip("numba")
-    from numba import cuda
-
-    from codegen import GemmConfig, kernel as K
-    from codegen.sm90 import kernel as SK
-    from codegen.sm90.emit import KERNEL_NAME, emit_wgmma_source, overlaps_epilogue
+def test_overlapped_epilogue_is_where_the_plan_allows():
+    """The "tma" kernels overlap a tile's stores with the next tile's MMAs (none with
+    split-K, clusters or the registers epilogue); 256-row tiles are no longer planned."""
+    from codegen import GemmConfig
+    from codegen.sm90.emit import emit_wgmma_source, overlaps_epilogue
     from codegen.sm90.plan import make_wgmma_plan
 
     base = GemmConfig.default("f16", arch=(9, 0))
     plan = make_wgmma_plan(base, "K", "MN")
     assert overlaps_epilogue(plan, "tma") and not overlaps_epilogue(plan, "registers")
-    for cfg in (base.with_(cluster_m=2), base.with_(bm=256, bn=128),
-                GemmConfig.default("f16", 64, 4096, 4096, arch=(9, 0))):
-        assert not overlaps_epilogue(make_wgmma_plan(cfg, "K", "MN"), "tma"), cfg
+    for cfg in (base.with_(cluster_m=2), GemmConfig.default("f16", 64, 4096, 4096, arch=(9, 0))):
+        p = make_wgmma_plan(cfg, "K", "MN")
+        assert not overlaps_epilogue(p, "tma"), cfg
+        assert "EPILOGUE.store_tile(" in emit_wgmma_source(p, "tma")
     src = emit_wgmma_source(plan)
-    assert "packed[p] = cvt_f16x2_f32(accs[2 * p], accs[2 * p + 1])" in src      # alpha == 1: no multiplies
-    assert "acc = wgmma_m64n256k16_f32_f16(acc, da, db, min(kt + kb, 1), 0, 1)" in src   # scale-d 0 first
-    with pytest.raises(ValueError, match="only a 'tma' epilogue"):
-        emit_wgmma_source(plan, "registers", _overlap=True)
-    src = emit_wgmma_source(plan, _prefetch=2, _regs=(56, 224))
-    ptx, _ = cuda.compile_ptx(getattr(K._load_module(src), KERNEL_NAME), SK.wgmma_signature(), cc=(9, 0, "a"),
-                              launch_bounds=(plan.threads, 1))
-    assert ptx.count("cp.async.bulk.prefetch.tensor.2d.L2.global.tile") == 5       # A's box and B's four
+    assert "EPILOGUE.pack(accs, p.alpha, packed)" in src and "EPILOGUE.store_tile(" not in src
+    with pytest.raises(ValueError, match="BM 64 or 128"):
+        base.with_(bm=256, bn=128)
 
 
 def test_split_k_for_splits_a_short_last_wave_and_few_tiles():

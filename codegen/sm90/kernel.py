@@ -65,9 +65,10 @@ _MEM = {}
 
 
 def wgmma_signature():
-    from numba import float32, int32, int64, void
+    """numba's signature of the kernel, from its declared arguments (:mod:`codegen.sm90.args`)."""
+    from .args import GEMM_ARGS
 
-    return void(int64, int64, int64, int64, int32, int32, int32, int64, int64, float32, float32, int64, int64, int32)
+    return GEMM_ARGS.signature()
 
 
 def _base(key):

@@ -11,9 +11,8 @@ every launch leaves at zero, and the partial sums.
 
 from __future__ import annotations
 
-import ctypes
-
 from .. import driver
+from .args import GEMM_ARGS
 
 __all__ = ["tma_ok", "c_tma_ok", "WgmmaLauncher"]
 
@@ -42,16 +41,6 @@ def c_tma_ok(plan, c, c_strides, M, N):
     return not (c % 16 or (scn != 1 and N > 1) or (scm * ob) % 16 and M > 1)
 
 
-def _tma_type(et):
-    """The tensor-map element type that carries operands of type ``et``."""
-    return {"tf32": "f32", "e4m3": "u8", "e5m2": "u8"}.get(et.name, et.name)
-
-
-def _round16(nbytes):
-    """``nbytes`` rounded up to a positive multiple of 16 (a TMA stride)."""
-    return max(16, -(-nbytes // 16) * 16)
-
-
 class WgmmaLauncher:
     """The Hopper kernel with its arguments in place; called as ``(a, b, c, alpha, beta, stream)``."""
 
@@ -74,9 +63,9 @@ class WgmmaLauncher:
                 raise RuntimeError("gemm (wgmma): kernels with clusters (cluster_m 2) run on a GPU only; numba's "
                                    "simulator runs one block after another")
             # as many clusters as run at once (a GPU's multiprocessors need not pair up), each
-            # walking pairs of tiles that share the plan's shared operand
+            # walking pairs of vertically adjacent tiles, which share B
             num_m, num_n = -(-M // cfg.bm), -(-N // cfg.bn)
-            pairs = num_m * -(-num_n // 2) if plan.share == "A" else -(-num_m // 2) * num_n
+            pairs = -(-num_m // 2) * num_n
             fits = compiled.function.max_active_clusters(plan.threads, plan.smem_bytes, 2)
             self.grid = 2 * max(1, min(pairs, fits))
         else:
@@ -89,10 +78,11 @@ class WgmmaLauncher:
         self.ws_bytes = (-(-tiles * plan.consumers * 4 // 256) * 256
                          + (tiles - whole) * self.splits * plan.consumers * plan.part_bytes if self.splits > 1 else 0)
         self._ws = {}
-        # TMA copies bytes: f32 data that wgmma reads as tf32 travels as f32 (the tensor core
-        # ignores the low 13 mantissa bits), the 8-bit floats as bytes
-        self._a = (a_desc, plan.a, _tma_type(plan.etype))
-        self._b = (b_desc, plan.b, _tma_type(plan.b_etype or plan.etype))
+        # the operands' TMA loads know their maps (f32 data that wgmma reads as tf32 travels as
+        # f32, the 8-bit floats as bytes); the arrays' shapes and strides are the launcher's
+        parts = plan.device
+        self._a = (parts.load_a, a_desc)
+        self._b = (parts.load_b, b_desc)
         if self.sim:
             import numpy as np
 
@@ -102,46 +92,34 @@ class WgmmaLauncher:
             self.err = register_global(self._err)
         else:
             self.err = driver.mem_alloc(4)
-        self.slots = ([ctypes.c_int64(0) for _ in range(4)] + [ctypes.c_int32(v) for v in (M, N, K)]
-                      + [ctypes.c_int64(s) for s in c_strides] + [ctypes.c_float(1.0), ctypes.c_float(0.0)]
-                      + [ctypes.c_int64(self.err), ctypes.c_int64(0), ctypes.c_int32(self.splits)])
-        self.params = (ctypes.c_void_p * len(self.slots))(*[ctypes.addressof(s) for s in self.slots])
+        self.slots = GEMM_ARGS.slots()
+        self.slots.set(M=M, N=N, K=K, scm=c_strides[0], scn=c_strides[1], alpha=1.0, err=self.err,
+                       **plan.device.scheduler.host_params(M, N, K, self.grid, self.splits))
+        self._hot = self.slots.values_of("tmap_a", "tmap_b", "tmap_c", "C", "alpha", "beta", "ws")
         self._maps = {}
+        self._keep = []
+
+    def _device_map(self, encoded):
+        """The map's device address: simulated maps are host arrays, real ones are copied."""
+        if self.sim:
+            arr, addr = encoded
+            self._keep.append(arr)
+            return addr
+        dev = driver.mem_alloc(128)
+        driver.copy_to_device(dev, encoded)
+        return dev
 
     def _map(self, which, ptr):
-        (shape, strides), op, dtype = which
-        rows, k = shape
-        ebytes = self.compiled.plan.etype.bits // 8
-        if op.major == "K":
-            dims, stride = (k, rows), strides[0] * ebytes
-        else:
-            dims, stride = (rows, k), strides[1] * ebytes
-        if rows == 1 or k == 1:         # a single row: its stride is never used, but TMA wants a multiple of 16
-            stride = _round16(stride)
-        return self._encode(dtype, ebytes, ptr, dims, stride, op.box, op.swizzle_bytes)
-
-    def _encode(self, dtype, ebytes, ptr, dims, stride, box, swizzle_bytes=128):
-        if self.sim:
-            from ..intrinsics.sim_sm90 import encode_tensor_map_2d
-
-            arr = encode_tensor_map_2d(ebytes, ptr, dims, stride, box, swizzle_bytes)
-            self._keep = getattr(self, "_keep", []) + [arr]
-            return int(arr.__array_interface__["data"][0])
-        data = driver.encode_tensor_map_2d(dtype, ptr, dims, stride, box, swizzle_bytes)
-        dev = driver.mem_alloc(128)
-        driver.copy_to_device(dev, data)
-        return dev
+        load, (shape, strides) = which
+        return self._device_map(load.tensor_map(ptr, shape, strides, self.sim))
 
     def _c_map(self, c):
         """The TMA map of C for the staged epilogue, or 0 where C cannot take it."""
         plan = self.compiled.plan
         if not c_tma_ok(plan, c, self.c_strides, self.M, self.N):
             return 0
-        ob = plan.out.bits // 8
-        stride = self.c_strides[0] * ob
-        if self.M == 1:                 # one row of C: any stride will do, and TMA wants a multiple of 16
-            stride = _round16(stride)
-        return self._encode(plan.out.name, ob, c, (self.N, self.M), stride, plan.store.box)
+        store = plan.device.tma_epilogue.store
+        return self._device_map(store.tensor_map(c, (self.M, self.N), self.c_strides[0], self.sim))
 
     def _kernel(self, epilogue):
         hit = self._kernels.get(epilogue)
@@ -173,7 +151,7 @@ class WgmmaLauncher:
                 from ..intrinsics.sim import register_global
 
                 arr = np.zeros(self.ws_bytes, dtype=np.uint8)
-                self._keep = getattr(self, "_keep", []) + [arr]
+                self._keep.append(arr)
                 hit = register_global(arr)
             else:
                 hit = driver.mem_alloc(self.ws_bytes, owner=self)
@@ -182,22 +160,21 @@ class WgmmaLauncher:
 
     def __call__(self, a, b, c, alpha, beta, stream=0):
         ma, mb, mc = self.maps(a, b, c)
-        s = self.slots
-        s[0].value, s[1].value, s[2].value, s[3].value = ma, mb, mc, c
-        s[9].value, s[10].value = alpha, beta
-        s[12].value = self.workspace(stream)
+        ta, tb, tc, cc, al, be, ws = self._hot
+        ta.value, tb.value, tc.value, cc.value, al.value, be.value = ma, mb, mc, c, alpha, beta
+        ws.value = self.workspace(stream)
         k = self._kernel("tma" if mc and beta == 0 else "registers")
         if self.sim:
-            k.kernel[self.grid, self.threads, 0, self.smem](*[x.value for x in s])
+            k.kernel[self.grid, self.threads, 0, self.smem](*self.slots.python_values())
             return
         if self.cluster > 1:
             cfg = self._configs.get(k.key.epilogue)
             if cfg is None:
                 cfg = self._configs[k.key.epilogue] = k.function.cluster_config(self.grid, self.threads, self.smem,
                                                                                 self.cluster)
-            k.function.launch_config(cfg, stream, self.params)
+            k.function.launch_config(cfg, stream, self.slots.pointers)
             return
-        k.function.launch(self.grid, self.threads, self.smem, stream, self.params)
+        k.function.launch(self.grid, self.threads, self.smem, stream, self.slots.pointers)
 
     def check(self):
         """Raise if a wait in the kernel timed out (a lost mbarrier arrival); synchronises.

@@ -2,22 +2,25 @@
 
 A CTA has one producer warpgroup (one thread issues the TMA loads) and ``BM / 64``
 consumer warpgroups, each computing a 64 x BN slice of the CTA tile with
-``wgmma.mma_async`` m64nBNk(32 bytes of K).  Everything below comes from layouts:
+``wgmma.mma_async`` m64nBNk(32 bytes of K).  The plan composes :mod:`codegen.cute`'s
+pieces, each derived from layouts:
 
-* the shared-memory stage of each operand is CuTe's GMMA layout atom (128-byte swizzle)
-  tiled to ``(rows, BK)``, K first for MN-major operands so that each TMA box is one
-  contiguous block (:mod:`mma_atoms.gmma_smem`);
+* the shared-memory stage of each operand is CuTe's GMMA layout atom tiled to ``(rows,
+  BK)``, K first for MN-major operands so that each TMA box is one contiguous block
+  (:func:`codegen.cute.gmma_stage`);
 * the TMA box of each operand is one swizzle row wide (128 bytes along the contiguous
   dimension) and spans the stage along the other; the box offsets in the stage are the
-  stage layout at the boxes' corners;
+  stage layout at the boxes' corners (:func:`codegen.cute.make_tma_load`);
 * the descriptor of each wgmma is read off the stage layout (:func:`gmma_desc`); its
   start address moves by the stage layout's offset of the next k-block and, for A, of the
-  next consumer's 64 rows;
-* the accumulators' (row, column) come from the atom's C layout (``CLayout_64xN``);
+  next consumer's 64 rows (:func:`codegen.cute.make_wgmma`);
+* the accumulators' (row, column) come from the atom's C layout (``CLayout_64xN``,
+  :func:`codegen.cute.make_register_epilogue`);
 * for 16-bit outputs, each consumer stages its 64 x BN slice of C in shared memory in the
-  same 128-byte swizzled atom (N playing K's part), tiled to ``(64, BN)``, and one TMA store
-  per 64-column box writes it out; the thread's and each register pair's offsets in that
-  staging buffer are the staging layout composed with the C layout's thread and value modes.
+  same 128-byte swizzled atom (N playing K's part), and one TMA store per 64-column box
+  writes it out (:func:`codegen.cute.make_tma_store_epilogue`);
+* the shared storage, the pipeline over it, the tile scheduler and the collective mainloop
+  that composes the loads and the MMAs (:class:`WgmmaKernelParts`).
 
 >>> from codegen import GemmConfig
 >>> plan = make_wgmma_plan(GemmConfig.default("f16", arch=(9, 0)), "K", "MN")
@@ -27,68 +30,76 @@ consumer warpgroups, each computing a 64 x BN slice of the CTA tile with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from layoutalg import ComposedLayout, Layout, composition, make_identity_layout, size, tile_to_shape
+from layoutalg import ComposedLayout, Layout, size
 from layoutalg.element_types import ElementType, element_type
 
 from ..config import GemmConfig
-from ..index import Index, coord_index, layout_index
 
-__all__ = ["WgmmaOperand", "WgmmaStore", "WgmmaPlan", "make_wgmma_plan", "ACC_TYPES"]
+__all__ = ["WgmmaOperand", "WgmmaPlan", "WgmmaKernelParts", "make_wgmma_plan", "ACC_TYPES", "producer_regs",
+           "consumer_regs"]
 
 ACC_TYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2")
+
+#: Registers a consumer warpgroup's thread takes (``setmaxnreg.inc``) beside one consumer.
+CONSUMER_REGS = 232
 
 
 @dataclass(frozen=True)
 class WgmmaOperand:
-    """One operand's stage, TMA boxes and descriptor.
+    """One operand's stage, TMA loads and descriptor.
 
-    ``smem``: ``(rows, BK) -> element offset`` of one stage; ``box``: the TMA box (inner,
-    outer) in elements; ``boxes``: per box, (stage byte offset, row offset, k offset) of its
-    corner; ``desc``: the descriptor fields; ``kblock_bytes``: the start-address step per
-    instruction along K; ``consumer_bytes``: per consumer (A only: its 64 or 128 rows);
-    ``mblock_bytes``: per 64-row block of a consumer (A of 256-row tiles only).
+    ``smem``: ``(rows, BK) -> element offset`` of one stage; ``load``: its
+    :class:`~codegen.cute.TmaLoad` (``box``, ``boxes``: per box, (stage byte offset, row
+    offset, k offset) of its corner); ``desc``: the descriptor fields; ``kblock_bytes``: the
+    start-address step per instruction along K; ``consumer_bytes``: per consumer (A only:
+    its 64 rows).
     """
 
     name: str
     major: str
     rows: int
-    swizzle_bytes: int        # of the stage's GMMA atom, and of the TMA box that fills it
     smem: object
     stage_bytes: int
-    box: tuple
-    boxes: tuple
+    load: object
     desc: object
     kblock_bytes: int
     consumer_bytes: int
-    tnsp: int
-    mblock_bytes: int = 0
+
+    @property
+    def box(self):
+        return self.load.box
+
+    @property
+    def boxes(self):
+        return self.load.boxes
+
+    @property
+    def swizzle_bytes(self):
+        return self.load.swizzle_bytes
+
+    @property
+    def tnsp(self):
+        return int(self.major == "MN")
 
 
 @dataclass(frozen=True)
-class WgmmaStore:
-    """The TMA-store epilogue of one consumer: its 64 x BN slice of C, one 64 x (128 bytes)
-    box at a time, staged in shared memory through two box buffers.
+class WgmmaKernelParts:
+    """The :mod:`codegen.cute` objects a Hopper GEMM kernel composes, read off the plan:
+    every size, offset and layout in them is a compile-time constant of the kernel."""
 
-    ``smem``: ``(64, BN) -> element offset`` of the whole slice (the 128-byte swizzled atom
-    tiled to it: box j is the j-th block of ``box_elems``); ``box``: the TMA box (columns,
-    rows); ``thr_off``/``pair_off``: the unswizzled element offsets of the thread's part of
-    ``CLayout_64xN`` and of register pair ``p``: pair ``p`` lies in box ``p // box_pairs``
-    and is staged at ``swizzle(thr_off + pair_off - box * box_elems)`` of a box buffer;
-    ``stage_bytes``: one consumer's two box buffers.
-    """
-
-    smem: object
-    box: tuple
-    boxes: int
-    box_pairs: int
-    box_elems: int
-    thr_off: Index
-    pair_off: Index
-    swizzle: object
-    buffers: int
-    stage_bytes: int
+    storage: object           # SharedStorage: stages of A and B, C staging, barriers, tickets
+    pipeline: object          # TmaPipeline over the stages
+    load_a: object            # TmaLoad of A's stage
+    load_b: object            # TmaLoad of B's stage
+    mma: object               # WgmmaMMA of one consumer warpgroup
+    mainloop: object          # WgmmaMainloop: the above composed
+    scheduler: object         # TileScheduler
+    tma_epilogue: object      # TmaStoreEpilogue (16-bit C), else None
+    reg_epilogue: object      # RegisterEpilogue
+    producer_regs: int
+    consumer_regs: int
 
 
 @dataclass(frozen=True)
@@ -105,23 +116,37 @@ class WgmmaPlan:
     consumers: int
     threads: int
     acc_regs: int             # accumulator registers per thread (N / 2)
-    pair_row: Index           # row / column of accumulator pair p (registers 2p, 2p + 1)
-    pair_col: Index
-    thr_row: Index            # the thread's part (tid within the warpgroup)
-    thr_col: Index
-    smem_bytes: int           # stages + C staging + barriers and tickets + 1024 for alignment
-    store: WgmmaStore = None  # the TMA-store epilogue (16-bit outputs), else None
-    b_etype: ElementType = None  # B's type (A's unless mixed 8-bit floats)
-    share: str = None         # the operand a cluster's two CTAs share ("B"; "A" in experiments), else None
+    smem_bytes: int           # the shared storage's bytes, with 1024 for alignment
+    b_etype: ElementType      # B's type (A's unless mixed 8-bit floats)
+    share: str                # the operand a cluster's two CTAs share ("B"), else None
+    device: WgmmaKernelParts
 
     @property
     def operands(self):
         return (self.a, self.b)
 
     @property
-    def mblocks(self):
-        """64-row blocks of A a consumer multiplies (2 in a 256-row tile: two accumulators)."""
-        return self.config.bm // 64 // self.consumers
+    def store(self):
+        """The TMA-store epilogue (16-bit outputs), else None."""
+        return self.device.tma_epilogue
+
+    @property
+    def pair_row(self):
+        """``(P) -> m`` of accumulator pair P (registers 2P, 2P + 1); ``pair_col``: ``-> n``."""
+        return self.device.reg_epilogue.pair_row
+
+    @property
+    def pair_col(self):
+        return self.device.reg_epilogue.pair_col
+
+    @property
+    def thr_row(self):
+        """``(T128) -> m`` of the thread's part (tid within the warpgroup); ``thr_col``: ``-> n``."""
+        return self.device.reg_epilogue.thr_row
+
+    @property
+    def thr_col(self):
+        return self.device.reg_epilogue.thr_col
 
     @property
     def cluster(self):
@@ -139,46 +164,43 @@ class WgmmaPlan:
         return 128 * self.acc_regs * 4
 
 
-def _operand(name, major, rows, bk, et, instr_k, consumers, halves=False, mblocks=1):
-    from mma_atoms.gmma_smem import gmma_desc, gmma_smem_atom
+def producer_regs(consumers, cluster=1):
+    """The producer warpgroup's registers a thread (``setmaxnreg.dec``): 40 beside two
+    consumer warpgroups (128 x (40 + 2 x 232) is what a CTA of 384 threads at 168 registers
+    holds); 56 beside one, where the split-K producer's unit arithmetic spilled at 40, and
+    in cluster kernels (their consumers then take 224)."""
+    return 56 if consumers == 1 or cluster > 1 else 40
 
-    ebytes = et.bits // 8
-    # K-major: one swizzle row holds the k-tile's BK elements (128, 64 or 32 bytes);
-    # MN-major: 128-byte rows along MN
-    sw = bk * ebytes if major == "K" else 128
-    if sw not in (32, 64, 128):
-        raise ValueError(f"wgmma plan: a K-major k-tile of {bk} {et.name} is {sw} bytes; it must be 32, 64 or 128")
-    atom = gmma_smem_atom(et.name, major, sw)
-    w = sw // ebytes                                         # elements per swizzle row
-    if major == "K":
-        smem = tile_to_shape(atom, (rows, bk))              # (rows,BK) -> offset
-        box = (w, rows // 2 if halves else rows)            # (k, rows): halves for a cluster's two loads
-        corners = [(r, 0) for r in range(0, rows, box[1])]
-    else:
-        if rows % w:
-            raise ValueError(f"wgmma plan: {name} rows {rows} are not a multiple of {w}")
-        smem = tile_to_shape(atom, (rows, bk), (1, 0))      # K first: each 128-byte column block is one box
-        box = (w, bk)                                        # (rows, k)
-        corners = [(r, 0) for r in range(0, rows, w)]
+
+def consumer_regs(consumers, cluster=1):
+    """The consumer warpgroups' registers a thread (``setmaxnreg.inc``): :data:`CONSUMER_REGS`,
+    or beside two consumers what the producer leaves of the 504 a thread that three
+    warpgroups at 168 registers hold, in multiples of 8."""
+    if consumers == 1:
+        return CONSUMER_REGS
+    return min(CONSUMER_REGS, (504 - producer_regs(consumers, cluster)) // consumers // 8 * 8)
+
+
+def _operand(name, major, rows, bk, et, instr_k, halves=False):
+    from mma_atoms.gmma_smem import gmma_desc
+
+    from ..cute import gmma_stage, make_tma_load
+
+    smem = gmma_stage(et.name, major, rows, bk)                   # (rows,BK) -> offset
     inner = smem.inner if isinstance(smem, ComposedLayout) else smem
-    boxes = tuple((inner(r, k) * ebytes, r, k) for r, k in corners)
-    mn = 64 if name == "A" else rows
-    desc = gmma_desc(smem, (mn, instr_k), major, et.name)
+    ebytes = et.bits // 8
+    load = make_tma_load(name, et.name, major, smem, halves)
+    desc = gmma_desc(smem, (64 if name == "A" else rows, instr_k), major, et.name)
     kblock_bytes = inner(0, instr_k) * ebytes if bk > instr_k else 0    # one instruction per k-tile: no step
-    consumer_bytes = inner(64 * mblocks, 0) * ebytes if name == "A" and rows > 64 else 0
-    mblock_bytes = inner(64, 0) * ebytes if name == "A" and mblocks > 1 else 0
-    return WgmmaOperand(name, major, rows, sw, smem, size(inner) * ebytes, box, boxes, desc, kblock_bytes,
-                        consumer_bytes, 1 if major == "MN" else 0, mblock_bytes)
+    consumer_bytes = inner(64, 0) * ebytes if name == "A" and rows > 64 else 0
+    return WgmmaOperand(name, major, rows, smem, size(inner) * ebytes, load, desc, kblock_bytes, consumer_bytes)
 
 
-def make_wgmma_plan(cfg, a_major="K", b_major="K", _share="B"):
-    """Derive the Hopper plan of ``cfg`` (``cfg.path == "wgmma"``). (``_share``, for
-    experiments: the operand a cluster of two shares, "B" (vertically adjacent tiles, the
-    kernel ``cluster_m`` names) or "A" (horizontally adjacent ones).)"""
+def make_wgmma_plan(cfg, a_major="K", b_major="K"):
+    """Derive the Hopper plan of ``cfg`` (``cfg.path == "wgmma"``)."""
     from mma_atoms import get
-    from mma_atoms.mma_sm90 import clayout_64xn
 
-    from ..atom_intrinsics import wgmma_input_name, wgmma_name
+    from ..cute import make_register_epilogue, make_tma_store_epilogue, make_wgmma
 
     if not isinstance(cfg, GemmConfig) or cfg.path != "wgmma":
         raise ValueError(f"make_wgmma_plan: expected a GemmConfig with path='wgmma', got {cfg!r}")
@@ -189,56 +211,22 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K", _share="B"):
         raise ValueError(f"make_wgmma_plan: wgmma reads {et.name} operands K-major only; got A {a_major}-major, "
                          f"B {b_major}-major")
     instr_k = 32 // (et.bits // 8)                           # one instruction reads 32 bytes of K
-    consumers = min(cfg.bm // 64, 2)
-    mblocks = cfg.bm // 64 // consumers                      # 64-row blocks a consumer: 2 of a 256-row tile
-    share = _share if cfg.cluster_m > 1 else None
-    a = _operand("A", a_major, cfg.bm, cfg.bk, et, instr_k, consumers, halves=share == "A", mblocks=mblocks)
-    b = _operand("B", b_major, cfg.bn, cfg.bk, etb, instr_k, consumers, halves=share == "B")
-    if share:
-        _check_halves(a if share == "A" else b)
+    consumers = cfg.bm // 64                                 # a consumer warpgroup per 64 rows
+    share = "B" if cfg.cluster_m > 1 else None               # a cluster's two CTAs: vertical neighbours
+    a = _operand("A", a_major, cfg.bm, cfg.bk, et, instr_k)
+    b = _operand("B", b_major, cfg.bn, cfg.bk, etb, instr_k, halves=share == "B")
     atom = get(_atom_name(cfg.bn, instr_k, et.name, etb.name))
     if atom.shape_mnk != (64, cfg.bn, instr_k) or (atom.a_type, atom.b_type) != (et.name, etb.name):
         raise ValueError(f"wgmma plan: atom {atom.name} does not multiply {et.name} x {etb.name} 64x{cfg.bn}x{instr_k}")
-    clay = clayout_64xn(cfg.bn)                              # (T128,V(N/2)) -> m + 64 n
-    nreg = cfg.bn // 2
-    crd = make_identity_layout((64, cfg.bn))                 # m + 64 n -> (m, n)
-    vals = composition(crd, clay[1])                         # V -> (m, n)
-    if vals(1) != vals(0) + crd(64) or size(vals) % 2:      # registers 2p, 2p + 1: adjacent columns
-        raise ValueError(f"wgmma plan: accumulator pairs of {clay} are not adjacent columns")
-    pair_row, pair_col = coord_index(composition(vals, Layout(nreg // 2, 2)), "p", 2)   # p -> (m, n) of 2p
-    thr_row, thr_col = coord_index(composition(crd, clay[0]), "wtid", 2, 128)          # T128 -> (m, n)
-    for ix in (pair_row, pair_col, thr_row, thr_col):
-        ix.check()
+    mma = make_wgmma(et.name, etb.name, cfg.bn, a.smem, b.smem, a_major, b_major)
     out = element_type(cfg.out)
-    store = _store(out, cfg.bn, clay) if out.bits == 16 else None
-    bars = 2 * cfg.stages * 8 + 16       # full and empty per stage; a split-K ticket word per consumer
-    staging = consumers * store.stage_bytes if store else 0
-    smem = 1024 + cfg.stages * (a.stage_bytes + b.stage_bytes) + staging + bars
+    tma_epi = make_tma_store_epilogue(out.name, cfg.bn, 0) if out.bits == 16 else None
+    parts = _kernel_parts(cfg, a, b, mma, consumers, share, tma_epi, make_register_epilogue(out.name, cfg.bm, cfg.bn))
+    smem = parts.storage.nbytes
     if smem > 227 * 1024:
         raise ValueError(f"wgmma plan: {cfg.stages} stages need {smem} bytes of shared memory, more than 227 KiB")
-    return WgmmaPlan(cfg, et, out, a, b, atom, wgmma_name(cfg.bn, wgmma_input_name(et.name, etb.name), instr_k),
-                     instr_k,
-                     cfg.bk // instr_k, consumers, 128 * (consumers + 1), nreg, pair_row, pair_col, thr_row,
-                     thr_col, smem, store, etb, share)
-
-
-def _check_halves(op):
-    """Raise unless the second half of ``op``'s boxes (by rows) is the first half moved by
-    half the rows and :func:`half_bytes` (then each CTA of a cluster issues the first
-    half's loads, moved by its rank)."""
-    half = op.rows // 2
-    first = [bx for bx in op.boxes if bx[1] < half]
-    second = [bx for bx in op.boxes if bx[1] >= half]
-    moved = [(off + half_bytes(op), r + half, k) for off, r, k in first]
-    if moved != second:
-        raise ValueError(f"wgmma plan: the boxes of {op.name}'s stage {op.boxes} do not split in two halves")
-
-
-def half_bytes(op):
-    """The stage offset of the operand's row ``rows / 2`` (where the second half of a
-    cluster's shared operand lands)."""
-    inner = op.smem.inner if isinstance(op.smem, ComposedLayout) else op.smem
-    return inner(op.rows // 2, 0) * (op.stage_bytes // size(inner))
+    return WgmmaPlan(cfg, et, out, a, b, atom, mma.instr, instr_k, mma.kblocks, consumers, 128 * (consumers + 1),
+                     mma.acc_regs, smem, etb, share, parts)
 
 
 def _atom_name(n, k, a, b):
@@ -248,39 +236,23 @@ def _atom_name(n, k, a, b):
     return f"SM90_64x{n}x{k}_F32{a.upper()}{b.upper()}_SS_TN"     # K-major only
 
 
-def _store(out, bn, clay):
-    """The staging of one consumer's (64, BN) slice of C for the TMA store (16-bit ``out``)."""
-    from mma_atoms.gmma_smem import gmma_smem_atom
+def _kernel_parts(cfg, a, b, mma, consumers, share, tma_epi, reg_epi):
+    """The :class:`WgmmaKernelParts`: the shared storage carved once, the pipeline over its
+    stages, the mainloop composing the loads and the MMAs, the scheduler, the epilogues."""
+    from ..cute import SharedStorage, TileScheduler, TmaPipeline, WgmmaMainloop
 
-    ebytes = out.bits // 8
-    smem = tile_to_shape(gmma_smem_atom(out.name, "K", 128), (64, bn))     # (64,BN) -> offset, swizzled
-    inner, sw = smem.inner, smem.outer
-    w = 128 // ebytes                                                      # columns of one box
-    boxes, box_elems = bn // w, 64 * w
-    if any(inner(0, j * w) != j * box_elems for j in range(boxes)):
-        raise ValueError(f"wgmma plan: the boxes of C staging {smem} are not contiguous")
-    nreg = size(clay[1])
-    pairs = nreg // 2
-    thr_off = layout_index(composition(inner, clay[0]), "wtid", 128)       # T128 -> offset
-    pair_off = layout_index(composition(composition(inner, clay[1]), Layout(pairs, 2)), "p")   # p -> offset
-    for ix in (thr_off, pair_off):
-        ix.check()
-    buffers = 2
-    store = WgmmaStore(smem, (w, 64), boxes, pairs // boxes, box_elems, thr_off, pair_off, sw, buffers,
-                       buffers * box_elems * ebytes)
-    check_store(store, clay, threads=(0, 1, 4, 31, 32, 127))   # every thread: tests/test_sm90.py
-    return store
-
-
-def check_store(store, clay, threads=range(128)):
-    """Raise unless register pair ``p`` of each thread in ``threads`` is staged where the
-    staging layout puts its (m, n): box ``p // box_pairs``, at ``swizzle(thr_off + pair_off
-    - box * box_elems)`` of that box's buffer."""
-    for t in threads:
-        for p in range(store.boxes * store.box_pairs):
-            j = p // store.box_pairs
-            want = store.smem(clay(t, 2 * p))
-            got = store.swizzle(store.thr_off.value(t) + store.pair_off.value(p) - j * store.box_elems) \
-                + j * store.box_elems
-            if got != want:
-                raise ValueError(f"wgmma plan: C staging offset of thread {t}, pair {p}: {got} != {want}")
+    S, cluster = cfg.stages, cfg.cluster_m
+    regions = [("a", S * a.stage_bytes, 1024), ("b", S * b.stage_bytes, 1024)]
+    if tma_epi is not None:
+        regions.append(("c", consumers * tma_epi.consumer_bytes, 1024))
+    regions += [("full", 8 * S, 8), ("empty", 8 * S, 8), ("tickets", 16, 4)]
+    storage = SharedStorage(tuple(regions))
+    pipeline = TmaPipeline(S, a.stage_bytes + b.stage_bytes, storage.full, storage.empty, consumers * cluster, cluster)
+    mainloop = WgmmaMainloop(pipeline, a.load, b.load, mma, storage.a, storage.b, a.stage_bytes, b.stage_bytes,
+                             a.consumer_bytes, cfg.bk, share)
+    scheduler = TileScheduler(cfg.bm, cfg.bn, cfg.bk, cfg.group_m, cfg.split_k > 1, consumers, mma.acc_regs,
+                              storage.tickets, cluster)
+    if tma_epi is not None:
+        tma_epi = replace(tma_epi, staging=storage.c)
+    return WgmmaKernelParts(storage, pipeline, a.load, b.load, mma, mainloop, scheduler, tma_epi, reg_epi,
+                            producer_regs(consumers, cluster), consumer_regs(consumers, cluster))

@@ -42,7 +42,7 @@ def make(torch, name, r, c, lay):
 def run_16bit(torch, codegen, name, M, N, K, la, lb, beta):
     from codegen import GemmConfig
 
-    name, _, variant = name.partition("-")      # "-cluster": clusters of two CTAs sharing B; "-256": 256x128 tiles;
+    name, _, variant = name.partition("-")      # "-cluster": clusters of two CTAs sharing B;
     #                                             "-tail": 128x256 tiles, split-K 2
     A, B = make(torch, name, M, K, la), make(torch, name, K, N, lb)
     C0 = torch.randn(M, N, device="cuda", dtype=_torch_dtype(torch, name))
@@ -50,8 +50,6 @@ def run_16bit(torch, codegen, name, M, N, K, la, lb, beta):
     cfg = GemmConfig.default(name, M, N, K, arch=(9, 0))
     if variant == "cluster":
         cfg = cfg.with_(cluster_m=2, split_k=1)
-    elif variant == "256":
-        cfg = cfg.with_(bm=256, bn=128, stages=4, split_k=1)
     elif variant == "tail":     # 128x256 tiles, the last wave's split in two
         cfg = cfg.with_(bm=128, bn=256, stages=4, split_k=2)
     launch = codegen.prepare(A, B, C, alpha=1.5, beta=beta, config=cfg)
@@ -222,9 +220,6 @@ def main(argv=None):
              ("f16-cluster", 3900, 1000, 520, "N", "N", 0.0), ("f16-cluster", 300, 712, 4096, "N", "T", 0.5),
              ("bf16-cluster", 136, 264, 72, "T", "N", 1.0), ("f16-cluster", 4096, 4096, 4096, "N", "N", 0.0),
              ("bf16-cluster", 1, 256, 64, "N", "T", 0.0),
-             # 256x128 tiles: two consumers of two 64-row blocks each
-             ("f16-256", 3900, 1000, 520, "N", "N", 0.0), ("bf16-256", 300, 712, 4096, "N", "T", 0.5),
-             ("f16-256", 136, 264, 72, "T", "N", 1.0), ("f16-256", 4096, 4096, 4096, "N", "N", 0.0),
              ("tf32", 128, 256, 32, "f32", 0.0), ("tf32", 4096, 4096, 4096, "f32", 0.0),
              ("tf32", 1000, 1000, 1000, "f32", 0.5), ("tf32", 300, 712, 524, "bf16", 0.0),
              ("tf32", 1, 10, 4, "f16", -1.0), ("tf32-probe",),

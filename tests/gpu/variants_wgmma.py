@@ -3,8 +3,8 @@
     python tests/gpu/variants_wgmma.py [--sizes 4096,8192,4096x4096x1024] [--dtype f16]
 
 Variants: the default plan (C staged in shared memory and stored by TMA), the same kernel
-storing from registers (no map of C), the main loop alone (stores never run), and a few
-plan changes (stages, GROUP_M, clusters, tiles, the epilogue's overlap). Kernels compile in parallel processes first.
+storing from registers (no map of C), and plan changes (stages, GROUP_M, clusters, tiles,
+split-K, fewer CTAs). Kernels compile in parallel processes first.
 """
 import argparse
 import os
@@ -16,8 +16,6 @@ import torch
 
 from codegen import GemmConfig, driver, kernel as K
 from codegen.sm90 import kernel as SK
-from codegen.sm90.emit import KERNEL_NAME, emit_wgmma_source
-from codegen.sm90.plan import make_wgmma_plan
 from codegen.sm90.launch import WgmmaLauncher
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
@@ -25,72 +23,29 @@ from bench_gemm import bench, bursts, median_ratio, shapes  # noqa: E402  (the G
 
 
 def variants(dtype):
+    """Plans that differ from the default in their configuration (the kernel composes the
+    same pieces): stages, k-tile, tiles, raster group, clusters, split-K, the epilogue, and
+    a launch on fewer CTAs. (The old emitter's flags for experiments inside the kernel,
+    measured and written down in benchmarks/RESULTS.md, are gone with it; such a variant is
+    now a kernel composed differently from codegen.cute's pieces.)"""
     base = GemmConfig.default(dtype, arch=(9, 0))
-    return [  # (name, config, emitter options, C through TMA, B's major)
+    return [  # (name, config, options, C through TMA, B's major)
         ("default", base, {}, True, "MN"),
         ("default, stores from registers", base, {}, False, "MN"),
-        ("main loop alone (stores not run)", base, {"_epilogue": "cold"}, True, "MN"),
         ("B K-major", base, {}, True, "K"),
-        ("B K-major, main loop alone", base, {"_epilogue": "cold"}, True, "K"),
         ("3 stages", base.with_(stages=3), {}, True, "MN"),
         ("BK 32, 8 stages (A in 64-byte swizzled stages)", base.with_(bk=32, stages=8), {}, True, "MN"),
-        ("no loads after the first fill (wrong results: the MMAs and syncs alone)", base,
-         {"_loads": False}, True, "MN"),
-        ("no loads after the first fill, main loop alone", base, {"_loads": False, "_epilogue": "cold"}, True, "MN"),
-        ("one wgmma group in flight at most (wait 0)", base, {"_in_flight": 0}, True, "MN"),
-        ("two wgmma groups in flight (wait 2, release the stage of k-tile kt-2)", base, {"_in_flight": 2}, True, "MN"),
         ("f32 out, stores from registers", base.with_(out_dtype="f32"), {}, False, "MN"),
         ("BN 128 (128x128 tiles: twice the CTAs of a small problem)", base.with_(bn=128), {}, True, "MN"),
         ("BN 128, 6 stages", base.with_(bn=128, stages=6), {}, True, "MN"),
         ("BM 64 (64x256 tiles, one consumer)", base.with_(bm=64), {}, True, "MN"),
+        ("64x128 tiles, 6 stages", base.with_(bm=64, bn=128, stages=6), {}, True, "MN"),
         ("clusters of 2 sharing B (multicast)", base.with_(cluster_m=2), {}, True, "MN"),
         ("clusters of 2 sharing B (multicast), B K-major", base.with_(cluster_m=2), {}, True, "K"),
-        ("clusters of 2, each CTA loading all of B", base.with_(cluster_m=2), {"_multicast": False}, True, "MN"),
-        ("clusters of 2, each CTA loading all of B, B K-major", base.with_(cluster_m=2), {"_multicast": False}, True,
-         "K"),
-        ("producer 56 / consumer 224 registers", base, {"_regs": (56, 224)}, True, "MN"),
-        ("producer 56 / consumer 224 registers, B K-major", base, {"_regs": (56, 224)}, True, "K"),
-        ("clusters of 2 sharing B (multicast), 40 / 232 registers", base.with_(cluster_m=2), {"_regs": (40, 232)},
-         True, "MN"),
-        ("clusters of 2 sharing B (multicast), 3 stages", base.with_(cluster_m=2, stages=3), {}, True, "MN"),
         ("clusters of 2 sharing B (multicast), GROUP_M 16", base.with_(cluster_m=2, group_m=16), {}, True, "MN"),
-        ("clusters of 2 sharing B (multicast), GROUP_M 4", base.with_(cluster_m=2, group_m=4), {}, True, "MN"),
         ("GROUP_M 16", base.with_(group_m=16), {}, True, "MN"),
         ("GROUP_M 4", base.with_(group_m=4), {}, True, "MN"),
-        ("256x128 tiles (two consumers of two 64-row blocks)", base.with_(bm=256, bn=128), {}, True, "MN"),
-        ("256x128 tiles, B K-major", base.with_(bm=256, bn=128), {}, True, "K"),
-        ("256x128 tiles, GROUP_M 4", base.with_(bm=256, bn=128, group_m=4), {}, True, "MN"),
-        ("256x128 tiles, clusters of 2 sharing A (multicast)", base.with_(bm=256, bn=128, cluster_m=2),
-         {"_share": "A"}, True, "MN"),
-        ("256x128 tiles, clusters of 2 sharing A, B K-major", base.with_(bm=256, bn=128, cluster_m=2),
-         {"_share": "A"}, True, "K"),
-        ("128x256 tiles, clusters of 2 sharing A (multicast)", base.with_(cluster_m=2), {"_share": "A"}, True, "MN"),
-        ("epilogue after the tile's MMAs (not overlapped with the next tile's)", base, {"_overlap": False}, True, "MN"),
-        ("epilogue not overlapped, B K-major", base, {"_overlap": False}, True, "K"),
-        ("overlapped epilogue over the tile's first 2 k-tiles (two boxes each)", base, {"_prologue": 2}, True, "MN"),
-        ("56 / 224 registers, L2 prefetch 2 k-tiles ahead of the loads", base, {"_regs": (56, 224), "_prefetch": 2},
-         True, "MN"),
-        ("56 / 224 registers, L2 prefetch 4 k-tiles ahead", base, {"_regs": (56, 224), "_prefetch": 4}, True, "MN"),
-        ("56 / 224 registers, L2 prefetch 8 k-tiles ahead", base, {"_regs": (56, 224), "_prefetch": 8}, True, "MN"),
-        ("56 / 224 registers, L2 prefetch 16 k-tiles ahead", base, {"_regs": (56, 224), "_prefetch": 16}, True, "MN"),
-        ("56 / 224 registers, L2 prefetch 4 k-tiles ahead, B K-major", base, {"_regs": (56, 224), "_prefetch": 4},
-         True, "K"),
-        ("clusters of 2 sharing B (multicast), epilogue overlapped", base.with_(cluster_m=2), {"_overlap": True},
-         True, "MN"),
-        ("clusters of 2 sharing B, epilogue overlapped, B K-major", base.with_(cluster_m=2), {"_overlap": True},
-         True, "K"),
-        ("clusters of 2 sharing B, epilogue overlapped, 40 / 232 registers", base.with_(cluster_m=2),
-         {"_overlap": True, "_regs": (40, 232)}, True, "MN"),
-        ("clusters of 2 sharing B, epilogue overlapped, GROUP_M 16", base.with_(cluster_m=2, group_m=16),
-         {"_overlap": True}, True, "MN"),
-        ("128x256 tiles, clusters of 2 sharing A, epilogue overlapped", base.with_(cluster_m=2),
-         {"_share": "A", "_overlap": True}, True, "MN"),
         ("default, the fewest CTAs that keep the number of waves of tiles", base, {"_grid": "fewest"}, True, "MN"),
-        ("default, the fewest CTAs that keep the waves, B K-major", base, {"_grid": "fewest"}, True, "K"),
-        ("BN 128, 6 stages, epilogue not overlapped", base.with_(bn=128, stages=6), {"_overlap": False}, True, "MN"),
-        ("64x128 tiles, 6 stages", base.with_(bm=64, bn=128, stages=6), {}, True, "MN"),
-        ("64x128 tiles, 6 stages, epilogue not overlapped", base.with_(bm=64, bn=128, stages=6), {"_overlap": False},
-         True, "MN"),
         ("split-K 2 (the last wave's tiles)", base.with_(split_k=2), {}, True, "MN"),
         ("split-K 4 (the last wave's tiles)", base.with_(split_k=4), {}, True, "MN"),
         ("BN 128, 6 stages, split-K 2 (the last wave's tiles)", base.with_(bn=128, stages=6, split_k=2), {}, True, "MN"),
@@ -99,22 +54,13 @@ def variants(dtype):
 
 
 def _plan(cfg, b_major, opts):
-    """The variant's plan: the kernel's own, or (option ``_share``) one whose cluster shares A."""
-    if "_share" in opts:
-        return make_wgmma_plan(cfg, "K", b_major, _share=opts["_share"])
     return SK._base(SK.WgmmaKey(cfg, "K", b_major)).plan
 
 
 def _ptx(job):
     cfg, opts, b_major, tma = job
-    from numba import cuda
-
-    plan = _plan(cfg, b_major, opts)
-    src = emit_wgmma_source(plan, "tma" if tma else "registers",
-                            **{k: v for k, v in opts.items() if k not in ("_share", "_grid")})
-    ptx, _ = cuda.compile_ptx(getattr(K._load_module(src), KERNEL_NAME), SK.wgmma_signature(), cc=(9, 0, "a"),
-                              launch_bounds=(plan.threads, 1))
-    return src, ptx
+    key = SK.WgmmaKey(cfg, "K", b_major, "tma" if tma else "registers")
+    return SK._base(key).source, SK.compile_wgmma_ptx(key)
 
 
 def main():

@@ -1,0 +1,31 @@
+"""The Hopper GEMM kernel's arguments, declared once (:class:`~codegen.cute.params.KernelParams`).
+
+The kernel's ``def`` line, the ``GemmArgs`` tuple it packs them into, numba's signature and
+the launcher's argument slots all come from :data:`GEMM_ARGS`.
+
+* ``tmap_a``, ``tmap_b``, ``tmap_c``: device addresses of the TMA tensor maps of A (M,K),
+  B (N,K) and C (M,N) (0: no map of C);
+* ``C``: the address of C, with element strides ``scm``, ``scn``; ``M``, ``N``, ``K``;
+* ``alpha``, ``beta``: ``C = alpha * A @ B + beta * C``;
+* ``err``: the address of an int32 error word (a wait that times out writes 1 there);
+* ``ws``: the split-K workspace;
+* ``rows_m``, ``group``, ``ktiles``, ``whole``, ``splits`` (the parts of K), ``units``,
+  ``tiles``: the tile scheduler's numbers for this launch
+  (:meth:`codegen.cute.TileScheduler.host_params`).
+"""
+
+from __future__ import annotations
+
+from ..cute.params import KernelParams
+from ..cute.scheduler import TileScheduler
+
+__all__ = ["GEMM_ARGS", "GemmArgs"]
+
+GEMM_ARGS = KernelParams("GemmArgs", (
+    ("tmap_a", "i64"), ("tmap_b", "i64"), ("tmap_c", "i64"), ("C", "i64"),
+    ("M", "i32"), ("N", "i32"), ("K", "i32"), ("scm", "i64"), ("scn", "i64"),
+    ("alpha", "f32"), ("beta", "f32"), ("err", "i64"), ("ws", "i64"),
+) + TileScheduler.ARGS)
+
+#: The kernel's arguments as one value (a ``NamedTuple``).
+GemmArgs = GEMM_ARGS.tuple_class()
