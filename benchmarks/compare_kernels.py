@@ -138,7 +138,25 @@ def precompile(dtypes, cases, workers):
         list(ex.map(_compile, keys))
 
 
-def run(ptx_dir, dtypes, cases, rounds, as_json):
+def graphed(calls, n, stream):
+    """Each callable ``n`` times back to back, captured in a CUDA graph on ``stream``; returns
+    the graphs' replays (the GPU's time alone: no host cost between launches)."""
+    import torch
+
+    out = []
+    for fn in calls:
+        with torch.cuda.stream(stream):
+            fn()                                   # warm up (cuBLAS picks its kernel) outside the capture
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=stream):
+            for _ in range(n):
+                fn()
+        out.append(g.replay)
+    return out
+
+
+def run(ptx_dir, dtypes, cases, rounds, as_json, graph=0):
     import torch
 
     import codegen
@@ -150,7 +168,8 @@ def run(ptx_dir, dtypes, cases, rounds, as_json):
             key = key_of(dtype, M, N, K)
             A, B = operands(torch, dtype, M, N, K)
             kw = dict(out_dtype=torch.bfloat16) if dtype == "e4m3" else dict(precision="tf32") if dtype == "tf32" else {}
-            launch = codegen.prepare(A, B, **kw)
+            stream = torch.cuda.Stream() if graph else None
+            launch = codegen.prepare(A, B, stream=stream, **kw)
             assert key_name(launch.kernel.key) == key_name(key), (launch.kernel.key, key)
             old = other_launch(launch, os.path.join(ptx_dir, key_name(key) + ".ptx"))
             ref = reference(torch, dtype, A, B)
@@ -158,7 +177,11 @@ def run(ptx_dir, dtypes, cases, rounds, as_json):
             want = launch.C.float().clone()
             old()
             same = torch.equal(launch.C.float(), want)
-            times = bursts([launch, old, ref], rounds)
+            calls = [launch, old, ref]
+            per = 1
+            if graph:                     # graphs of `graph` launches: time a launch's GPU time alone
+                calls, per = graphed(calls, graph, stream), graph
+            times = [[t / per for t in ts] for ts in bursts(calls, rounds)]
             flops = 2.0 * M * N * K
             ratio = [statistics.median(a / b for a, b in zip(times[j], times[0])) for j in (1, 2)]
             row = dict(dtype=dtype, M=M, N=N, K=K, kernel=key_name(key),
@@ -182,6 +205,8 @@ def main(argv=None):
     ap.add_argument("--shapes", default="", help="MxNxK,... (default: squares 1024-8192 and LLM shapes)")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--precompile", type=int, default=0, metavar="WORKERS")
+    ap.add_argument("--graph", type=int, default=0, metavar="N",
+                    help="time CUDA graphs of N launches each (the GPU's time, without the host's)")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     dtypes, cases = a.dtypes.split(","), shapes(a.shapes)
@@ -193,7 +218,7 @@ def main(argv=None):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     if a.precompile:
         precompile(dtypes, cases, a.precompile)
-    run(a.ptx, dtypes, cases, a.rounds, a.json)
+    run(a.ptx, dtypes, cases, a.rounds, a.json, a.graph)
     return 0
 
 
