@@ -57,7 +57,7 @@ def bench(fn, iters=20, warmup=3, reps=5, min_rep_s=0.05):
     return times[len(times) // 2] / 1e3
 
 
-def bursts(calls, rounds, burst_s=0.02):
+def bursts(calls, rounds, burst_s=0.02, shuffle=False):
     """Time the callables ``calls`` interleaved: each of ``rounds`` rounds runs every call in
     turn in a burst of back-to-back launches lasting about ``burst_s`` (CUDA events). Returns,
     per call, its seconds a launch in each round.
@@ -82,9 +82,13 @@ def bursts(calls, rounds, burst_s=0.02):
         fn()
         sizes.append(max(3, int(burst_s / burst(fn, 5))))
     out = [[] for _ in calls]
+    rng = __import__("random").Random(0)
     for _ in range(rounds):
-        for i, fn in enumerate(calls):
-            out[i].append(burst(fn, sizes[i]))
+        order = list(range(len(calls)))
+        if shuffle:                 # each call after each other one as often: no bias from what ran before
+            rng.shuffle(order)
+        for i in order:
+            out[i].append(burst(calls[i], sizes[i]))
     return out
 
 

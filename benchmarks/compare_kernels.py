@@ -181,7 +181,7 @@ def run(ptx_dir, dtypes, cases, rounds, as_json, graph=0):
             per = 1
             if graph:                     # graphs of `graph` launches: time a launch's GPU time alone
                 calls, per = graphed(calls, graph, stream), graph
-            times = [[t / per for t in ts] for ts in bursts(calls, rounds)]
+            times = [[t / per for t in ts] for ts in bursts(calls, rounds, shuffle=True)]
             flops = 2.0 * M * N * K
             ratio = [statistics.median(a / b for a, b in zip(times[j], times[0])) for j in (1, 2)]
             row = dict(dtype=dtype, M=M, N=N, K=K, kernel=key_name(key),

@@ -68,6 +68,8 @@ HopperArgs = ARGS.tuple_class()
 @cuda.jit(device=True, inline="always")
 def producer(p):
     """One thread: the TMA loads of every k-tile of this CTA's tiles, into the pipeline."""
+    LOAD_A.acquire(p.tmap_a)                           # the host-written maps, visible to the TMA unit
+    LOAD_B.acquire(p.tmap_b)
     LOAD_A.prefetch(p.tmap_a)
     LOAD_B.prefetch(p.tmap_b)
     base = cute.smem_base()
@@ -86,7 +88,7 @@ def producer(p):
 @cuda.jit(device=True, inline="always")
 def consumer(p, c):
     """Consumer warpgroup ``c``: wgmma on its 64 rows of each tile, then the TMA-store epilogue."""
-    EPILOGUE.prefetch(p)
+    EPILOGUE.prepare(p)
     base = cute.smem_base()
     state = PIPE.consumer_start()
     prev = state

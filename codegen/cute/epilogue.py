@@ -194,9 +194,10 @@ class TmaStoreEpilogue:
         return getattr(intrinsics, f"cvt_{self.out}x2_f32")
 
     @device
-    def prefetch(self, p):
+    def prepare(self, p):
+        """The map of C, visible to the TMA unit (by the warpgroup's leader, which stores)."""
         if (cuda.threadIdx.x & 127) == 0:
-            self.store.prefetch(p.tmap_c)
+            self.store.acquire(p.tmap_c)
 
     @device
     def pack(self, accs, alpha, packed):
@@ -281,8 +282,8 @@ class RegisterEpilogue:
         return getattr(intrinsics, f"cvt_{self.out}x2_f32") if not self.f32 else None
 
     @device
-    def prefetch(self, p):
-        """Nothing to prepare (the TMA epilogue's counterpart fetches its tensor map)."""
+    def prepare(self, p):
+        """Nothing to prepare (the TMA epilogue's counterpart acquires its tensor map)."""
         pass
 
     @device

@@ -54,6 +54,15 @@ class WgmmaMainloop:
         return self.share == "B"
 
     @device
+    def prepare_maps(self, p):
+        """Producer, before its first load: both operands' tensor maps made visible to the
+        TMA unit, then fetched (the fences first, so that the fetches overlap)."""
+        self.load_a.acquire(p.tmap_a)
+        self.load_b.acquire(p.tmap_b)
+        self.load_a.prefetch(p.tmap_a)
+        self.load_b.prefetch(p.tmap_b)
+
+    @device
     def load(self, p, state, m0, n0, kt):
         """Producer: k-tile ``kt`` of the tile at ``(m0, n0)`` into the stage of ``state``;
         returns the next state."""

@@ -11,14 +11,15 @@ waits for. As in CUTLASS's ``PipelineTmaAsync``:
 * a consumer calls :meth:`TmaPipeline.consumer_wait` (until the bytes arrived), reads the
   stage, :meth:`TmaPipeline.consumer_release` it, and advances.
 
-The producer starts at phase 1 (:meth:`TmaPipeline.producer_start`): waiting for the phase
-before a fresh barrier's first completes at once, so the first ``stages`` fills need no
-special case. Every wait is bounded (:func:`mbarrier_wait`): a lost arrival writes 1 to the
+The producer starts at phase 1 (:meth:`TmaPipeline.producer_start`), as the phase before a
+fresh barrier's first, which is complete; it fills the first ``stages`` stages without
+asking (a wait that is sure to succeed still costs the time of one on the critical path
+of a kernel's start). Every wait is bounded (:func:`mbarrier_wait`): a lost arrival writes 1 to the
 kernel's error word after :data:`WAIT_TIMEOUT_NS` and goes on, instead of hanging the GPU.
 
 >>> pipe = TmaPipeline(stages=3, tx_bytes=49152, full=0, empty=24, arrivals=2)
 >>> s = pipe.consumer_start()
->>> [tuple(s := pipe.advance(s)) for _ in range(4)]
+>>> [tuple(s := pipe.advance(s))[:2] for _ in range(4)]
 [(1, 0), (2, 0), (0, 1), (1, 1)]
 """
 
@@ -43,10 +44,12 @@ WAIT_TIMEOUT_NS = 2_000_000_000
 
 
 class PipelineState(NamedTuple):
-    """A producer's or consumer's place in a pipeline: the stage and its barriers' parity."""
+    """A producer's or consumer's place in a pipeline: the stage, its barriers' parity, and
+    how many stages it has passed (the producer fills the first ``stages`` without waiting)."""
 
     stage: int
     phase: int
+    count: int
 
 
 @cuda.jit(device=True, inline="always")
@@ -102,18 +105,18 @@ class TmaPipeline:
 
     @device
     def producer_start(self):
-        return PipelineState(0, 1)
+        return PipelineState(0, 1, 0)
 
     @device
     def consumer_start(self):
-        return PipelineState(0, 0)
+        return PipelineState(0, 0, 0)
 
     @device
     def advance(self, state):
         """The next stage (its phase flips after the last)."""
         if state.stage == self.stages - 1:
-            return PipelineState(0, state.phase ^ 1)
-        return PipelineState(state.stage + 1, state.phase)
+            return PipelineState(0, state.phase ^ 1, state.count + 1)
+        return PipelineState(state.stage + 1, state.phase, state.count + 1)
 
     @device
     def full_barrier(self, state):
@@ -122,9 +125,11 @@ class TmaPipeline:
 
     @device
     def producer_acquire(self, state, err):
-        """Wait until the stage is empty; then expect ``tx_bytes`` on its full barrier."""
+        """Wait until the stage is empty (the first ``stages`` fills are: no wait); then expect
+        ``tx_bytes`` on its full barrier."""
         base = smem_base()
-        mbarrier_wait(base + self.empty + 8 * state.stage, state.phase, err)
+        if state.count >= self.stages:
+            mbarrier_wait(base + self.empty + 8 * state.stage, state.phase, err)
         mbarrier_arrive_expect_tx(base + self.full + 8 * state.stage, self.tx_bytes)
 
     @device

@@ -131,10 +131,14 @@ class TmaLoad:
         return (k, row) if self.major == "K" else (row, k)
 
     @device
-    def prefetch(self, tmap):
-        """Make the host-written map visible to the TMA unit and fetch it (once per CTA,
-        by the thread that issues the loads)."""
+    def acquire(self, tmap):
+        """Make the host-written map visible to the TMA unit (once per CTA, by the thread
+        that issues the loads, before its first load)."""
         tensormap_acquire(tmap)
+
+    @device
+    def prefetch(self, tmap):
+        """Fetch the map into the TMA unit's cache (after :meth:`acquire`)."""
         prefetch_tensormap(tmap)
 
     @device
@@ -188,7 +192,8 @@ class TmaStore:
     swizzle_bytes: int = 0
 
     @device
-    def prefetch(self, tmap):
+    def acquire(self, tmap):
+        """Make the host-written map visible to the TMA unit (before the first store)."""
         tensormap_acquire(tmap)
 
     @device

@@ -68,8 +68,7 @@ _PRODUCER = '''
 @cuda.jit(device=True, inline="always")
 def producer(p):
     """One thread issues the TMA loads of every k-tile of the CTA's work units."""
-    LOAD_A.prefetch(p.tmap_a)
-    LOAD_B.prefetch(p.tmap_b)
+    MAINLOOP.prepare_maps(p)
     state = PIPELINE.producer_start()
     sched = SCHEDULER.params(p)
     for unit in SCHEDULER.units(sched):
@@ -83,7 +82,7 @@ _CONSUMER_HEAD = '''
 @cuda.jit(device=True, inline="always")
 def consumer(p, c):
     """{doc}"""
-    EPILOGUE.prefetch(p)
+    EPILOGUE.prepare(p)
     peer = MAINLOOP.peer_empty()
     state = PIPELINE.consumer_start()
     prev = state
