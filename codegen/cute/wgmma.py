@@ -11,7 +11,8 @@ The instructions of a k-tile are one wgmma group: :meth:`WgmmaMMA.mma` fences th
 accumulators, issues the group and commits it; :meth:`WgmmaMMA.wait` waits until at most
 ``n`` groups are in flight. Between them the accumulators belong to the tensor cores.
 
->>> desc_hi(1, 1, 64) == (1 << 16) | (64 << 32) | (1 << 62)
+>>> from mma_atoms.gmma_smem import GmmaDesc
+>>> desc_hi(GmmaDesc(1, 1, 64)) == (1 << 16) | (64 << 32) | (1 << 62)
 True
 """
 
@@ -78,13 +79,14 @@ def make_wgmma(a_type, b_type, bn, sa, sb, a_major, b_major):
     db = gmma_desc(sb, (bn, instr_k), b_major, b_type)
     step = lambda inner, et: inner(0, instr_k) * (et.bits // 8) if bk > instr_k else 0   # noqa: E731
     return WgmmaMMA(wgmma_name(bn, wgmma_input_name(a_type, b_type), instr_k), bn // 2, bk // instr_k,
-                    desc_hi(da.layout_type, da.lbo, da.sbo), desc_hi(db.layout_type, db.lbo, db.sbo),
+                    desc_hi(da), desc_hi(db),
                     step(inner_a, ea), step(inner_b, eb), int(a_major == "MN"), int(b_major == "MN"))
 
 
-def desc_hi(layout_type, lbo, sbo):
-    """A descriptor's fields other than the start address, as a signed 64-bit integer."""
-    v = (lbo & 0x3FFF) << 16 | (sbo & 0x3FFF) << 32 | layout_type << 62
+def desc_hi(desc):
+    """A descriptor's fields other than the start address (:class:`GmmaDesc`, whose ``bits``
+    encodes them), as a signed 64-bit integer (the kernel adds the start address)."""
+    v = desc.bits(0)
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
