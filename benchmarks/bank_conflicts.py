@@ -1111,6 +1111,20 @@ def select(cases, pattern):
     return [c.index for c in cases if rx.search(c.name) or rx.search(c.group)]
 
 
+def _case_list(cases, text):
+    """Case indices from ``"3,lds32_col_ld32,..."`` (indices or names)."""
+    by_name = {c.name: c.index for c in cases}
+    out = []
+    for tok in (t.strip() for t in text.split(",") if t.strip()):
+        if tok.isdigit():
+            out.append(int(tok))
+        elif tok in by_name:
+            out.append(by_name[tok])
+        else:
+            raise SystemExit(f"bank_conflicts: no case {tok!r} (--list lists them)")
+    return out
+
+
 def default_sim_cases(cases):
     """One case of each op and group: the simulator is slow (a Python thread per CUDA thread)."""
     seen, out = set(), []
@@ -1131,8 +1145,8 @@ def main(argv=None):
     p.add_argument("--jobs", type=int, default=min(16, os.cpu_count() or 1), help="compiling processes")
     p.add_argument("--ncu", default="ncu", help="the ncu program")
     p.add_argument("--ncu-timeout", type=float, default=420, help="seconds for all ncu runs together")
-    p.add_argument("--sim-cases", help="dry run: the case indices to simulate (default: one per op and group; "
-                                       "'none' for none)")
+    p.add_argument("--sim-cases", help="dry run: the cases to simulate, indices or names (default: one per op and "
+                                       "group; 'none' for none)")
     p.add_argument("--launch", help=argparse.SUPPRESS)
     p.add_argument("--progress", help=argparse.SUPPRESS)
     p.add_argument("--sim", action="store_true", help=argparse.SUPPRESS)
@@ -1166,7 +1180,7 @@ def main(argv=None):
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv)}
     if args.dry_run:
         sims = default_sim_cases([cases[i] for i in indices]) if args.sim_cases is None else (
-            [] if args.sim_cases == "none" else [int(x) for x in args.sim_cases.split(",")])
+            [] if args.sim_cases == "none" else _case_list(cases, args.sim_cases))
         failed = {}
         if sims:
             _, failed = sim_run(sims, args.out, log)

@@ -295,20 +295,33 @@ class SharedAnalysis:
         return f"SharedAnalysis({self.describe()})"
 
     def report(self, limit=8):
-        """A text report: the summary, each warp, and the first ``limit`` collisions."""
+        """A text report: the summary, the warps (one line for warps that agree), and the
+        first ``limit`` bank collisions with the threads that collide."""
         lines = [self.describe()]
         lines.append(f"  {self.kind} access of {self.width} bytes a thread: {self.phases} phase(s) of "
                      f"{self.lanes_per_phase} threads an instruction")
-        for w in self.warps:
-            lines.append(f"  warp {w.warp}: {w.instructions} instructions, {w.wavefronts} wavefronts, ideal {w.ideal}, "
+        for ws in _runs(self.warps, lambda w: (w.instructions, w.wavefronts, w.ideal, w.ways)):
+            w = ws[0]
+            who = f"warp {w.warp}" if len(ws) == 1 else f"warps {w.warp}-{ws[-1].warp}, each"
+            lines.append(f"  {who}: {w.instructions} instructions, {w.wavefronts} wavefronts, ideal {w.ideal}, "
                          f"conflict {w.conflict:.2f}" + (f", worst {w.ways}-way" if w.ways > 1 else ""))
         for w, g, c in self.collisions[:limit]:
-            parts = "; ".join(f"word {a} (byte address) <- threads {','.join(map(str, ts))}"
-                              for a, ts in zip(c.words, c.threads))
-            lines.append(f"  warp {w} instruction {g} phase {c.phase} bank {c.bank}: {c.ways}-way: {parts}")
+            parts = "; ".join(f"byte {a} <- {','.join(f'T{t}' for t in ts)}" for a, ts in zip(c.words, c.threads))
+            lines.append(f"  warp {w} instruction {g} phase {c.phase} bank {c.bank}: {c.ways} words: {parts}")
         if len(self.collisions) > limit:
-            lines.append(f"  ... {len(self.collisions) - limit} more collisions")
+            lines.append(f"  ... {len(self.collisions) - limit} more bank collisions")
         return "\n".join(lines)
+
+
+def _runs(items, key):
+    """Consecutive items with equal ``key``, grouped."""
+    out = []
+    for it in items:
+        if out and key(out[-1][-1]) == key(it):
+            out[-1].append(it)
+        else:
+            out.append([it])
+    return out
 
 
 def analyze_shared(copy, smem, side="D", *, base=0):

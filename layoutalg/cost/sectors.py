@@ -141,9 +141,14 @@ class GlobalAnalysis:
         return f"GlobalAnalysis({self.describe()})"
 
     def report(self):
+        """The summary and the warps (one line for warps that agree)."""
+        from .banks import _runs
+
         lines = [self.describe()]
-        for w in self.warps:
-            lines.append(f"  warp {w.warp}: {w.requests} requests, {w.sectors} sectors, ideal {w.ideal}, "
+        for ws in _runs(self.warps, lambda w: (w.requests, w.sectors, w.ideal)):
+            w = ws[0]
+            who = f"warp {w.warp}" if len(ws) == 1 else f"warps {w.warp}-{ws[-1].warp}, each"
+            lines.append(f"  {who}: {w.requests} requests, {w.sectors} sectors, ideal {w.ideal}, "
                          f"efficiency {w.efficiency:.2f}")
         return "\n".join(lines)
 
