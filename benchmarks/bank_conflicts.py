@@ -57,8 +57,12 @@ from layoutalg import (  # noqa: E402
     CopyAtom, Layout, Swizzle, analyze_global, analyze_shared, check_tma, composition, cosize, make_tiled_copy,
     make_tiled_copy_A, make_tiled_copy_B, make_tiled_mma, size, tile_to_shape,
 )
-from layoutalg.cost.banks import shared_costs  # noqa: E402
+from layoutalg.cost.banks import PerformanceWarning, shared_costs  # noqa: E402
 from layoutalg.tiled_copy import make_tiled_copy_impl  # noqa: E402
+
+import warnings  # noqa: E402
+
+warnings.filterwarnings("ignore", category=PerformanceWarning)     # the cases conflict on purpose
 
 F16_MMA = "SM80_16x8x16_F32F16F16F32_TN"
 TF32_MMA = "SM80_16x8x8_F32TF32TF32F32_TN"
@@ -606,8 +610,56 @@ def ptx_expected(c):
     return {op: want.get(op, 0) for op in _PTX_PATTERNS}
 
 
+_SASS_OPS = {"lds": "LDS", "sts": "STS", "ldsm": "LDSM", "stsm": "STSM", "ldgsts": "LDGSTS", "ldg": "LDG", "stg": "STG"}
+
+
+def _disassembler():
+    import shutil
+
+    for tool in ("nvdisasm", "cuobjdump"):
+        path = shutil.which(tool)
+        for d in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+            if path is None and d and os.path.exists(os.path.join(d, "bin", tool)):
+                path = os.path.join(d, "bin", tool)
+        if path:
+            return tool, path
+    return None, None
+
+
+def sass_counts(ptx):
+    """Static counts of the SASS memory instructions (``ptxas`` for sm_90a, then ``nvdisasm``
+    or ``cuobjdump``), by op; None where the tools are missing or their output is not read."""
+    import tempfile
+
+    from codegen.driver import ptxas_cubin
+
+    tool, path = _disassembler()
+    if tool is None:
+        return None
+    cubin, _ = ptxas_cubin(ptx, "sm_90a")
+    if cubin is None:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        f = os.path.join(d, "k.cubin")
+        with open(f, "wb") as fh:
+            fh.write(cubin)
+        r = subprocess.run([path, "-c", f] if tool == "nvdisasm" else [path, "-sass", f], capture_output=True,
+                           text=True, timeout=120)
+    return sass_ops(r.stdout)
+
+
+def sass_ops(text):
+    """{op: count} of the memory instructions in a disassembly (``/*0080*/  @!P0 LDS.128 ...``
+    lines), or None when it has no instruction lines."""
+    ops = re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)", text, re.M)
+    if not ops:
+        return None
+    return {op: ops.count(name) for op, name in _SASS_OPS.items()}
+
+
 def compile_case(index):
-    """Worker: compile case ``index`` to sm_90a PTX; returns a JSON-able record."""
+    """Worker: compile case ``index`` to sm_90a PTX (and SASS where ptxas and a disassembler
+    are at hand) and count its memory instructions; returns a JSON-able record."""
     t0 = time.time()
     try:
         from numba import cuda
@@ -618,8 +670,19 @@ def compile_case(index):
         got = ptx_counts(ptx)
         want = ptx_expected(c)
         bad = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
-        return {"index": index, "ok": not bad, "ptx": got, "ptx_expected": want,
-                "error": f"PTX counts (got, expected): {bad}" if bad else "", "seconds": round(time.time() - t0, 2)}
+        rec = {"index": index, "ok": not bad, "ptx": got, "ptx_expected": want,
+               "error": f"PTX counts (got, expected): {bad}" if bad else "", "seconds": round(time.time() - t0, 2)}
+        try:
+            sass = sass_counts(ptx)
+        except Exception as e:  # noqa: BLE001
+            sass, rec["sass_error"] = None, f"{type(e).__name__}: {e}"[:300]
+        if sass is not None:
+            rec["sass"] = sass
+            sbad = {k: (sass[k], want[k]) for k in want if sass[k] != want[k]}
+            if sbad:
+                rec["sass_note"] = f"SASS counts (got, expected): {sbad}"
+        rec["compiled"] = True
+        return rec
     except Exception as e:  # noqa: BLE001  (one case's failure is reported, the others go on)
         return {"index": index, "ok": False, "error": f"{type(e).__name__}: {e}"[:2000],
                 "seconds": round(time.time() - t0, 2)}
@@ -656,7 +719,9 @@ def launch(indices, progress, sim=False):
                     if key not in garrays:
                         garrays[key] = cuda.to_device(np.zeros(n, dt))
                     g = garrays[key]
-                    out = garrays.setdefault("out", cuda.to_device(out_h))
+                    if "out" not in garrays:
+                        garrays["out"] = cuda.to_device(out_h)
+                    out = garrays["out"]
                 k[1, c.threads](out, g, np.int32(0))
                 if not sim:
                     cuda.synchronize()
@@ -873,11 +938,12 @@ def run_ncu(args, indices, known, log):
         failed.update(fails)
         if os.path.exists(rep + ".ncu-rep"):
             got = {}
-            for page in ("raw", "details"):
-                st, text, _, _ = _run_killable([args.ncu, "--import", rep + ".ncu-rep", "--csv", "--page", page,
-                                                "--print-units", "base"], 300)
+            for page, extra in (("raw", ["--print-units", "base"]), ("raw", []), ("details", ["--print-units", "base"]),
+                                ("details", [])):
+                st, text, err, _ = _run_killable([args.ncu, "--import", rep + ".ncu-rep", "--csv", "--page", page]
+                                                 + extra, 300)
                 with open(os.path.join(args.out, f"ncu_{page}_{part}.csv"), "w", encoding="utf-8") as f:
-                    f.write(text or "")
+                    f.write((text or "") + ("\n--- stderr ---\n" + err if err else ""))
                 got = parse_ncu_csv(text or "")
                 if got:
                     break
@@ -922,6 +988,7 @@ def compare(cases, compiled, measured, failed):
         rec = measured.get(c.index)
         row = {"case": c.name, "group": c.group, "op": c.op, "threads": c.threads, "note": c.note,
                "ptx_ok": compiled.get(c.index, {}).get("ok"), "error": compiled.get(c.index, {}).get("error", ""),
+               "sass": compiled.get(c.index, {}).get("sass"), "sass_note": compiled.get(c.index, {}).get("sass_note", ""),
                "summary": c.pred.get("summary") or c.pred.get("gsummary", ""), "values": []}
         if c.index in failed:
             row["error"] = (row["error"] + " " + failed[c.index]).strip()
@@ -948,11 +1015,21 @@ def markdown_table(rows):
         pred = ", ".join(f"{v['what']} {v['predicted']}" for v in r["values"])
         meas = ", ".join(f"{v['what']} {v['measured'] if v['measured'] is not None else '-'}" for v in r["values"])
         ok = {True: "yes", False: "**no**", None: "-"}[r["exact"]]
-        note = r["note"] + (f" ({r['error']})" if r["error"] else "")
+        note = r["note"] + (f" ({r['error']})" if r["error"] else "") + (f" ({r['sass_note']})" if r.get("sass_note") else "")
         if r["exact"] is False and r.get("models_matching"):
             note += f"; matches: {', '.join(r['models_matching'])}"
         lines.append(f"| {r['case']} | {r['op']} | {r['threads']} | {pred} | {meas} | {ok} | {note} |")
     return "\n".join(lines)
+
+
+def _yes(x):
+    return {True: "yes", False: "**no**", None: "-"}[x]
+
+
+def _driver_text(t):
+    if "driver_accepts" not in t:
+        return "-"
+    return "accepts" if t["driver_accepts"] else f"refuses ({t.get('driver_message', '')[:80]})"
 
 
 def write_outputs(out, rows, meta):
@@ -962,8 +1039,15 @@ def write_outputs(out, rows, meta):
     head = (f"# Bank conflicts and coalescing: predicted (layoutalg.cost) and measured (ncu)\n\n"
             f"{meta.get('device', '?')}, {meta.get('date', '')}; {len(rows)} cases, {n_meas} measured, "
             f"{n_exact} exact.\n\n")
+    tma = meta.get("tma") or []
+    tail = ""
+    if tma:
+        tail = ("\n## TMA boxes: `check_tma` against the driver's `cuTensorMapEncodeTiled`\n\n"
+                "| box | predicted | driver | exact |\n|---|---|---|---|\n"
+                + "\n".join(f"| {t['case']} | {'legal' if t['predicted'] else 'illegal (' + str(t['rule']) + ')'} | "
+                            f"{_driver_text(t)} | {_yes(t.get('exact'))} |" for t in tma) + "\n")
     with open(os.path.join(out, "bank_conflicts.md"), "w", encoding="utf-8") as f:
-        f.write(head + markdown_table(rows) + "\n")
+        f.write(head + markdown_table(rows) + "\n" + tail)
     with open(os.path.join(out, "bank_conflicts.json"), "w", encoding="utf-8") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1, default=str)
     with open(os.path.join(out, "bank_conflicts.csv"), "w", encoding="utf-8", newline="") as f:
@@ -1078,10 +1162,14 @@ def compile_all(indices, jobs, log):
     for i in indices:
         out.setdefault(i, {"index": i, "ok": None, "error": "not checked"})
     bad = [out[i] for i in indices if not out[i]["ok"]]
+    nsass = sum("sass" in out[i] for i in indices)
     log(f"compiled {len(indices)} kernels to PTX in {time.time() - t0:.0f} s with {jobs} processes; "
-        f"{len(bad)} not as predicted or not checked")
+        f"{len(bad)} not as predicted or not checked; SASS counted for {nsass}")
     for r in bad:
         log(f"  case {r['index']}: {r['error'][:300]}")
+    for i in indices:
+        if out[i].get("sass_note"):
+            log(f"  case {i}: {out[i]['sass_note']}")
     return out
 
 
@@ -1192,7 +1280,7 @@ def main(argv=None):
         meta["device"] = "dry run: counters made from the predictions"
         tma = [{"case": n, "predicted": r.legal, "rule": r.rule} for n, _, _, _, _, _, r in tma_predictions()]
     else:
-        runnable = [i for i in indices if compiled[i]["ok"] is not False or "PTX counts" in compiled[i]["error"]]
+        runnable = [i for i in indices if compiled[i]["ok"] is not False or compiled[i].get("compiled")]
         known = query_metrics(args.ncu, log)
         measured, failed, metrics = run_ncu(args, runnable, known, log)
         for i in indices:

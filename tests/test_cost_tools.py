@@ -276,9 +276,52 @@ def test_the_dry_run_compiles_simulates_and_tabulates(tmp_path):
                         str(tmp_path), "--cases", "^(lds32_col_ld32|stsm_x2_plain128|ldgsts16_rows_plain)$",
                         "--jobs", "1", "--sim-cases", "stsm_x2_plain128"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "0 not as predicted" in r.stdout and "simulator: 1 of 1 cases ran" in r.stdout
+    assert "0 not as predicted or not checked" in r.stdout and "simulator: 1 of 1 cases ran" in r.stdout
     assert "3 of 3 cases measured, 3 exact" in r.stdout
     doc = json.loads((tmp_path / "bank_conflicts.json").read_text())
     assert [row["case"] for row in doc["rows"]] == ["lds32_col_ld32", "stsm_x2_plain128", "ldgsts16_rows_plain"]
     assert all(row["ptx_ok"] for row in doc["rows"])
     assert (tmp_path / "bank_conflicts.md").read_text().count("| yes |") == 3
+
+
+def test_the_sass_counter_reads_a_disassembly(bench):
+    text = """
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                  /* 0x00000a00ff017b82 */
+        /*0080*/                   LDSM.16.M88.4 R4, [R2] ;
+        /*0090*/              @!P0 STS [R3], RZ ;
+        /*00a0*/                   LDS.128 R8, [R5+0x10] ;
+        /*00b0*/                   STG.E desc[UR4][R6.64], R9 ;
+        /*00c0*/                   LDGSTS.E.BYPASS.LTC128B.128 [R2], desc[UR6][R4.64] ;
+        /*00d0*/               @P1 LDS.U8 R8, [R5] ;
+    """
+    assert bench.sass_ops(text) == {"lds": 2, "sts": 1, "ldsm": 1, "stsm": 0, "ldgsts": 1, "ldg": 0, "stg": 1}
+    assert bench.sass_ops("no code here") is None
+
+
+@pytest.mark.skipif(SIM, reason="compiles PTX")
+def test_the_ncu_runs_go_on_past_a_lost_context_and_keep_the_counters(tmp_path):
+    """The GPU path with a stand-in for ncu (tests/fake_ncu.py): the kernels run in the
+    simulator; the second case's launch is killed, as a lost context ends the process; the
+    script runs ncu again on the cases after it, and tabulates the others' counters."""
+    fake = tmp_path / "ncu"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} {ROOT / 'tests' / 'fake_ncu.py'} \"$@\"\n")
+    fake.chmod(0o755)
+    names = ("lds32_col_ld32", "sts128_rows_ld4", "ldg32_column")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bank_conflicts
+    finally:
+        sys.path.pop(0)
+    idx = {c.name: c.index for c in bank_conflicts.all_cases()}
+    env = dict(os.environ, FAKE_NCU_KILL_AT=str(idx["sts128_rows_ld4"]),
+               FAKE_NCU_MISSING="l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldsm")
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bank_conflicts.py"), "--out", str(tmp_path / "o"),
+                        "--cases", "^(" + "|".join(names) + ")$", "--jobs", "1", "--ncu", str(fake)],
+                       capture_output=True, text=True, timeout=900, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "o" / "bank_conflicts.json").read_text())
+    rows = {row["case"]: row for row in doc["rows"]}
+    assert rows["lds32_col_ld32"]["exact"] is True and rows["ldg32_column"]["exact"] is True
+    assert rows["sts128_rows_ld4"]["exact"] is None and "did not return" in rows["sts128_rows_ld4"]["error"]
+    assert "ncu run 1: 1 cases" in r.stdout                      # once more, past the lost launch
+    assert "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum" not in doc["meta"]["metrics"]
