@@ -162,6 +162,15 @@ def test_every_default_plan_carries_the_analysis_of_its_copies():
     assert "gmem: 4 requests, 64 sectors a warp (100% of the bytes used)" in label["gA", "sA"]
 
 
+def test_plan_cost_docstring_examples():
+    import doctest
+
+    import codegen.plan_cost as mod
+
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
 # ---- codegen.cute: a PerformanceWarning at compile time --------------------------------------
 
 COL = make_tiled_copy(CopyAtom("UniversalCopy_32", "f32"), Layout((32, 1)), Layout((1, 1)))
