@@ -120,7 +120,7 @@ def copy_accesses(op, copy, tensor, side, base=0, space=None):
     if space is not None and where not in (space, "any"):
         other = "D" if side == "S" else "S"
         raise LayoutError(f"{op}: the {which} (side {side!r}) of {atom.name} is {_SPACES[where]}, not "
-                          f"{_SPACES[space]}; side {other!r} is {_SPACES[other_space(atom, other)]}")
+                          f"{_SPACES[space]}; side {other!r} is {_SPACES[_other_space(atom, other)]}")
     bits = atom.value_bits
     if bits % 8:
         raise LayoutError(f"{op}: {atom.name} of {atom.dtype} moves {bits}-bit elements; addresses need whole bytes")
@@ -161,7 +161,7 @@ def copy_accesses(op, copy, tensor, side, base=0, space=None):
 _SPACES = {"gmem": "global memory", "smem": "shared memory", "rmem": "registers", "any": "any memory"}
 
 
-def other_space(atom, side):
+def _other_space(atom, side):
     return atom.op.src_space if side == "S" else atom.op.dst_space
 
 
