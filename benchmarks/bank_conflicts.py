@@ -2,8 +2,10 @@
 
 Each case is one copy -- a ``TiledCopy`` over a shared or global layout -- performed once by
 one CTA in a micro-kernel built with ``codegen.cute`` (``stmatrix`` with the intrinsics of
-``codegen.intrinsics``), with no other shared or global traffic: whatever else the kernel
-touches is under a run-time flag that is never set. ``layoutalg.analyze_shared`` /
+``codegen.intrinsics``), with no other traffic of the counted kinds: what else the kernel
+touches is under a run-time flag that is never set, except that a kernel of loads stores the
+sum of what it loaded (one 4-byte global store a thread, so that the loads are not removed;
+no load case compares the global store counters). ``layoutalg.analyze_shared`` /
 ``analyze_global`` predict the instructions, wavefronts, requests and sectors; Nsight
 Compute measures them::
 
@@ -13,7 +15,8 @@ Compute measures them::
 
 Steps: (1) every kernel is compiled to PTX in parallel processes and its static shared,
 global, ldmatrix, stmatrix and cp.async instructions are counted against the prediction
-(each thread runs the copy's code once, unrolled); (2) one ``ncu`` run of this script with
+(each thread runs the copy's code once, unrolled), and its SASS too where ``ptxas`` and
+``nvdisasm`` (or ``cuobjdump``) are at hand; (2) one ``ncu`` run of this script with
 ``--launch`` launches every case once, with the counters of ``METRICS`` that this ncu knows
 (``ncu --query-metrics``); a case that breaks the context is skipped and ncu runs again on
 the cases after it; (3) the counters are parsed, compared, and the table (case, predicted,
@@ -26,8 +29,10 @@ simulator (``NUMBA_ENABLE_CUDASIM=1``), and feeds counters made from the predict
 through the parser and the comparison, so that everything but ncu itself is exercised.
 
 Needs: numba-cuda 0.30.4 and the project on ``sys.path`` (this script puts the repository
-root there); ncu on the PATH (or ``--ncu``). numpy 2.5's missing ``row_stack`` is patched
-here before numba is imported.
+root there); ncu on the PATH (or ``--ncu``), allowed to read the GPU's counters. numpy 2.5's
+missing ``row_stack`` is patched here before numba is imported. Time: about a minute to
+compile, then ncu; ``--ncu-timeout`` (default 420 s) bounds all ncu runs together, and
+``--cases REGEX`` runs a subset.
 """
 
 from __future__ import annotations

@@ -334,3 +334,20 @@ def test_the_ncu_runs_go_on_past_a_lost_context_and_keep_the_counters(tmp_path):
     assert rows["sts128_rows_ld4"]["exact"] is None and "did not return" in rows["sts128_rows_ld4"]["error"]
     assert "ncu run 1: 1 cases" in r.stdout                      # once more, past the lost launch
     assert "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum" not in doc["meta"]["metrics"]
+
+
+@pytest.mark.skipif(SIM, reason="compiles PTX")
+def test_the_tutorial_kernels_warn_where_their_tiles_conflict():
+    """Steps 1-3 keep the seed's plain tf32 tiles and warn; the swizzled f16 kernel and the
+    transpose compile silently."""
+    from numba import cuda
+
+    from test_user_kernels import _load
+
+    for name, conflicts in (("tf32_mma", True), ("f16_multistage", False), ("transpose", False)):
+        mod = _load(name)
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            cuda.compile_ptx(mod.KERNEL.py_func, mod.SIGNATURE, cc=(8, 0))
+        perf = [w for w in rec if issubclass(w.category, PerformanceWarning)]
+        assert bool(perf) == conflicts, (name, [str(w.message)[:200] for w in perf])
