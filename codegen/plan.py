@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 
 from layoutalg import (
     ComposedLayout, CopyAtom, Layout, Swizzle, composition, make_identity_layout, make_layout,
@@ -327,6 +328,14 @@ class GemmPlan:
     @property
     def operands(self):
         return (self.a, self.b)
+
+    @cached_property
+    def cost(self):
+        """The bank conflicts and coalescing of each copy (:func:`codegen.plan_cost.plan_cost`),
+        computed when first asked for."""
+        from .plan_cost import plan_cost
+
+        return plan_cost(self)
 
 
 # ---- derivation ------------------------------------------------------------

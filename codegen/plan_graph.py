@@ -4,7 +4,8 @@ global memory -> shared memory -> registers -> MMA -> accumulators -> epilogue,
 one path for A and one for B, each edge labelled with the copy atom that moves
 the data and the layouts that define it (the tiled copy's TV layout and tile,
 the swizzled shared-memory layout, the register fragments, the accumulator
-layout).
+layout), and what each copy costs (``GemmPlan.cost``: wavefronts and bank conflicts of
+its shared side, sectors of its global side).
 
 >>> from codegen import GemmConfig, make_plan
 >>> g = plan_graph(make_plan(GemmConfig.default("f16"), "K", "MN"))
@@ -46,7 +47,7 @@ def _fmt(x):
     return str(x)
 
 
-def _copy_label(stage, dtype_bits):
+def _copy_label(stage, dtype_bits, cost=None):
     cp = stage.tiled_copy
     name = stage.atom.name
     lines = [f"{_kind(name)}: {name}"]
@@ -55,6 +56,8 @@ def _copy_label(stage, dtype_bits):
     lines.append(f"{vec} elements ({nbytes} B) per thread per instruction")
     lines.append(f"layout_tv {cp.layout_tv}")
     lines.append(f"tiler_mn {_fmt(cp.tiler_mn)}, {cp.size} threads")
+    if cost is not None:
+        lines.extend(cost.lines())
     return "\n".join(lines)
 
 
@@ -134,8 +137,8 @@ def plan_graph(plan, *, name="gemm_plan", rankdir="TB"):
     ]), fillcolor=MEMORY_FILL["global"])
     for op in (plan.a, plan.b):
         X = op.name
-        g.add_edge(f"g{X}", f"s{X}", _copy_label(op.g2s, bits))
-        g.add_edge(f"s{X}", f"r{X}", _copy_label(op.s2r, bits))
+        g.add_edge(f"g{X}", f"s{X}", _copy_label(op.g2s, bits, plan.cost[f"{X} g2s"]))
+        g.add_edge(f"s{X}", f"r{X}", _copy_label(op.s2r, bits, plan.cost[f"{X} s2r"]))
         lay = mma.get_layoutA_TV() if X == "A" else mma.get_layoutB_TV()
         g.add_edge(f"r{X}", "mma", "\n".join([
             f"operand {X}",

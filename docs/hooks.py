@@ -4,7 +4,8 @@
 ``docs/perf_plot.py`` (the plot of ``benchmarks/results.json``) into a temporary
 folder and adds the files to the site as ``pictures/<name>.svg``; nothing is
 written into ``docs/``. ``on_page_markdown`` fills the performance page's table
-from the same JSON. A picture that cannot be made fails the build.
+from the same JSON, and the swizzle page's counters from ``benchmarks/bank_results.json``
+(``docs/bank_table.py``). A picture that cannot be made fails the build.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ for p in (ROOT, HERE):
     if p not in sys.path:
         sys.path.insert(0, p)
 
+import bank_table  # noqa: E402  (docs/bank_table.py)
 import make_pictures  # noqa: E402  (docs/make_pictures.py)
 import perf_plot  # noqa: E402  (docs/perf_plot.py)
 
@@ -44,6 +46,8 @@ def on_page_markdown(markdown, page, config, files):
     """Put the results table, made from the benchmark's JSON, where the page asks for it."""
     if perf_plot.TABLE_MARKER in markdown:
         markdown = markdown.replace(perf_plot.TABLE_MARKER, perf_plot.results_table())
+    if bank_table.TABLE_MARKER in markdown:
+        markdown = markdown.replace(bank_table.TABLE_MARKER, bank_table.table())
     return markdown
 
 

@@ -55,6 +55,10 @@ PICTURES = [
     _p("smem_tf32_banks", "draw", "(8,32):(32,1)", "--color", "bank", "--dtype", "tf32"),
     _p("smem_tf32_swizzled_banks", "draw", "Sw<3,2,3> o 0 o (8,32):(32,1)", "--color", "bank", "--dtype", "tf32"),
     _p("smem_f16_swizzled_banks", "draw", "Sw<3,3,3> o 0 o (8,64):(64,1)", "--color", "bank", "--dtype", "f16"),
+    _p("ldsm_banks_plain", "draw", "copy", "SM75_U32x4_LDSM_N", "--mma", F16, "--operand", "A", "--banks",
+       "--smem", "(16,64):(64,1)", "--instructions", "1"),
+    _p("ldsm_banks_swizzled", "draw", "copy", "SM75_U32x4_LDSM_N", "--mma", F16, "--operand", "A", "--banks",
+       "--smem", "Sw<3,3,3> o 0 o (16,64):(64,1)", "--instructions", "1"),
     # tutorial_atoms.md, tiled.md
     _p("tf32_mma", "draw", "mma", TF32, *TF32_TILING),
     _p("tf32_copy_A_universal", "draw", "copy", "UniversalCopy_32", "--mma", TF32, *TF32_TILING, "--operand", "A"),

@@ -38,6 +38,10 @@ from .tiled_mma import ThrMMA, TiledMMA, make_tiled_mma
 from .tiled_copy import (
     ThrCopy, TiledCopy, make_tiled_copy, make_tiled_copy_A, make_tiled_copy_B, make_tiled_copy_C,
 )
+from .cost import (
+    GlobalAnalysis, Legality, PerformanceWarning, SharedAnalysis, analyze_global, analyze_shared, check_tma,
+    check_wgmma,
+)
 
 __version__ = "0.1.0"
 
@@ -72,6 +76,9 @@ __all__ = [
     # atoms and tiled partitioning
     "MMAAtom", "CopyAtom", "TiledMMA", "ThrMMA", "make_tiled_mma", "TiledCopy", "ThrCopy",
     "make_tiled_copy", "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C",
+    # what a layout costs: bank conflicts, coalescing, TMA and wgmma legality
+    "analyze_shared", "analyze_global", "check_tma", "check_wgmma", "SharedAnalysis", "GlobalAnalysis",
+    "Legality", "PerformanceWarning",
 ]
 
 # CuTe's printing functions (text tables, LaTeX) under CuTe's names. They live with the

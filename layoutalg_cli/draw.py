@@ -9,6 +9,7 @@ The first argument is a layout, or one of the words ``mma``, ``copy``, ``plan``,
     layoutalg draw copy SM75_U32x4_LDSM_N --mma SM80_16x8x16_F32F16F16F32_TN --atom-layout 2,2,1 --operand A -o copy.svg
     layoutalg draw copy SM80_CP_ASYNC_CACHEGLOBAL_128 --dtype f16 --threads "(16,8):(8,1)" --values "(1,8)" -o g2s.svg
     layoutalg draw copy SM75_U32x4_LDSM_N --dtype f16 -o ldsm.png                # the atom alone
+    layoutalg draw copy SM75_U32x4_LDSM_N --mma SM80_16x8x16_F32F16F16F32_TN --operand A --banks --smem "(16,64):(64,1)" -o banks.svg
     layoutalg draw plan --dtype f16 -o plan.svg
     layoutalg draw expr "logical_divide(composition((4,3):(3,1), 6:2), 2:1)" -o expr.svg
 
@@ -49,6 +50,11 @@ _APPLIES = {
     "b_major": ("plan",),
     "path": ("plan",),
     "width": ("copy",),
+    "banks": ("copy",),
+    "smem": ("copy",),
+    "side": ("copy",),
+    "warp": ("copy",),
+    "instructions": ("copy",),
     "one_based": ("layout", "mma", "copy"),
     "cell_size": ("layout", "mma", "copy"),
     "scale": ("layout", "mma", "copy"),
@@ -89,6 +95,13 @@ def add_parser(sub):
     d.add_argument("--threads", metavar="LAYOUT", help='copy: thread layout, e.g. "(16,8):(8,1)"')
     d.add_argument("--values", metavar="LAYOUT", help='copy: value layout, e.g. "(1,8)"')
     d.add_argument("--width", type=int, help="copy atom alone: elements per drawn row")
+    d.add_argument("--banks", action="store_true",
+                   help="copy: the bank use of its shared side over --smem, phase by phase (conflicts in red)")
+    d.add_argument("--smem", metavar="LAYOUT", help='copy --banks: the shared layout, e.g. "Sw<3,3,3> o 0 o (16,64):(64,1)"')
+    d.add_argument("--side", choices=("S", "D"), help="copy --banks: shared memory is the copy's source (S) or "
+                                                      "destination (D) (default: from the atom)")
+    d.add_argument("--warp", type=int, metavar="W", help="copy --banks: the warp drawn (default 0)")
+    d.add_argument("--instructions", type=int, metavar="N", help="copy --banks: instructions drawn (default all, at most 8)")
     d.add_argument("--thread", type=int, metavar="T", help="mma: draw thread T's partition of the --operand tile")
     d.add_argument("--shape", metavar="R,C", help="mma --thread: the tensor partitioned (default the operand's tile)")
     d.add_argument("--highlight", metavar="T,T,...", help="outline the cells of these threads")
@@ -263,18 +276,16 @@ def _mma_figure(args):
     return tiled_mma_figure(mma, highlight_threads=_threads_list(args.highlight), **kw)
 
 
-def _copy_figure(args):
+def tiled_copy_from_args(args, mode="draw copy"):
+    """The TiledCopy of ``draw copy`` / ``analyze copy`` options, or None for the atom alone
+    (no --threads, no --mma); ``args.name`` is the atom's name."""
     from layoutalg.atom import CopyAtom
-    from layoutalg.draw import copy_atom_figure, tiled_copy_figure
     from layoutalg.tiled_copy import make_tiled_copy, make_tiled_copy_A, make_tiled_copy_B, make_tiled_copy_C
 
     _atom_entry("copy", args.name)
-    kw = {"one_based": args.one_based, "highlight_threads": _threads_list(args.highlight)}
-    if args.title is not None:
-        kw["title"] = args.title
     if args.mma:
         for opt in ("threads", "values", "width"):
-            if getattr(args, opt) is not None:
+            if getattr(args, opt, None) is not None:
                 raise DrawError(f"--{opt} does not go with --mma (the MMA's {args.operand or 'operand'} layout sets the copy)")
         if not args.operand:
             raise DrawError("--mma needs --operand A, B or C (make_tiled_copy_A/B/C)")
@@ -283,24 +294,73 @@ def _copy_figure(args):
         if dtype in (None, "any"):
             raise DrawError(f"--dtype: {mma.atom.name} does not fix the {args.operand} element type; give --dtype")
         maker = {"A": make_tiled_copy_A, "B": make_tiled_copy_B, "C": make_tiled_copy_C}[args.operand]
-        cp = maker(CopyAtom(args.name, dtype), mma)
-        return tiled_copy_figure(cp, **kw)
+        return maker(CopyAtom(args.name, dtype), mma)
     for opt in ("atom_layout", "permutation", "operand"):
-        if getattr(args, opt) is not None:
+        if getattr(args, opt, None) is not None:
             raise DrawError(f"--{opt.replace('_', '-')} applies to copies of an MMA: give --mma ATOM too")
     if not args.dtype:
-        raise DrawError(f"draw copy {args.name}: give the element type with --dtype (e.g. --dtype f16)")
+        raise DrawError(f"{mode} {args.name}: give the element type with --dtype (e.g. --dtype f16)")
     _bits(args.dtype)
-    atom = CopyAtom(args.name, args.dtype)
     if args.threads is None:
         if args.values is not None:
             raise DrawError("--values needs --threads (make_tiled_copy(atom, threads, values))")
-        return copy_atom_figure(atom, width=args.width, **kw)
-    if args.width is not None:
-        raise DrawError("--width applies to a copy atom drawn alone (without --threads)")
+        return None
     thr = _layout_arg("--threads", args.threads)
     val = _layout_arg("--values", args.values) if args.values is not None else None
-    return tiled_copy_figure(make_tiled_copy(atom, thr, val), **kw)
+    return make_tiled_copy(CopyAtom(args.name, args.dtype), thr, val)
+
+
+def shared_side(copy, side):
+    """The side of ``copy`` in shared memory: ``side`` if given, else the one the atom's table
+    says (ldmatrix reads shared memory, stmatrix and cp.async write it)."""
+    if side is not None:
+        return side
+    op = copy.atom.op
+    if op.src_space == "smem":
+        return "S"
+    if op.dst_space == "smem":
+        return "D"
+    raise DrawError(f"{op.name} reads and writes any memory: give --side S (shared memory is its source) "
+                    f"or --side D (its destination)")
+
+
+def _copy_figure(args):
+    from layoutalg.atom import CopyAtom
+    from layoutalg.draw import copy_atom_figure, tiled_copy_figure
+
+    kw = {"one_based": args.one_based, "highlight_threads": _threads_list(args.highlight)}
+    if args.title is not None:
+        kw["title"] = args.title
+    cp = tiled_copy_from_args(args)
+    if args.banks:
+        return _bank_figure(args, cp)
+    for opt in ("smem", "side", "warp", "instructions"):
+        if getattr(args, opt) is not None:
+            raise DrawError(f"--{opt} goes with --banks (the bank use of the copy's shared side)")
+    if cp is None:
+        return copy_atom_figure(CopyAtom(args.name, args.dtype), width=args.width, **kw)
+    if args.width is not None:
+        raise DrawError("--width applies to a copy atom drawn alone (without --threads)")
+    return tiled_copy_figure(cp, **kw)
+
+
+def _bank_figure(args, cp):
+    from layoutalg.cost import analyze_shared
+    from layoutalg.draw import bank_figure
+
+    if cp is None:
+        raise DrawError("--banks needs a tiled copy: give --threads (and --values) or --mma with --operand")
+    if args.smem is None:
+        raise DrawError('--banks needs the shared layout: --smem LAYOUT, e.g. --smem "Sw<3,3,3> o 0 o (16,64):(64,1)"')
+    for opt in ("width", "highlight"):
+        if getattr(args, opt) is not None:
+            raise DrawError(f"--{opt} does not go with --banks")
+    smem = _layout_arg("--smem", args.smem)
+    a = analyze_shared(cp, smem, shared_side(cp, args.side))
+    kw = {"one_based": args.one_based, "warp": args.warp or 0, "instructions": args.instructions}
+    if args.title is not None:
+        kw["title"] = args.title
+    return bank_figure(a, **kw)
 
 
 def _plan_graph(args):

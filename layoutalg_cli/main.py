@@ -4,6 +4,7 @@
     layoutalg eval "composition((4,3):(3,1), 6:2)"   evaluate an algebra expression
     layoutalg atoms [PATTERN]                 list or search the MMA and copy atom tables
     layoutalg draw ...                        render diagrams (see ``layoutalg draw -h``)
+    layoutalg analyze ...                     bank conflicts, coalescing, TMA/wgmma legality of a layout
     layoutalg demo                            the tour: algebra, partitions, generated GEMM
 """
 
@@ -99,6 +100,9 @@ def build_parser():
         cli_draw.add_parser(sub)
     except ImportError:
         pass
+    from . import analyze as cli_analyze
+
+    cli_analyze.add_parser(sub)
     try:
         from . import demo as cli_demo
 

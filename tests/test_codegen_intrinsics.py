@@ -675,3 +675,84 @@ def test_sim_errors_and_multi_block(tmp_path):
     assert r["dynamic_addr"] == 0.0 and r["static_addr"] == 1024.0
     assert r["frag_forms_max_diff"] == 0.0          # the same products, bit for bit
     assert r["frag_forms_range_error"] == 1.0       # words past the array: an IndexError naming them
+
+
+# ---------------------------------------------------------------------------
+# stmatrix (sm_90): PTX text, and the simulator's twin as ldmatrix's inverse
+# ---------------------------------------------------------------------------
+
+
+def k_stmatrix_all(regs):
+    sm = cuda.shared.array(0, U8)
+    lane = cuda.threadIdx.x & 31
+    addr = smem_addr(sm, lane * 16)
+    r = regs[lane]
+    stmatrix_x1(addr, r)
+    stmatrix_x2(addr, r, r + 1)
+    stmatrix_x4(addr, r, r + 1, r + 2, r + 3)
+    stmatrix_x1_trans(addr, r)
+    stmatrix_x2_trans(addr, r, r + 1)
+    stmatrix_x4_trans(addr, r, r + 1, r + 2, r + 3)
+
+
+@needs_cuda_target
+def test_stmatrix_ptx():
+    ptx, _ = cuda.compile_ptx(k_stmatrix_all, (nt.uint32[::1],), cc=(9, 0))
+    for n in (1, 2, 4):
+        regs = ", ".join([r"%r\d+"] * n)
+        for t in ("", r"\.trans"):
+            pattern = rf"stmatrix\.sync\.aligned\.m8n8\.x{n}{t}\.shared\.b16 \[%r\d+\], \{{{regs}\}};"
+            assert re.search(pattern, ptx), pattern
+    assert ".local" not in ptx
+
+
+_STSM_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    sys.setswitchinterval(1e-4)
+    import numpy as np
+    from numba import cuda
+    from codegen.intrinsics import *
+
+    U8 = np.dtype(np.uint8)
+
+    @cuda.jit
+    def k(regs, out, trans):
+        sm = cuda.shared.array(0, U8)
+        lane = cuda.threadIdx.x
+        addr = smem_addr(sm, ((lane * 5) % 32) * 16)        # rows in a scrambled order
+        if trans == 0:
+            stmatrix_x4(addr, regs[lane, 0], regs[lane, 1], regs[lane, 2], regs[lane, 3])
+            cuda.syncthreads()
+            r = ldmatrix_x4(addr)
+        else:
+            stmatrix_x4_trans(addr, regs[lane, 0], regs[lane, 1], regs[lane, 2], regs[lane, 3])
+            cuda.syncthreads()
+            r = ldmatrix_x4_trans(addr)
+        for i in range(4):
+            out[lane, i] = r[i]
+        cuda.syncthreads()
+        s = ldmatrix_x4(addr)                               # plain rows: the transpose shows
+        for i in range(4):
+            out[lane, 4 + i] = s[i]
+
+    rng = np.random.default_rng(3)
+    regs = rng.integers(0, 1 << 32, (32, 4), dtype=np.uint64).astype(np.uint32)
+    res = {}
+    for trans in (0, 1):
+        out = np.zeros((32, 8), np.uint32)
+        k[1, 32, 0, 512](regs, out, trans)
+        res[trans] = [bool(np.array_equal(out[:, :4], regs)), bool(np.array_equal(out[:, 4:], regs))]
+    print("RESULTS " + json.dumps(res))
+    """
+)
+
+
+def test_sim_stmatrix_is_the_inverse_of_ldmatrix(tmp_path):
+    script = tmp_path / "stsm.py"
+    script.write_text(_STSM_SCRIPT)
+    res = _run_sim([str(script)])
+    assert res.returncode == 0, res.stdout + res.stderr
+    r = json.loads(next(ln for ln in res.stdout.splitlines() if ln.startswith("RESULTS "))[len("RESULTS "):])
+    assert r["0"] == [True, True]           # stored and loaded back, the same layout
+    assert r["1"] == [True, False]          # .trans both ways: the same; read back plain: transposed

@@ -10,6 +10,7 @@ MODULES = [
     "layoutalg.algebra.inverse", "layoutalg.algebra.tiling", "layoutalg.algebra.recast", "layoutalg.swizzle",
     "layoutalg.basis", "layoutalg.parse", "layoutalg.expressions", "layoutalg.numpy_eval",
     "layoutalg.tensor", "layoutalg.atom", "layoutalg.tiled_mma", "layoutalg.tiled_copy",
+    "layoutalg.cost.access", "layoutalg.cost.banks", "layoutalg.cost.sectors", "layoutalg.cost.legality",
 ]
 
 

@@ -587,7 +587,7 @@ def test_cell_equality_and_repr():
 @pytest.mark.parametrize(
     "module",
     ["colors", "model", "svg", "tikz", "typst_doc", "ascii_table", "raster", "graphs", "notebook",
-     "output", "deps", "layout_pictures"],
+     "output", "deps", "layout_pictures", "bank_pictures"],
 )
 def test_docstring_examples(module):
     import doctest

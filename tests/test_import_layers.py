@@ -36,6 +36,7 @@ LAYERS = {
     "layoutalg": PARTITIONING,            # the package's __init__: core and partitioning names
     "layoutalg.atom": PARTITIONING, "layoutalg.tiled_mma": PARTITIONING,
     "layoutalg.tiled_copy": PARTITIONING, "layoutalg.expressions": PARTITIONING,
+    "layoutalg.cost": PARTITIONING,
     "layoutalg.draw": CONSUMERS, "layoutalg.host_gemm": CONSUMERS, "mma_atoms.emulate": CONSUMERS,
     "codegen": CODEGEN,
     "layoutalg_cli": CLI,

@@ -18,6 +18,7 @@ from numba.cuda.typing.templates import AbstractTemplate, AttributeTemplate, bou
 import layoutalg as la
 
 from . import api
+from .bank_check import check_partition
 from .device_tensor import (
     ANY_TENSOR, _mode_slots, _sliced_type, alloc_fragment, flat_coord_values, fragment_type,
     lower_slice, tensor_proxy, typing_error,
@@ -110,6 +111,7 @@ class _ThrCopyAttrs(AttributeTemplate):
             sub, terms = _copy_partition(op, ty.tiled_copy, args[0], which)
         except (CuteError, la.LayoutError) as e:
             raise typing_error(op, e) from None
+        check_partition(ty.tiled_copy, args[0], which)          # bank conflicts: a PerformanceWarning
         return signature(_sliced_type(args[0], sub, terms), *args)
 
     @bound_function("ThrCopy.partition_S")

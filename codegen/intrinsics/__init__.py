@@ -20,6 +20,7 @@ values keep the lower-index element in bits 0-15):
 ``mma_m16n8k8_f32tf32``      ``(a0..a3, b0, b1, c0..c3) -> (d0..d3)`` f32
 ``mma_m8n8k4_f64``           ``(a0, b0, c0, c1) -> (d0, d1)`` f64
 ``ldmatrix_x{1,2,4}[_trans]`` ``(smem_addr) -> (r0, ..)`` uint32
+``stmatrix_x{1,2,4}[_trans]`` ``(smem_addr, r0, ..)``: ldmatrix's inverse (sm_90)
 ``cp_async_ca_{4,8,16}``     ``(dst_smem_addr, src_gmem_addr, src_size)``
 ``cp_async_cg_16``           ``(dst_smem_addr, src_gmem_addr, src_size)``
 ``cp_async_commit``          ``()``

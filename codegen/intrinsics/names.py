@@ -24,6 +24,13 @@ ATOM_NAMES = (
     "ldmatrix_x4_trans",
     "ldmatrix_x4_frag",
     "ldmatrix_x4_trans_frag",
+    # stmatrix (sm_90)
+    "stmatrix_x1",
+    "stmatrix_x2",
+    "stmatrix_x4",
+    "stmatrix_x1_trans",
+    "stmatrix_x2_trans",
+    "stmatrix_x4_trans",
     # cp.async
     "cp_async_ca_4",
     "cp_async_ca_8",

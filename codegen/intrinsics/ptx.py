@@ -470,6 +470,75 @@ def ldmatrix_x4_trans_frag(typingctx, frag, f, addr):
 
 
 # ---------------------------------------------------------------------------
+# stmatrix (sm_90)
+# ---------------------------------------------------------------------------
+
+
+def _stmatrix(op, n, trans, addr, regs):
+    _want_int(op, "addr", addr)
+    for i, r in enumerate(regs):
+        _want_b32(op, f"r{i}", r)
+    sig = types.void(addr, *regs)
+    text = (f"stmatrix.sync.aligned.m8n8.x{n}{'.trans' if trans else ''}.shared.b16 "
+            f"[$0], {{{', '.join(f'${i + 1}' for i in range(n))}}};")
+    constraints = ",".join(["r"] * (n + 1) + [_MEM])
+
+    def codegen(context, builder, sig, args):
+        vals = [_as_i32(context, builder, args[0], sig.args[0])]
+        vals += [_as_i32(context, builder, v, t) for v, t in zip(args[1:], sig.args[1:])]
+        _asm(builder, ir.VoidType(), [_I32] * (n + 1), text, constraints, vals, True)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+_STSM_DOC = """Warp-collective ``stmatrix.sync.aligned.m8n8.x{n}{t}.shared.b16`` (sm_90).
+
+    Stores {n} 8x8 matrices of 16-bit elements to shared memory: the inverse of
+    :func:`ldmatrix_x{n}{u}`. ``addr`` is this lane's 32-bit shared address of one 16-byte
+    row (lanes 8i..8i+7 give rows 0..7 of matrix i; other lanes' addresses are ignored);
+    ``r0..`` are the lane's registers, register r_i holding its part of matrix i as
+    :func:`ldmatrix_x{n}{u}` returns it.
+    """
+
+
+@intrinsic
+def stmatrix_x1(typingctx, addr, r0):
+    return _stmatrix("stmatrix_x1", 1, False, addr, (r0,))
+
+
+@intrinsic
+def stmatrix_x2(typingctx, addr, r0, r1):
+    return _stmatrix("stmatrix_x2", 2, False, addr, (r0, r1))
+
+
+@intrinsic
+def stmatrix_x4(typingctx, addr, r0, r1, r2, r3):
+    return _stmatrix("stmatrix_x4", 4, False, addr, (r0, r1, r2, r3))
+
+
+@intrinsic
+def stmatrix_x1_trans(typingctx, addr, r0):
+    return _stmatrix("stmatrix_x1_trans", 1, True, addr, (r0,))
+
+
+@intrinsic
+def stmatrix_x2_trans(typingctx, addr, r0, r1):
+    return _stmatrix("stmatrix_x2_trans", 2, True, addr, (r0, r1))
+
+
+@intrinsic
+def stmatrix_x4_trans(typingctx, addr, r0, r1, r2, r3):
+    return _stmatrix("stmatrix_x4_trans", 4, True, addr, (r0, r1, r2, r3))
+
+
+for _n, _t, _fn in ((1, False, stmatrix_x1), (2, False, stmatrix_x2), (4, False, stmatrix_x4),
+                    (1, True, stmatrix_x1_trans), (2, True, stmatrix_x2_trans), (4, True, stmatrix_x4_trans)):
+    _fn.__doc__ = _STSM_DOC.format(n=_n, t=".trans" if _t else "", u="_trans" if _t else "")
+del _n, _t, _fn
+
+
+# ---------------------------------------------------------------------------
 # cp.async
 # ---------------------------------------------------------------------------
 

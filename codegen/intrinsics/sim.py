@@ -509,11 +509,29 @@ def _ldmatrix(key, lanes):
     return [tuple(int(regs[i, lane]) for i in range(n)) for lane in range(32)]
 
 
+def _stmatrix(key, lanes):
+    _, op, n, trans = key
+    mem = _memory(op)
+    regs = np.array([lane[1:1 + n] for lane in lanes], dtype=np.uint32).T     # (n, 32)
+    m = np.empty((n, 8, 8), dtype=np.uint16)
+    m[:, _LG, 2 * _LT] = (regs & 0xFFFF).astype(np.uint16)
+    m[:, _LG, 2 * _LT + 1] = (regs >> 16).astype(np.uint16)
+    if trans:
+        m = m.transpose(0, 2, 1)
+    for i in range(n):
+        for r in range(8):
+            addr = lanes[8 * i + r][0]
+            _check_align(op, "row", addr, 16)
+            mem.shared_view(op, addr, 16)[:] = np.ascontiguousarray(m[i, r]).view(np.uint8)
+    return [() for _ in range(32)]
+
+
 _COLLECTIVES = {
     "mma_m16n8k16": _mma_m16n8k16,
     "mma_m16n8k8_tf32": _mma_m16n8k8_tf32,
     "mma_m8n8k4_f64": _mma_m8n8k4_f64,
     "ldmatrix": _ldmatrix,
+    "stmatrix": _stmatrix,
 }
 
 
@@ -634,6 +652,41 @@ def ldmatrix_x4_trans_frag(frag, f, addr):
 
 def _ldsm(op, n, trans, addr):
     return _collective(op, ("ldmatrix", op, n, trans), (_as_int(op, "addr", addr),))
+
+
+def _stsm(op, n, trans, addr, regs):
+    words = tuple(_b32(op, f"r{i}", r) for i, r in enumerate(regs))
+    _collective(op, ("stmatrix", op, n, trans), (_as_int(op, "addr", addr),) + words)
+
+
+def stmatrix_x1(addr, r0):
+    """Simulated ``stmatrix.sync.aligned.m8n8.x1.shared.b16``: the inverse of :func:`ldmatrix_x1`."""
+    _stsm("stmatrix_x1", 1, False, addr, (r0,))
+
+
+def stmatrix_x2(addr, r0, r1):
+    """Simulated ``stmatrix.sync.aligned.m8n8.x2.shared.b16``."""
+    _stsm("stmatrix_x2", 2, False, addr, (r0, r1))
+
+
+def stmatrix_x4(addr, r0, r1, r2, r3):
+    """Simulated ``stmatrix.sync.aligned.m8n8.x4.shared.b16``."""
+    _stsm("stmatrix_x4", 4, False, addr, (r0, r1, r2, r3))
+
+
+def stmatrix_x1_trans(addr, r0):
+    """Simulated ``stmatrix.sync.aligned.m8n8.x1.trans.shared.b16``: the inverse of :func:`ldmatrix_x1_trans`."""
+    _stsm("stmatrix_x1_trans", 1, True, addr, (r0,))
+
+
+def stmatrix_x2_trans(addr, r0, r1):
+    """Simulated ``stmatrix.sync.aligned.m8n8.x2.trans.shared.b16``."""
+    _stsm("stmatrix_x2_trans", 2, True, addr, (r0, r1))
+
+
+def stmatrix_x4_trans(addr, r0, r1, r2, r3):
+    """Simulated ``stmatrix.sync.aligned.m8n8.x4.trans.shared.b16``."""
+    _stsm("stmatrix_x4_trans", 4, True, addr, (r0, r1, r2, r3))
 
 
 def ldmatrix_x1(addr):

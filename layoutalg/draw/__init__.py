@@ -14,7 +14,8 @@ Two layers:
   and from the algebra's objects (:mod:`.tiled_pictures`): :func:`tiled_mma_figure`,
   :func:`mma_atom_figure`, :func:`tiled_copy_figure`, :func:`copy_atom_figure`,
   :func:`partition_figure`; :func:`expr_graph` (:mod:`.expr_graph`) draws the
-  expression tree of an algebra expression as a Graphviz graph.
+  expression tree of an algebra expression as a Graphviz graph; :func:`bank_figure`
+  (:mod:`.bank_pictures`) a copy's shared-memory bank use, phase by phase.
 
 >>> from layoutalg.draw import Grid, Figure, thread_color
 >>> g = Grid(1, 2, name="X")
@@ -76,6 +77,7 @@ from .tiled_pictures import (
     tiled_mma_figure,
 )
 from .expr_graph import expr_graph, parse_expr
+from .bank_pictures import bank_figure, bank_grid
 
 __all__ = [
     # model
@@ -142,5 +144,7 @@ __all__ = [
     "partition_figure",
     "expr_graph",
     "parse_expr",
+    "bank_figure",
+    "bank_grid",
 ]
 from .cute_print import print_latex, print_layout, print_tensor

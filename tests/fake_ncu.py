@@ -1,0 +1,73 @@
+"""A stand-in for Nsight Compute's ``ncu``, to test ``benchmarks/bank_conflicts.py``'s runs of it
+without a GPU.
+
+* ``--query-metrics``: lists the counters the script asks for (less those in
+  ``FAKE_NCU_MISSING``, comma-separated);
+* a profiling run (``--metrics ... --export REP ... APP ARGS``): runs the application in numba's
+  simulator, kills it once it starts the case ``FAKE_NCU_KILL_AT`` (as a launch that loses the
+  context would end it), and writes ``REP.ncu-rep``: the kernels that returned;
+* ``--import REP.ncu-rep --csv --page raw``: their counters in ncu's raw CSV page, made from the
+  script's own predictions.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _bench():
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import bank_conflicts
+
+    return bank_conflicts
+
+
+def main(argv):
+    if argv[:1] == ["--query-metrics"]:
+        b = _bench()
+        missing = set(filter(None, os.environ.get("FAKE_NCU_MISSING", "").split(",")))
+        print("Device GH100 (GH100)\n---------- ----------\nMetric Name  Metric Description")
+        for names in b.METRICS.values():
+            for m in names:
+                base = m.rsplit(".", 1)[0]
+                if base not in missing:
+                    print(f"{base}  a counter")
+        return 0
+    if argv[:1] == ["--import"]:
+        with open(argv[1]) as f:
+            rep = json.load(f)
+        b = _bench()
+        cases = {c.index: c for c in b.all_cases()}
+        sys.stdout.write(b.synthetic_csv([cases[i] for i in rep["cases"]], rep["metrics"]))
+        return 0
+    opts, i = {}, 0
+    while argv[i].startswith("-"):
+        if argv[i] == "--force-overwrite":
+            i += 1
+            continue
+        opts[argv[i]] = argv[i + 1]
+        i += 2
+    app = argv[i:]
+    progress = app[app.index("--progress") + 1]
+    kill_at = os.environ.get("FAKE_NCU_KILL_AT")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    p = subprocess.Popen(app, env=env, start_new_session=True)
+    while p.poll() is None:
+        time.sleep(0.05)
+        if kill_at and os.path.exists(progress) and f"start {kill_at}\n" in open(progress).read():
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            break
+    done = [int(ln.split()[1]) for ln in open(progress) if ln.startswith("done ")] if os.path.exists(progress) else []
+    with open(opts["--export"] + ".ncu-rep", "w") as f:
+        json.dump({"cases": done, "metrics": opts["--metrics"].split(",")}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
