@@ -143,7 +143,10 @@ class ThrMMA:
         self.thr_idx = thr_idx
         self.thr_vmnk = get_flat_coord(tiled_mma.thr_layout_vmnk, thr_idx)
 
-    def _partition(self, t, thrfrg, a, b):
+    def _partition(self, t, thrfrg, a, b, op="partition"):
+        if isinstance(t, Tensor):                     # the tile over modes I and J
+            tile = self.tiled_mma.tile_size_mnk
+            t.check_tiler(op, (tile[a - 1], tile[b - 1]))
         thr = _with(t, thrfrg(_layout(t)))            # ((ThrV,(ThrI,ThrJ)),(FrgV,(RestI,RestJ,...)))
         v = self.thr_vmnk
         r11 = rank(_layout(thr)[1][1])
@@ -151,15 +154,15 @@ class ThrMMA:
 
     def partition_A(self, t):
         """``(M,K,...) -> (MMA, MMA_M, MMA_K, ...)``: this thread's A elements."""
-        return self._partition(t, self.tiled_mma.thrfrg_A, 1, 3)
+        return self._partition(t, self.tiled_mma.thrfrg_A, 1, 3, "partition_A")
 
     def partition_B(self, t):
         """``(N,K,...) -> (MMA, MMA_N, MMA_K, ...)``."""
-        return self._partition(t, self.tiled_mma.thrfrg_B, 2, 3)
+        return self._partition(t, self.tiled_mma.thrfrg_B, 2, 3, "partition_B")
 
     def partition_C(self, t):
         """``(M,N,...) -> (MMA, MMA_M, MMA_N, ...)``."""
-        return self._partition(t, self.tiled_mma.thrfrg_C, 1, 2)
+        return self._partition(t, self.tiled_mma.thrfrg_C, 1, 2, "partition_C")
 
     def _fragment(self, t, part, dtype):
         p = part(t)

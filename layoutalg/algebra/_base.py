@@ -43,6 +43,14 @@ def _layout_like(x):
     return None
 
 
+def _check_tiles(x, op, tiler):
+    """Let a layout-like ``x`` refuse ``tiler`` before ``op`` tiles it: a tensor of data
+    refuses a tile that hangs over its edge (``Tensor.check_tiler``)."""
+    check = getattr(x, "check_tiler", None)
+    if check is not None:
+        check(op, tiler)
+
+
 def _flat_modes(L):
     return L._fs, L._fd
 

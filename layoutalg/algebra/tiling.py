@@ -18,7 +18,7 @@ from math import prod
 from ..errors import LayoutError, LayoutTypeError
 from ..inttuple import fmt, is_int, product
 from ..layout import cosize, Layout, make_layout, make_ordered_layout, rank, size
-from ._base import _as_layout, _build, _by_mode, _fmt_tiler, _from_modes, _layout_like, _modes
+from ._base import _as_layout, _build, _by_mode, _check_tiles, _fmt_tiler, _from_modes, _layout_like, _modes
 from .compose import _coalesce_x, _coalesced_modes, _compose, _compose_leaves, _unflat, coalesce
 from .inverse import _complement_modes
 
@@ -121,6 +121,7 @@ def logical_divide(layout, tiler):
         return _logical_divide_layout(layout, tiler)
     wrapped = _layout_like(layout)
     if wrapped is not None:
+        _check_tiles(layout, "logical_divide", tiler)
         return wrapped[1](logical_divide(wrapped[0], tiler))
     layout = _as_layout("logical_divide", layout)
     if isinstance(tiler, tuple):
@@ -167,6 +168,7 @@ def zipped_divide(layout, tiler):
     """
     wrapped = _layout_like(layout)
     if wrapped is not None:
+        _check_tiles(layout, "zipped_divide", tiler)
         return wrapped[1](zipped_divide(wrapped[0], tiler))
     return _tile_unzip("zipped_divide", logical_divide(layout, tiler), tiler)
 
@@ -182,6 +184,7 @@ def tiled_divide(layout, tiler):
     """
     wrapped = _layout_like(layout)
     if wrapped is not None:
+        _check_tiles(layout, "tiled_divide", tiler)
         return wrapped[1](tiled_divide(wrapped[0], tiler))
     z = zipped_divide(layout, tiler)
     return make_layout(z[0], *_modes(z[1]))
@@ -198,6 +201,7 @@ def flat_divide(layout, tiler):
     """
     wrapped = _layout_like(layout)
     if wrapped is not None:
+        _check_tiles(layout, "flat_divide", tiler)
         return wrapped[1](flat_divide(wrapped[0], tiler))
     z = zipped_divide(layout, tiler)
     return make_layout(*_modes(z[0]), *_modes(z[1]))
