@@ -610,7 +610,33 @@ _SIM_SCRIPT = textwrap.dedent(
         sm = cuda.shared.array(0, U8)
         cp_async_ca_8(smem_addr(sm, 0), gmem_addr(src, 0), 9)
 
+    @cuda.jit
+    def k_faulting_lane(out):
+        sm = cuda.shared.array(0, U8)
+        t = cuda.threadIdx.x
+        if t == 5:
+            out[100] = 1.0          # an IndexError in lane 5
+        ldmatrix_x4(smem_addr(sm, (t & 15) * 16))
+
+    @cuda.jit
+    def k_stuck_lane(out):
+        sm = cuda.shared.array(0, U8)
+        if cuda.threadIdx.x == 3:
+            cuda.syncthreads()      # waits for the other lanes, which wait at the collective
+        else:
+            ldmatrix_x1(smem_addr(sm, 0))
+
+    import time
+    t0 = time.perf_counter()
+    try:
+        k_faulting_lane[1, 32, 0, 512](np.zeros(4))
+        results["faulting_lane"] = ["no error", ""]
+    except Exception as e:
+        results["faulting_lane"] = [type(e).__name__, str(e)]
+    results["faulting_lane_seconds"] = time.perf_counter() - t0
+
     cases = [
+        ("stuck_lane", k_stuck_lane, (np.zeros(1),), 32),
         ("divergent", k_divergent, (np.zeros(1),), 32),
         ("missing_lane", k_missing_lane, (np.zeros(1),), 32),
         ("misaligned", k_misaligned, (np.zeros(1),), 32),
@@ -703,7 +729,14 @@ def test_sim_errors_and_multi_block(tmp_path):
     r = json.loads(line[len("RESULTS ") :])
     assert r["simulated"] is True
     assert r["divergent"][0] == "RuntimeError" and "divergent warp collective" in r["divergent"][1]
-    assert r["missing_lane"][0] == "RuntimeError" and "did not complete" in r["missing_lane"][1]
+    assert r["missing_lane"][0] == "RuntimeError" and "lane 7 of warp 0 ended without reaching" in r["missing_lane"][1]
+    # a lane that fails before a collective: the others report its error at once
+    assert r["faulting_lane"][0] == "IndexError", r["faulting_lane"]
+    assert "lane 5 of warp 0 raised IndexError" in r["faulting_lane"][1] and "out of bounds" in r["faulting_lane"][1]
+    assert "sim_cases.py:" in r["faulting_lane"][1]          # where, in the kernel
+    assert r["faulting_lane_seconds"] < 0.5                   # not the collective's timeout (1 s here)
+    # a lane waiting past the timeout, when no lane ended: the timeout's message
+    assert r["stuck_lane"][0] == "RuntimeError" and "did not complete within" in r["stuck_lane"][1]
     assert r["misaligned"][0] == "ValueError" and "not 16-byte aligned" in r["misaligned"][1]
     assert r["out_of_bounds"][0] == "ValueError" and "outside every array" in r["out_of_bounds"][1]
     assert r["partial_warp"][0] == "ValueError" and "needs all 32 lanes" in r["partial_warp"][1]

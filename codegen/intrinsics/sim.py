@@ -18,9 +18,10 @@ How the simulation works
   all 32 lanes' operands, using the fragment layouts in :data:`FRAGMENT_LAYOUTS`
   (taken from the :mod:`mma_atoms` entries, which are checked against the PTX ISA);
   each lane then returns its own registers.  Lanes
-  calling different collectives raise an error; a lane that never arrives
-  makes the others raise after :data:`SIM_COLLECTIVE_TIMEOUT_S` seconds
-  instead of hanging.
+  calling different collectives raise an error; a lane that ends before it
+  arrives (an exception, a return) makes the others raise at once, with that
+  lane's own error; a lane that never arrives otherwise makes the others raise
+  after :data:`SIM_COLLECTIVE_TIMEOUT_S` seconds instead of hanging.
 * Shared memory is addressed through a simulated 32-bit shared window: the
   dynamic shared array (``cuda.shared.array(0, dtype)``) occupies window bytes
   ``[0, dynamic size)`` and static shared arrays are placed after it, 1 KiB
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 
 import numpy as np
 
@@ -53,6 +55,8 @@ __all__ = list(ATOM_NAMES)
 
 #: Seconds a lane waits at a warp collective for the other 31 lanes.
 SIM_COLLECTIVE_TIMEOUT_S = 120.0
+#: How often (seconds) a waiting lane looks for a lane of its warp that has ended (failed).
+_EXIT_POLL_S = 0.02
 
 _M32 = 0xFFFFFFFF
 
@@ -156,6 +160,57 @@ def _lock_static_shared_arrays():
 
 
 _lock_static_shared_arrays()
+
+
+def _record_thread_exits():
+    """Make each simulated thread note, when it ends, its exception (or None) in its block's
+    manager, so that lanes waiting at a warp collective learn at once that a lane will never
+    arrive, and report that lane's own error (numba's block manager may miss the exception of
+    a thread that ends between two of its polls, and then waits for the others)."""
+    try:
+        from numba.cuda.simulator.kernel import BlockThread
+    except ImportError:                     # not the simulator's numba: nothing to patch
+        return
+    if getattr(BlockThread, "_atoms_exits", False):
+        return
+    numba_run = BlockThread.run
+
+    def run(self):
+        try:
+            numba_run(self)
+        finally:
+            exc = getattr(self, "exception", None)
+            with _STATE_LOCK:
+                self._manager.__dict__.setdefault("_atoms_exited", {})[self.thread_id] = exc
+
+    BlockThread.run = run
+    BlockThread._atoms_exits = True
+
+
+_record_thread_exits()
+
+
+def _numba_dirs():
+    """The folders of numba's packages (computed when first needed: numba is loaded by then)."""
+    global _NUMBA_DIRS
+    if _NUMBA_DIRS is not None:
+        return _NUMBA_DIRS
+    import importlib.util
+    import os
+
+    out = []
+    for n in ("numba", "numba.cuda"):
+        try:
+            spec = importlib.util.find_spec(n)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            out += [os.path.join(p, "") for p in spec.submodule_search_locations]
+    _NUMBA_DIRS = tuple(out)
+    return _NUMBA_DIRS
+
+
+_NUMBA_DIRS = None
 
 
 def _thread(op: str):
@@ -348,14 +403,17 @@ class _Warp:
     lane computes the collective once, stores every lane's result and opens the
     31 gates.  (One lock per lane instead of ``threading.Barrier``'s shared
     condition avoids 31 woken threads contending for one lock, which makes a
-    collective several times faster in the simulator.)  A lane that does not
-    reach the collective within :data:`SIM_COLLECTIVE_TIMEOUT_S` makes the
-    waiting lanes raise instead of hanging.
+    collective several times faster in the simulator.)  A lane that ends without
+    reaching the collective makes the waiting lanes raise at once (with its own
+    error, if it failed); one that does not reach it within
+    :data:`SIM_COLLECTIVE_TIMEOUT_S` makes them raise instead of hanging.
     """
 
-    def __init__(self, warp_id: int, nlanes: int):
+    def __init__(self, warp_id: int, nlanes: int, manager=None):
         self.warp_id = warp_id
         self.nlanes = nlanes
+        self.manager = manager
+        self.relayed = set()     # lanes whose error only relays another lane's
         self.slots = [None] * 32
         self.results = [None] * 32
         self.error = None
@@ -384,6 +442,38 @@ class _Warp:
             again = RuntimeError(f"{op}: warp collective failed: {err}")
         raise again from err
 
+    def _raise_if_a_lane_ended(self, op: str):
+        """Raise at once when a lane of this warp has ended without reaching the collective:
+        with the first failed lane's own error (its type, its message, where it was raised),
+        else as a divergence."""
+        ended = getattr(self.manager, "__dict__", {}).get("_atoms_exited")
+        if not ended:
+            return
+        with _STATE_LOCK:
+            mine = sorted((tid & 31, exc) for tid, exc in ended.items()
+                          if tid >> 5 == self.warp_id and tid & 31 not in self.relayed)
+        if not mine:
+            return
+        self.relayed.add(threading.current_thread().thread_id & 31)   # this lane's error is a relay
+        failed = [(lane, exc) for lane, exc in mine if exc is not None]
+        if not failed:
+            lanes = ", ".join(str(lane) for lane, _ in mine)
+            raise RuntimeError(f"{op}: lane {lanes} of warp {self.warp_id} ended without reaching this "
+                               f"warp collective (divergent or missing call)")
+        lane, (err, tb) = failed[0]
+        import traceback
+
+        frames = [f for f in (traceback.extract_tb(tb) if tb is not None else [])
+                  if not f.filename.startswith(_numba_dirs())]       # the kernel's line, not numba's
+        where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+        msg = (f"lane {lane} of warp {self.warp_id} raised {type(err).__name__}{where} before reaching "
+               f"{op}: {err}")
+        try:
+            again = type(err)(msg)
+        except Exception:
+            again = RuntimeError(msg)
+        raise again
+
     def run(self, op: str, lane: int, key: tuple, args: tuple):
         if self.nlanes != 32:
             raise ValueError(
@@ -410,12 +500,15 @@ class _Warp:
             if self.error is not None:
                 raise self.error
             return self.results[lane]
-        if not self.gates[lane].acquire(timeout=SIM_COLLECTIVE_TIMEOUT_S):
-            raise RuntimeError(
-                f"{op}: warp {self.warp_id} collective did not complete within "
-                f"{SIM_COLLECTIVE_TIMEOUT_S} s: not every lane reached it "
-                "(divergent or missing call)"
-            )
+        deadline = time.monotonic() + SIM_COLLECTIVE_TIMEOUT_S
+        while not self.gates[lane].acquire(timeout=_EXIT_POLL_S):
+            self._raise_if_a_lane_ended(op)
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{op}: warp {self.warp_id} collective did not complete within "
+                    f"{SIM_COLLECTIVE_TIMEOUT_S} s: not every lane reached it "
+                    "(divergent or missing call)"
+                )
         if self.error is not None:
             self._raise_error(op)
         return self.results[lane]
@@ -433,7 +526,7 @@ def _collective(op: str, key: tuple, args: tuple):
             warp = warps.get(wid)
             if warp is None:
                 nthreads = int(np.prod(mgr._block_dim))
-                warp = _Warp(wid, min(32, nthreads - 32 * wid))
+                warp = _Warp(wid, min(32, nthreads - 32 * wid), mgr)
                 warps[wid] = warp
     return warp.run(op, t.thread_id & 31, key, args)
 
