@@ -164,19 +164,24 @@ class ThrMMA:
         """``(M,N,...) -> (MMA, MMA_M, MMA_N, ...)``."""
         return self._partition(t, self.tiled_mma.thrfrg_C, 1, 2, "partition_C")
 
-    def _fragment(self, t, part, dtype):
+    def _fragment(self, t, part, type_name, dtype):
         p = part(t)
+        if dtype is None:       # the operand's type, held as the tensor's engine holds it
+            held = getattr(getattr(t, "engine", None), "fragment_dtype", None)
+            dtype = held(type_name) if held is not None else _np_type(type_name)
         return make_fragment_like(p, dtype)
 
     def partition_fragment_A(self, t, dtype=None):
-        """A register fragment shaped like ``partition_A(t)``."""
-        return self._fragment(t, self.partition_A, dtype or _np_type(self.tiled_mma.atom.a_type))
+        """A register fragment shaped like ``partition_A(t)``, of the atom's A type (on the
+        host a bf16 value is a float32; an engine may say otherwise with
+        ``engine.fragment_dtype(type_name)``, as the CUDA simulator's does: uint16 bits)."""
+        return self._fragment(t, self.partition_A, self.tiled_mma.atom.a_type, dtype)
 
     def partition_fragment_B(self, t, dtype=None):
-        return self._fragment(t, self.partition_B, dtype or _np_type(self.tiled_mma.atom.b_type))
+        return self._fragment(t, self.partition_B, self.tiled_mma.atom.b_type, dtype)
 
     def partition_fragment_C(self, t, dtype=None):
-        return self._fragment(t, self.partition_C, dtype or _np_type(self.tiled_mma.atom.c_type))
+        return self._fragment(t, self.partition_C, self.tiled_mma.atom.c_type, dtype)
 
 
 def _np_type(name):
