@@ -166,7 +166,7 @@ def _out_name(out_dtype, op="gemm"):
 def _check_c(C, c, M, N, op="gemm"):
     if c.shape != (M, N):
         raise GemmError(f"{op}: C has shape {c.shape}, expected {(M, N)}")
-    if any(s == 0 for s, n in zip(c.strides, c.shape) if n > 1):
+    if 0 not in c.shape and any(s == 0 for s, n in zip(c.strides, c.shape) if n > 1):
         raise GemmError(f"{op}: C has strides {c.strides}: a stride 0 (a broadcast view) makes several "
                         f"elements share memory; pass a writable array of its own")
     if c.kind == "numpy" and not C.flags.writeable:
@@ -353,8 +353,6 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0):
     K2, N = b.shape
     if K != K2:
         raise GemmError(f"{op}: inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
-    if min(M, N, K) < 1:
-        raise GemmError(f"{op}: M, N, K must be >= 1, got {M}, {N}, {K}")
     if ka == "torch" and (a.device != b.device or (c is not None and c.device != a.device)):
         raise GemmError(f"{op}: arrays on different devices: A {a.device}, B {b.device}"
                         + (f", C {c.device}" if c is not None else ""))
@@ -606,6 +604,8 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
     c = _describe(C, op, "C", OUT_DTYPES) if C is not None else None
     alpha, beta = _scalar(alpha, "alpha", op), _scalar(beta, "beta", op)
     alpha *= _scale(scale_a, "scale_a", op) * _scale(scale_b, "scale_b", op)
+    if 0 in a.shape or 0 in b.shape:
+        return _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op)
     if a.kind == "numpy" or simulating():
         return _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op)
     handle = _stream_handle(stream, a.kind, a.device)
@@ -624,6 +624,65 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
         c = _describe(C, op, "C", OUT_DTYPES)
     return GemmLaunch(st.launcher, (a.ptr, b.ptr, c.ptr), alpha, beta, handle, C, keep=keep,
                       copy_in=_calls(refresh))
+
+
+class _Beta:
+    """The launch of a GEMM with M, N or K = 0 (no kernel): C becomes ``beta * C`` (zeros
+    for beta = 0, whatever C held, as BLAS), as numpy's and torch's ``A @ B`` give zeros
+    for K = 0 and an empty result for M or N = 0."""
+
+    compiled = None
+
+    def __init__(self, C, beta):
+        self.C, self.beta = C, beta
+
+    def __call__(self, a, b, c, alpha, beta, stream=0):
+        C = self.C
+        if 0 in tuple(C.shape):
+            return
+        if isinstance(C, np.ndarray):
+            C[...] = 0 if beta == 0 else C * beta
+            return
+        mod = type(C).__module__
+        if mod.startswith("torch"):
+            C.zero_() if beta == 0 else C.mul_(beta)
+        elif mod.startswith("cupy"):
+            C.fill(0) if beta == 0 else C.__imul__(beta)
+        else:                                           # a numba device array
+            h = C.copy_to_host()
+            h[...] = 0 if beta == 0 else h * beta
+            C.copy_to_device(h)
+
+
+def _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op):
+    """A GEMM with M, N or K = 0, checked as any other: the launch sets C to ``beta * C`` (K = 0)
+    or leaves the empty C (M or N = 0); a new C is zeros of the output type."""
+    ka, kb = a.kind, b.kind
+    if ka != kb and not ({ka, kb} <= {"cupy", "cuda"}):
+        raise GemmError(f"{op}: A is a {ka} array but B is a {kb} array; pass arrays of one kind")
+    a, b = _fp8_bits(a, b, precision, config, op)
+    if a.etype != b.etype and not (a.etype.name in FP8 and b.etype.name in FP8):
+        raise GemmError(f"{op}: A is {a.etype} but B is {b.etype}; convert one (supported: {', '.join(_SUPPORTED_IN)})")
+    M, K = a.shape
+    K2, N = b.shape
+    if K != K2:
+        raise GemmError(f"{op}: inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
+    kind = _precision(precision, a)
+    if config is not None and not isinstance(config, GemmConfig):
+        raise GemmError(f"{op}: config must be a codegen.GemmConfig, got {config!r}")
+    out = _out_name(out_dtype, op)
+    if c is not None:
+        _check_c(C, c, M, N, op)
+        if out is not None and out != c.etype.name:
+            raise GemmError(f"{op}: C is {c.etype.name} but out_dtype is {out}; pass one or make them agree")
+    else:
+        name = out or (config.out if config is not None else
+                       "bf16" if kind in FP8 else "f32" if kind == "tf32" else kind)
+        C = _new_out(A, ka, (M, N), element_type(name))
+        if ka != "numpy":
+            _Beta(C, 0.0)(0, 0, 0, 0.0, 0.0)            # torch/cupy/numba's empty: zeros, as numpy's
+        beta = 0.0
+    return GemmLaunch(_Beta(C, beta), (0, 0, 0), 1.0, beta, 0, C)
 
 
 def _calls(fns):
