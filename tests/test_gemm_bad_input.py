@@ -308,3 +308,10 @@ def test_empty_problems_are_still_checked():
     with pytest.raises(GemmError, match=r"C has shape \(4, 4\), expected \(4, 5\)"):
         codegen.gemm(np.ones((4, 0), np.float16), np.ones((0, 5), np.float16), np.zeros((4, 4), np.float16))
     assert codegen.gemm(np.ones((4, 0), np.float32), np.ones((0, 5), np.float32), precision="tf32").dtype == np.float32
+
+
+def test_config_takes_numpy_integers_as_the_algebra_does():
+    c = GemmConfig("f16", None, np.int64(32), np.int32(32), np.uint8(32), 1, 1, np.int64(2), 1)
+    assert c == GemmConfig("f16", None, 32, 32, 32, 1, 1, 2, 1) and type(c.bm) is int and type(c.stages) is int
+    with pytest.raises(ValueError, match="bm must be a positive int, got np.True_|bm must be a positive int"):
+        GemmConfig("f16", None, np.bool_(True), 32, 32, 1, 1, 2, 1)
