@@ -168,3 +168,15 @@ def test_api_reference_documents_the_namespaces(site):
         assert f'id="layoutalg.draw.cute_print.{name}"' in html, name
     html = (site / "api" / "codegen" / "index.html").read_text(encoding="utf-8")
     assert 'id="codegen.gemm"' in html
+
+
+def test_pictures_without_graphviz_fail_with_the_reason(tmp_path, monkeypatch):
+    """Without Graphviz's dot the docs build stops with the command and why (the CLI's message
+    on stderr), not an empty reason."""
+    sys.path.insert(0, os.path.join(ROOT, "docs"))
+    import make_pictures
+
+    monkeypatch.setenv("PATH", str(tmp_path))                 # no dot on it
+    with pytest.raises(make_pictures.PictureError, match=r"draw plan .* failed \(exit status 1\): .*Graphviz's "
+                                                         r"'dot' program was not found"):
+        make_pictures.make(str(tmp_path / "pictures"))
