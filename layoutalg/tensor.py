@@ -224,6 +224,12 @@ class Tensor:
         for i in range(size(self.layout)):
             yield self[i]
 
+    def _repr_svg_(self):
+        """The notebook picture: the values in CuTe's print_tensor layout (``tensor_figure``)."""
+        from .draw import svg_of
+
+        return svg_of(self)
+
     def with_layout(self, layout):
         return Tensor(self.engine, layout)
 
