@@ -28,21 +28,21 @@ from .offsets import CuteError  # noqa: E402  (the error of a bad kernel, on bot
 
 __all__ = [
     "make_tensor", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
-    "local_tile", "local_partition", "size", "copy", "gemm", "clear", "fill",
+    "local_tile", "local_partition", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C", "cp_async_fence", "cp_async_wait",
     "SIMULATED", "CuteError",
 ]
 
 if SIMULATED:
     from .sim import (  # noqa: F401
-        clear, copy, fill, gemm, local_partition, local_tile, make_fragment_A, make_fragment_B,
+        clear, convert, copy, copy_if, fill, gemm, local_partition, local_tile, make_fragment_A, make_fragment_B,
         make_fragment_C, make_fragment_like, make_identity_tensor, make_shared_tensor,
         make_tensor, size, dynamic_shared_tensor,
     )
 else:
     from . import device_atoms as _device_atoms, device_tiled as _device_tiled  # noqa: F401  (registers)
     from .api import (  # noqa: F401
-        clear, copy, fill, gemm, local_partition, local_tile, make_fragment_A, make_fragment_B,
+        clear, convert, copy, copy_if, fill, gemm, local_partition, local_tile, make_fragment_A, make_fragment_B,
         make_fragment_C, make_fragment_like, make_identity_tensor, make_shared_tensor,
         make_tensor, size, dynamic_shared_tensor,
     )
