@@ -4,7 +4,7 @@ without a GPU.
 * ``--query-metrics``: lists the counters the script asks for (less those in
   ``FAKE_NCU_MISSING``, comma-separated);
 * a profiling run (``--metrics ... --export REP ... APP ARGS``): runs the application in numba's
-  simulator, kills it once it starts the case ``FAKE_NCU_KILL_AT`` (as a launch that loses the
+  simulator, which dies as it starts the case ``FAKE_NCU_KILL_AT`` (as a launch that loses the
   context would end it), and writes ``REP.ncu-rep``: the kernels that returned;
 * ``--import REP.ncu-rep --csv --page raw``: their counters in ncu's raw CSV page, made from the
   script's own predictions.
@@ -12,10 +12,8 @@ without a GPU.
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -56,13 +54,18 @@ def main(argv):
     progress = app[app.index("--progress") + 1]
     kill_at = os.environ.get("FAKE_NCU_KILL_AT")
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    p = subprocess.Popen(app, env=env, start_new_session=True)
-    while p.poll() is None:
-        time.sleep(0.05)
-        if kill_at and os.path.exists(progress) and f"start {kill_at}\n" in open(progress).read():
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-            break
+    if kill_at:
+        # the application dies as it starts that case, as a launch that loses the context ends
+        # it: deterministic, however fast the cases before it run
+        script = app[1]
+        prelude = (f"import os, signal, sys; sys.path.insert(0, {os.path.dirname(script)!r}); "
+                   f"sys.argv = {app[1:]!r}; import bank_conflicts as b; build = b.build_kernel\n"
+                   f"def build_kernel(c):\n"
+                   f"    if c.index == {int(kill_at)}: os.kill(os.getpid(), signal.SIGKILL)\n"
+                   f"    return build(c)\n"
+                   f"b.build_kernel = build_kernel; sys.exit(b.main())")
+        app = [app[0], "-c", prelude]
+    subprocess.run(app, env=env, start_new_session=True)
     done = [int(ln.split()[1]) for ln in open(progress) if ln.startswith("done ")] if os.path.exists(progress) else []
     with open(opts["--export"] + ".ncu-rep", "w") as f:
         json.dump({"cases": done, "metrics": opts["--metrics"].split(",")}, f)
