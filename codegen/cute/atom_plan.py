@@ -23,7 +23,7 @@ import layoutalg as la
 from layoutalg import Layout, Swizzle
 
 from ..atom_intrinsics import MMA_INTRINSICS
-from .offsets import CuteError
+from .errors import CuteError
 
 __all__ = ["TensorInfo", "CopyStep", "CopyPlan", "copy_plan", "copy_if_plan", "convert_plan", "CONVERSIONS", "MMAStep",
            "MMAPlan", "mma_plan", "MMA_TYPES"]

@@ -23,7 +23,7 @@ from layoutalg.tensor import ArrayEngine, CoordEngine, RegisterEngine
 from ..intrinsics import sim as _atoms
 from .atom_plan import TensorInfo, convert_plan, copy_if_plan, copy_plan, mma_plan
 from .checks import check_divides, shared_cosize
-from .offsets import CuteError
+from .errors import CuteError
 
 __all__ = [
     "SimEngine", "make_tensor", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
