@@ -26,6 +26,8 @@ bind the device objects' methods to it (:func:`codegen.cute.objects.activate`).
 
 from __future__ import annotations
 
+import sys
+
 from .errors import CuteError
 from .objects import SIMULATED, activate, device, device_function, device_object
 from .params import KernelParams
@@ -76,3 +78,10 @@ def __getattr__(name):
     activate()
     globals()[name] = value
     return value
+
+
+if "numba.cuda" in sys.modules:
+    # numba is loaded already: bind now, so that numba.cuda.compile_ptx of a plain function,
+    # which runs no numba-cuda extension entry points (a @cuda.jit dispatcher does), types
+    # the device objects too
+    activate()
