@@ -854,7 +854,8 @@ METRICS = {
                        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"],
     # from the separate run of :func:`run_opcode_counts` (SASS-patched, not in ncu's list)
-    "stsm_inst_opcode": ["sass__inst_executed_per_opcode[STSM]"],
+    "stsm_inst_opcode": ["sass__inst_executed_per_opcode[STSM]",
+                         "sass__inst_executed_per_opcode_with_modifier_all[STSM]"],
 }
 #: quantity -> the names this ncu may give it otherwise: any counter of its list that matches
 #: is a further candidate (``ncu --query-metrics`` is saved to ``ncu_query_metrics.txt``)
@@ -971,14 +972,17 @@ def parse_ncu_csv(text):
 
 def _put(rec, name, text):
     """A counter's value into ``rec``; an instanced one printed with its correlation ids
-    (``"7 (STSM: 4; EXIT: 3)"``) also as ``name[KEY]`` (the instances of one opcode summed
-    over its modifiers)."""
+    (``"7 (STSM: 4; EXIT: 3)"``, or only ``"STSM: 4; EXIT: 3"``) also as ``name[KEY]`` (the
+    instances of one opcode summed over its modifiers)."""
     rec[name] = _number(text)
     m = re.fullmatch(r"\s*([\d.,]+)\s*\((.*)\)\s*", text or "")
-    if m is None:
+    if m is not None:
+        rec[name], items = _number(m.group(1)), m.group(2)
+    elif re.fullmatch(r"\s*[A-Za-z_][\w.]*\s*:\s*[\d.,]+\s*(;\s*[A-Za-z_][\w.]*\s*:\s*[\d.,]+\s*)*;?\s*", text or ""):
+        items = text
+    else:
         return
-    rec[name] = _number(m.group(1))
-    for item in m.group(2).split(";"):
+    for item in items.split(";"):
         key, sep, val = item.rpartition(":")
         v = _number(val)
         if sep and v is not None:
