@@ -5,6 +5,7 @@
 True
 """
 
+from . import _numpy_compat  # noqa: F401  (before numba is imported: numpy 2.5 and numba-cuda 0.30)
 from .config import GemmConfig
 from .host import GemmError, GemmLaunch, gemm, prepare
 from .ptx import compile_ptx, emit_gemm_source

@@ -5,6 +5,7 @@ schedules, every index expression) is derived from these by the layout
 algebra in :mod:`codegen.plan`.
 """
 
+import numpy as np
 from dataclasses import dataclass, replace
 
 from layoutalg.element_types import element_type
@@ -71,10 +72,12 @@ class GemmConfig:
             raise ValueError(f"GemmConfig: out_dtype {self.out_dtype!r} is not one of {', '.join(OUT_DTYPES)}")
         if self.path not in PATHS:
             raise ValueError(f"GemmConfig: path {self.path!r} is not one of {', '.join(PATHS)}")
-        for name in ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "group_m", "min_blocks", "split_k"):
+        for name in ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "group_m", "min_blocks", "split_k",
+                     "cluster_m"):
             v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v <= 0:
                 raise ValueError(f"GemmConfig: {name} must be a positive int, got {v!r}")
+            object.__setattr__(self, name, int(v))        # numpy integers too, as the algebra takes them
         if self.stages < 2:
             raise ValueError(f"GemmConfig: stages must be at least 2 (double buffering), got {self.stages}")
         for name in ("bm", "bn", "bk"):

@@ -166,11 +166,38 @@ def _out_name(out_dtype, op="gemm"):
 def _check_c(C, c, M, N, op="gemm"):
     if c.shape != (M, N):
         raise GemmError(f"{op}: C has shape {c.shape}, expected {(M, N)}")
-    if any(s == 0 for s, n in zip(c.strides, c.shape) if n > 1):
+    if 0 not in c.shape and any(s == 0 for s, n in zip(c.strides, c.shape) if n > 1):
         raise GemmError(f"{op}: C has strides {c.strides}: a stride 0 (a broadcast view) makes several "
                         f"elements share memory; pass a writable array of its own")
     if c.kind == "numpy" and not C.flags.writeable:
         raise GemmError(f"{op}: C is a read-only numpy array; pass a writable one")
+
+
+def _span(x):
+    """The bytes ``[lo, hi)`` that the elements of ``x`` (an :class:`_Array`) cover, as offsets
+    from its address (negative strides reach below it); ``(0, 0)`` for an empty array."""
+    if any(n == 0 for n in x.shape):
+        return 0, 0
+    item = max(x.etype.bits // 8, 1)
+    lo = sum((n - 1) * s for n, s in zip(x.shape, x.strides) if s < 0) * item
+    hi = sum((n - 1) * s for n, s in zip(x.shape, x.strides) if s > 0) * item + item
+    return lo, hi
+
+
+def _meet(p, span, q, other):
+    """Whether the bytes ``span`` from address ``p`` and ``other`` from ``q`` share a byte."""
+    return p + span[0] < q + other[1] and q + other[0] < p + span[1] and span[0] != span[1] \
+        and other[0] != other[1]
+
+
+def _overlapped(a, b, c):
+    """The names of the operands whose memory C's may share ("A", "B"): C is written while
+    they are read, so they are read from private copies.  Bounds, not elements: interleaved
+    views that share no element count as overlapping (a copy too many, never a wrong result)."""
+    if c is None:
+        return ()
+    sc = _span(c)
+    return tuple(n for n, x in (("A", a), ("B", b)) if _meet(x.ptr, _span(x), c.ptr, sc))
 
 
 # ---- launching ----------------------------------------------------------------
@@ -270,7 +297,7 @@ class GemmLaunch:
     caller's array).
     """
 
-    def __init__(self, launcher, ptrs, alpha, beta, stream, C, keep=(), copy_back=None):
+    def __init__(self, launcher, ptrs, alpha, beta, stream, C, keep=(), copy_back=None, copy_in=None):
         self._launcher = launcher
         self._ptrs = ptrs
         self._alpha = alpha
@@ -279,6 +306,7 @@ class GemmLaunch:
         self.C = C
         self._keep = keep
         self._copy_back = copy_back
+        self._copy_in = copy_in      # refreshes private copies of operands that C overlaps
 
     @property
     def kernel(self):
@@ -293,6 +321,8 @@ class GemmLaunch:
 
     def __call__(self):
         a, b, c = self._ptrs
+        if self._copy_in is not None:
+            self._copy_in()
         self._launcher(a, b, c, self._alpha, self._beta, self._stream)
         if self._copy_back is not None:
             self._copy_back()
@@ -323,8 +353,6 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0):
     K2, N = b.shape
     if K != K2:
         raise GemmError(f"{op}: inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
-    if min(M, N, K) < 1:
-        raise GemmError(f"{op}: M, N, K must be >= 1, got {M}, {N}, {K}")
     if ka == "torch" and (a.device != b.device or (c is not None and c.device != a.device)):
         raise GemmError(f"{op}: arrays on different devices: A {a.device}, B {b.device}"
                         + (f", C {c.device}" if c is not None else ""))
@@ -576,15 +604,129 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
     c = _describe(C, op, "C", OUT_DTYPES) if C is not None else None
     alpha, beta = _scalar(alpha, "alpha", op), _scalar(beta, "beta", op)
     alpha *= _scale(scale_a, "scale_a", op) * _scale(scale_b, "scale_b", op)
+    if 0 in a.shape or 0 in b.shape:
+        return _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op)
     if a.kind == "numpy" or simulating():
         return _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op)
+    handle = _stream_handle(stream, a.kind, a.device)
+    keep, refresh = (A, B, C), []
+    for name in _overlapped(a, b, c):     # C shares memory with A or B: read a private copy
+        X, x = (A, a) if name == "A" else (B, b)
+        T, fn = _device_copy(X, x.kind, handle, name, op)
+        t = replace(_describe(T, op, name), etype=x.etype)
+        A, a = (T, t) if name == "A" else (A, a)
+        B, b = (T, t) if name == "B" else (B, b)
+        keep, refresh = keep + (T,), refresh + [fn]
     st = _setup(A, B, C, a, b, c, config, out_dtype, precision, op, beta)
     if C is None:
         C = _new_out(A, a.kind, (st.M, st.N), st.out)
         beta = 0.0
         c = _describe(C, op, "C", OUT_DTYPES)
-    return GemmLaunch(st.launcher, (a.ptr, b.ptr, c.ptr), alpha, beta, _stream_handle(stream, a.kind, a.device),
-                      C, keep=(A, B, C))
+    return GemmLaunch(st.launcher, (a.ptr, b.ptr, c.ptr), alpha, beta, handle, C, keep=keep,
+                      copy_in=_calls(refresh))
+
+
+class _Beta:
+    """The launch of a GEMM with M, N or K = 0 (no kernel): C becomes ``beta * C`` (zeros
+    for beta = 0, whatever C held, as BLAS), as numpy's and torch's ``A @ B`` give zeros
+    for K = 0 and an empty result for M or N = 0."""
+
+    compiled = None
+
+    def __init__(self, C, beta):
+        self.C, self.beta = C, beta
+
+    def __call__(self, a, b, c, alpha, beta, stream=0):
+        C = self.C
+        if 0 in tuple(C.shape):
+            return
+        if isinstance(C, np.ndarray):
+            C[...] = 0 if beta == 0 else C * beta
+            return
+        mod = type(C).__module__
+        if mod.startswith("torch"):
+            C.zero_() if beta == 0 else C.mul_(beta)
+        elif mod.startswith("cupy"):
+            C.fill(0) if beta == 0 else C.__imul__(beta)
+        else:                                           # a numba device array
+            h = C.copy_to_host()
+            h[...] = 0 if beta == 0 else h * beta
+            C.copy_to_device(h)
+
+
+def _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op):
+    """A GEMM with M, N or K = 0, checked as any other: the launch sets C to ``beta * C`` (K = 0)
+    or leaves the empty C (M or N = 0); a new C is zeros of the output type."""
+    ka, kb = a.kind, b.kind
+    if ka != kb and not ({ka, kb} <= {"cupy", "cuda"}):
+        raise GemmError(f"{op}: A is a {ka} array but B is a {kb} array; pass arrays of one kind")
+    a, b = _fp8_bits(a, b, precision, config, op)
+    if a.etype != b.etype and not (a.etype.name in FP8 and b.etype.name in FP8):
+        raise GemmError(f"{op}: A is {a.etype} but B is {b.etype}; convert one (supported: {', '.join(_SUPPORTED_IN)})")
+    M, K = a.shape
+    K2, N = b.shape
+    if K != K2:
+        raise GemmError(f"{op}: inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
+    kind = _precision(precision, a)
+    if config is not None and not isinstance(config, GemmConfig):
+        raise GemmError(f"{op}: config must be a codegen.GemmConfig, got {config!r}")
+    out = _out_name(out_dtype, op)
+    if c is not None:
+        _check_c(C, c, M, N, op)
+        if out is not None and out != c.etype.name:
+            raise GemmError(f"{op}: C is {c.etype.name} but out_dtype is {out}; pass one or make them agree")
+    else:
+        name = out or (config.out if config is not None else
+                       "bf16" if kind in FP8 else "f32" if kind == "tf32" else kind)
+        C = _new_out(A, ka, (M, N), element_type(name))
+        if ka != "numpy":
+            _Beta(C, 0.0)(0, 0, 0, 0.0, 0.0)            # torch/cupy/numba's empty: zeros, as numpy's
+        beta = 0.0
+    return GemmLaunch(_Beta(C, beta), (0, 0, 0), 1.0, beta, 0, C)
+
+
+def _calls(fns):
+    """One function calling each of ``fns`` in order, or None for none."""
+    if not fns:
+        return None
+    return lambda: [fn() for fn in fns] and None
+
+
+def _device_copy(X, kind, stream, name, op):
+    """``(T, refresh)``: a device array like ``X`` with memory of its own, and a function
+    that copies ``X`` into it on ``stream`` (a raw handle), before the kernel on that stream."""
+    if kind == "torch":
+        import torch
+
+        T = torch.empty_like(X)
+        s = torch.cuda.ExternalStream(stream, device=X.device) if stream else torch.cuda.default_stream(X.device)
+
+        def refresh():
+            with torch.cuda.stream(s):
+                T.copy_(X)
+        return T, refresh
+    if kind == "cupy":
+        import cupy
+
+        T = cupy.empty_like(X)
+        s = cupy.cuda.ExternalStream(stream) if stream else cupy.cuda.Stream.null
+
+        def refresh():
+            with s:
+                cupy.copyto(T, X)
+        return T, refresh
+    from numba import cuda
+
+    V = cuda.as_cuda_array(X)
+    if not (V.is_c_contiguous() or V.is_f_contiguous()):
+        raise GemmError(f"{op}: C overlaps {name} in memory, and {name} (a strided {type(X).__name__}) cannot be "
+                        f"copied aside; pass a C of its own memory")
+    T = cuda.device_array_like(V)
+    s = cuda.external_stream(stream) if stream else 0
+
+    def refresh():
+        T.copy_to_device(V, stream=s)
+    return T, refresh
 
 
 def _scalar(x, name, op):
@@ -632,6 +774,16 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
         c = replace(c, ptr=_addr(hC)) if c is not None else None
     else:     # device copies are fresh allocations: aligned
         a, b = replace(a, ptr=0), replace(b, ptr=0)
+    refresh = []
+    if hC is not None and sim:     # C shares memory with A or B: the kernel reads private copies
+        for name in _overlapped(a, b, c):
+            X = hA if name == "A" else hB
+            T = X.copy(order="K")
+            refresh.append(functools.partial(np.copyto, T, X))
+            if name == "A":
+                hA, a = T, replace(a, ptr=_addr(T))
+            else:
+                hB, b = T, replace(b, ptr=_addr(T))
     st = _setup(hA, hB, hC, a, b, c, config, out_dtype, precision, op, beta)
     if hC is None:
         if st.out.numpy is None:
@@ -658,7 +810,8 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
         def copy_back():
             res = dC.copy_to_host()
             _write_back(target, res.view(hC.dtype) if res.dtype != hC.dtype else res)
-    return GemmLaunch(st.launcher, ptrs, alpha, beta, 0, target, keep=keep, copy_back=copy_back)
+    return GemmLaunch(st.launcher, ptrs, alpha, beta, 0, target, keep=keep, copy_back=copy_back,
+                      copy_in=_calls(refresh))
 
 
 def _addr(x):
@@ -722,6 +875,7 @@ class _Fast:
     M: int
     N: int
     device: int
+    spans: tuple              # the bytes A, B and C cover from their addresses (see _span)
 
 
 def _torch_stream(stream, device):
@@ -765,6 +919,10 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     ``stream``: None (torch's or CuPy's current stream for their arrays, else the default
     stream), an int handle, or a torch/CuPy/numba stream.
 
+    C may share memory with A or B (an in-place ``Y = Y @ X``, or overlapping views): the
+    kernel then reads private copies of the operands that C overlaps, made on the launch's
+    stream, so the result is the one numpy gives for an overlapping ``out=``.
+
     Repeated calls on torch tensors of the same dtypes, shapes, strides, alignment and
     device, with the same options, reuse the prepared launch: only the addresses and
     scalars are written before the launch.
@@ -780,13 +938,22 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
         if hit is None and key is not None:
             launch = prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                              precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b)
+            if launch._copy_in is not None:     # C overlaps A or B: not cached (see below)
+                return launch()
             import torch
 
             out = element_type(launch.kernel.config.out)
+            spans = tuple(_span(_describe(x, "gemm", n)) if x is not None else None
+                          for x, n in ((A, "A"), (B, "B"), (C, "C")))
             hit = _FAST[key] = _Fast(launch._launcher, getattr(torch, out.torch), A.shape[0], B.shape[1],
-                                     A.get_device())
+                                     A.get_device(), spans)
             if C is None:
                 return launch()
+        if hit is not None and C is not None:
+            pc, (sa, sb, sc) = C.data_ptr(), hit.spans
+            if _meet(pa, sa, pc, sc) or _meet(pb, sb, pc, sc):     # C overlaps A or B: private copies
+                return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
+                               precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b)()
         if hit is not None:
             if C is None:
                 import torch

@@ -33,11 +33,58 @@ _MEM = {}
 _PTX = {}
 
 
+_CACHE_DIRS = {}
+
+
 def cache_dir():
-    """Where generated kernel modules live (``LAYOUTALG_CACHE`` or ``~/.cache/layoutalg``)."""
-    d = os.environ.get("LAYOUTALG_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "layoutalg")
-    os.makedirs(d, exist_ok=True)
+    """Where generated kernel modules, PTX and cubins live: ``LAYOUTALG_CACHE``, else
+    ``~/.cache/layoutalg`` (made owner-only).
+
+    The cache holds code that runs (modules that are imported, cubins that are loaded), so
+    a folder that cannot be made or written, or that another user owns or may write to, is
+    not used: the process caches in a private temporary folder of its own instead (made
+    owner-only by ``tempfile.mkdtemp``, removed at exit) and says so once on stderr.
+    """
+    env = os.environ.get("LAYOUTALG_CACHE") or ""
+    hit = _CACHE_DIRS.get(env)
+    if hit is not None:
+        return hit
+    d = env or os.path.join(os.path.expanduser("~"), ".cache", "layoutalg")
+    why = _unusable(d)
+    if why is not None:
+        import atexit
+        import shutil
+        import tempfile
+
+        d = tempfile.mkdtemp(prefix="layoutalg-cache-")
+        atexit.register(shutil.rmtree, d, True)
+        print(f"layoutalg: {why}; caching kernels in {d} for this process only", file=sys.stderr)
+    _CACHE_DIRS[env] = d
     return d
+
+
+def _unusable(d):
+    """Why ``d`` cannot hold the kernel cache, or None."""
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        st = os.stat(d)
+    except OSError as e:
+        return f"the cache folder {d} cannot be made ({e.strerror or e})"
+    getuid = getattr(os, "getuid", None)
+    if getuid is not None and st.st_uid != getuid():
+        return f"the cache folder {d} belongs to another user, so the kernels in it are not loaded"
+    if getuid is not None and st.st_mode & 0o022:
+        return (f"the cache folder {d} may be written by other users (mode {st.st_mode & 0o777:o}), so the "
+                f"kernels in it are not loaded (chmod go-w it to use it)")
+    try:
+        import tempfile
+
+        fd, probe = tempfile.mkstemp(dir=d, prefix=".probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        return f"the cache folder {d} is not writable ({e.strerror or e})"
+    return None
 
 
 @dataclass(frozen=True)
@@ -180,10 +227,19 @@ def _tag(source, cc, options):
 
 
 def _write(path, data):
-    tmp = path + f".{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    """Write a cache entry atomically: a private temporary file in the same folder, renamed
+    over ``path``, so that a reader sees the old entry or the whole new one."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _launch_bounds(config):

@@ -68,6 +68,10 @@ def kernel_ptx(fn, sig, cc, launch_bounds=None):
     from numba.cuda.core import config
     from numba.cuda.core.compiler_lock import global_compiler_lock
 
+    from .cute.objects import activate
+
+    activate()          # codegen.cute's device objects and device functions, known to numba
+
     if config.CUDA_DEBUGINFO_DEFAULT:
         return numba_kernel_ptx(fn, sig, cc, launch_bounds)
     with global_compiler_lock:

@@ -34,7 +34,12 @@ def on_files(files, config):
     global _TMP
     _TMP = tempfile.TemporaryDirectory(prefix="layoutalg-docs-")
     pictures = os.path.join(_TMP.name, "pictures")
-    made = make_pictures.make(pictures)
+    try:
+        made = make_pictures.make(pictures)
+    except make_pictures.PictureError as e:        # the reason on one line, not a traceback
+        from mkdocs.exceptions import PluginError
+
+        raise PluginError(str(e)) from None
     made.append(perf_plot.write_plot(os.path.join(pictures, perf_plot.PLOT_NAME)))
     for path in made:
         rel = os.path.relpath(path, _TMP.name).replace(os.sep, "/")

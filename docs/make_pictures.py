@@ -15,6 +15,7 @@ to stay small. The GEMM-plan graph needs Graphviz's ``dot`` program; without it
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import shlex
@@ -95,15 +96,21 @@ def make(outdir: str, *, verbose: bool = False) -> list[str]:
     written = []
     for pic in PICTURES:
         argv = pic.argv(outdir)
-        buf = io.StringIO()
-        rc = cli(argv, out=buf)
+        buf, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(err):          # the command's errors go to stderr
+            rc = cli(argv, out=buf)
         path = argv[-1]
         if verbose:
             print(show(argv), "->", buf.getvalue().strip())
         if rc != 0 or not os.path.exists(path):
-            raise RuntimeError(f"make_pictures: `{show(argv)}` failed (exit status {rc}): {buf.getvalue().strip()}")
+            why = " ".join(x for x in (err.getvalue().strip(), buf.getvalue().strip()) if x) or "no message"
+            raise PictureError(f"make_pictures: `{show(argv)}` failed (exit status {rc}): {why}")
         written.append(path)
     return written
+
+
+class PictureError(RuntimeError):
+    """A picture of the documentation could not be made (the message says why)."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -107,12 +107,31 @@ def results_table(results: list[Result] | None = None) -> str:
     head = "| run | dtype | n | " + " | ".join(impls) + " | best generated / cuBLAS |"
     sep = "|---|---|---|" + "---|" * len(impls) + "---|"
     lines = [head, sep]
+    current = results[-1].run if results else None
     for (run, dtype, n), vals in rows.items():
-        gen = max((v for k, v in vals.items() if k.startswith("generated")), default=None)
-        ratio = f"{gen / vals['cuBLAS']:.2f}" if gen is not None and vals.get("cuBLAS") else ""
+        ratio = current_ratio(vals)
         cells = [f"{vals[i]:.1f}" if i in vals else "" for i in impls]
-        lines.append(f"| {run} ({dates[run]}) | {dtype} | {n} | " + " | ".join(cells) + f" | {ratio} |")
+        mark = " **(current)**" if run == current else ""
+        lines.append(f"| {run} ({dates[run]}){mark} | {dtype} | {n} | " + " | ".join(cells)
+                     + f" | {'' if ratio is None else f'{ratio:.2f}'} |")
     return "\n".join(lines)
+
+
+def current_ratio(vals: dict[str, float]) -> float | None:
+    """The best generated kernel's TFLOP/s over cuBLAS's, from one row's figures (or None)."""
+    gen = max((v for k, v in vals.items() if k.startswith("generated")), default=None)
+    return gen / vals["cuBLAS"] if gen is not None and vals.get("cuBLAS") else None
+
+
+def current_run(results: list[Result] | None = None) -> dict[tuple[str, int], dict[str, float]]:
+    """The figures of the current run (the last one in ``results.json``): (dtype, n) -> impl -> TFLOP/s."""
+    results = load() if results is None else results
+    last = results[-1].run
+    out: dict[tuple[str, int], dict[str, float]] = {}
+    for r in results:
+        if r.run == last:
+            out.setdefault((r.dtype, r.n), {})[r.impl] = r.tflops
+    return out
 
 
 def run_from_bench(rows: list[dict], name: str, date: str, command: str) -> dict:

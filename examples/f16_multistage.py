@@ -17,9 +17,10 @@ Run it: ``python examples/f16_multistage.py`` (on a GPU, or with ``NUMBA_ENABLE_
 from dataclasses import dataclass
 
 import numpy as np
-from numba import cuda
 
-from codegen import cute
+from codegen import cute  # (before numba: see codegen/_numpy_compat.py)
+from codegen.cute.launch import require_device
+from numba import cuda
 from layoutalg.tiled_copy import make_tiled_copy_impl
 from layoutalg import (
     CopyAtom, Layout, Swizzle, composition, cosize, make_tiled_copy, make_tiled_copy_A,
@@ -181,6 +182,7 @@ KERNEL = make_gemm(BM, BN, 2 * BK).kernel
 TOLERANCE = 0.1                               # f16 output of sums of 128 products
 
 if __name__ == "__main__":
+    require_device("examples/f16_multistage.py")
     out, ref = run()
     err = float(np.max(np.abs(out - ref)))
     print(f"f16_multistage: {out.shape[0]}x{out.shape[1]}x{2 * BK}, max abs error {err:.2e}")

@@ -30,9 +30,10 @@ Run it: ``python examples/hopper_gemm.py`` (on an H100/H200, or with
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numba import cuda, float32
 
-from codegen import cute
+from codegen import cute  # (before numba: see codegen/_numpy_compat.py)
+from codegen.cute.launch import require_device
+from numba import cuda, float32
 from layoutalg import cosize
 
 BM, BN, BK, STAGES, GROUP_M = 128, 256, 64, 4, 8
@@ -230,6 +231,7 @@ def run(M=130, N=264, K=72, seed=0):
 TOLERANCE = 0.0                            # small integers: every product and sum exact in f16/f32
 
 if __name__ == "__main__":
+    require_device("examples/hopper_gemm.py")
     out, ref = run()
     err = float(np.max(np.abs(out - ref)))
     print(f"hopper_gemm: {out.shape[0]}x{out.shape[1]}x72, max abs error {err:.2e}")

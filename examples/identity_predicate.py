@@ -11,9 +11,10 @@ Run it: ``python examples/identity_predicate.py`` (on a GPU, or with ``NUMBA_ENA
 """
 
 import numpy as np
-from numba import cuda
 
-from codegen import cute
+from codegen import cute  # (before numba: see codegen/_numpy_compat.py)
+from codegen.cute.launch import require_device
+from numba import cuda
 from layoutalg import Layout
 
 M, N = 50, 70
@@ -56,6 +57,7 @@ KERNEL = axpby
 TOLERANCE = 1e-5
 
 if __name__ == "__main__":
+    require_device("examples/identity_predicate.py")
     out, ref = run()
     err = float(np.max(np.abs(out - ref)))
     print(f"identity_predicate: {M}x{N} in {BM}x{BN} tiles, max abs error {err:.2e}")

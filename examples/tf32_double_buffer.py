@@ -10,9 +10,10 @@ Run it: ``python examples/tf32_double_buffer.py`` (on a GPU, or with ``NUMBA_ENA
 """
 
 import numpy as np
-from numba import cuda
 
-from codegen import cute
+from codegen import cute  # (before numba: see codegen/_numpy_compat.py)
+from codegen.cute.launch import require_device
+from numba import cuda
 from layoutalg import (
     CopyAtom, Layout, make_tiled_copy, make_tiled_copy_A, make_tiled_copy_B, make_tiled_mma,
 )
@@ -104,6 +105,7 @@ KERNEL = tf32_double_buffer_gemm
 TOLERANCE = 5e-2                           # tf32 inputs, K = 64
 
 if __name__ == "__main__":
+    require_device("examples/tf32_double_buffer.py")
     out, ref = run()
     err = float(np.max(np.abs(out - ref)))
     print(f"tf32_double_buffer: {M}x{N}x{K}, max abs error {err:.2e}")

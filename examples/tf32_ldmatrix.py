@@ -10,9 +10,10 @@ Run it: ``python examples/tf32_ldmatrix.py`` (on a GPU, or with ``NUMBA_ENABLE_C
 """
 
 import numpy as np
-from numba import cuda
 
-from codegen import cute
+from codegen import cute  # (before numba: see codegen/_numpy_compat.py)
+from codegen.cute.launch import require_device
+from numba import cuda
 from layoutalg import (
     CopyAtom, Layout, make_tiled_copy, make_tiled_copy_A, make_tiled_copy_B, make_tiled_mma,
 )
@@ -91,6 +92,7 @@ KERNEL = tf32_ldmatrix_gemm
 TOLERANCE = 2e-2
 
 if __name__ == "__main__":
+    require_device("examples/tf32_ldmatrix.py")
     out, ref = run()
     err = float(np.max(np.abs(out - ref)))
     print(f"tf32_ldmatrix: {M}x{N}x{K}, max abs error {err:.2e}")

@@ -8,9 +8,10 @@ Run it: ``python examples/tf32_mma.py`` (on a GPU, or with ``NUMBA_ENABLE_CUDASI
 """
 
 import numpy as np
-from numba import cuda
 
-from codegen import cute
+from codegen import cute  # (before numba: see codegen/_numpy_compat.py)
+from codegen.cute.launch import require_device
+from numba import cuda
 from layoutalg import CopyAtom, Layout, make_tiled_copy, make_tiled_mma
 
 M, N, K = 32, 16, 16                      # the problem (a compile-time constant of the kernel)
@@ -81,6 +82,7 @@ KERNEL = tf32_gemm
 TOLERANCE = 2e-2                           # tf32 inputs (10-bit mantissa), K = 16
 
 if __name__ == "__main__":
+    require_device("examples/tf32_mma.py")
     out, ref = run()
     err = float(np.max(np.abs(out - ref)))
     print(f"tf32_mma: {M}x{N}x{K}, max abs error {err:.2e}")

@@ -15,9 +15,10 @@ Run it: ``python examples/transpose.py`` (on a GPU, or with ``NUMBA_ENABLE_CUDAS
 from dataclasses import dataclass
 
 import numpy as np
-from numba import cuda
 
-from codegen import cute
+from codegen import cute  # (before numba: see codegen/_numpy_compat.py)
+from codegen.cute.launch import require_device
+from numba import cuda
 from layoutalg import CopyAtom, Layout, Swizzle, composition, make_tiled_copy
 
 BM = BN = 32
@@ -86,6 +87,7 @@ KERNEL = make_transpose(64, 96).kernel
 TOLERANCE = 0.0
 
 if __name__ == "__main__":
+    require_device("examples/transpose.py")
     out, ref = run()
     err = float(np.max(np.abs(out - ref)))
     print(f"transpose: {ref.shape[1]}x{ref.shape[0]}, max abs error {err:.2e}")

@@ -422,7 +422,8 @@ def run_cta(cfg, A, B, C, cta_coord=(0, 0), *, alpha=1.0, beta=0.0, emulate_type
     nthr = mma.size
     coord = (bm, bn, None)
 
-    mA, mB, mC = make_tensor(A), make_tensor(B), make_tensor(C)               # (M,K) (N,K) (M,N)
+    # CuTe's residue tiles: every access below is predicated with the identity tensors cA, cB, cC
+    mA, mB, mC = (make_tensor(x, residue=True) for x in (A, B, C))          # (M,K) (N,K) (M,N)
     gA = local_tile(mA, cfg.tile_mnk, coord, proj=(1, None, 1))               # (BM,BK,k)
     gB = local_tile(mB, cfg.tile_mnk, coord, proj=(None, 1, 1))               # (BN,BK,k)
     gC = local_tile(mC, cfg.tile_mnk, coord, proj=(1, 1, None))               # (BM,BN)

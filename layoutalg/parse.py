@@ -269,12 +269,44 @@ def _eval(n, env, ev):
     if k == "name":
         return fn
     args = [ev(a) for a in n.args]
+    _check_arity(n.name, fn, args)
     try:
         return fn(*args)
     except TypeError as e:
         if isinstance(e, LayoutError):
             raise
         raise LayoutError(f"eval: {n.name}{tuple(args)!r}: {e}") from None
+
+
+def _check_arity(name, fn, args):
+    """A ``LayoutError`` naming the function's parameters when ``args`` do not fit them
+    (rather than Python's "missing 1 required positional argument").
+
+    >>> from layoutalg import composition
+    >>> _check_arity("composition", composition, [4])
+    Traceback (most recent call last):
+    ...
+    layoutalg.errors.LayoutError: eval: composition takes (lhs, rhs), got 1 argument
+    """
+    import inspect
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):      # builtins without a signature: let the call decide
+        return
+    try:
+        sig.bind(*args)
+    except TypeError:
+        shown = []
+        for p in sig.parameters.values():
+            if p.kind is p.VAR_POSITIONAL:
+                shown.append(f"*{p.name}")
+            elif p.kind is p.KEYWORD_ONLY or p.kind is p.VAR_KEYWORD:
+                continue
+            else:
+                shown.append(p.name if p.default is p.empty else f"{p.name}={p.default!r}")
+        raise LayoutError(f"eval: {name} takes ({', '.join(shown)}), got {len(args)} argument"
+                          f"{'' if len(args) == 1 else 's'}") from None
 
 
 def unknown_name_error(name, env):

@@ -53,6 +53,7 @@ class Swizzle:
     def __call__(self, offset):
         if isinstance(offset, bool) or not is_int(offset):
             raise LayoutTypeError(f"Swizzle{self._args()}: offset must be an int, got {offset!r}")
+        offset = int(offset)                  # an int for numpy integers too, as a Layout gives
         if self.shift >= 0:
             return offset ^ ((offset & self.yyy_mask) >> self.shift)
         return offset ^ ((offset & self.yyy_mask) << -self.shift)

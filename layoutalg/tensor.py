@@ -43,16 +43,21 @@ __all__ = [
 # ---- engines -------------------------------------------------------------
 
 class ArrayEngine:
-    """Host memory: a 1-D numpy array and a base offset into it."""
+    """Host memory: a 1-D numpy array and a base offset into it.
 
-    __slots__ = ("array", "offset")
+    ``residue``: tiles that do not divide a tensor over this memory are allowed (CuTe's
+    semantics, see :func:`make_tensor`); by default they are refused.
+    """
 
-    def __init__(self, array, offset=0):
+    __slots__ = ("array", "offset", "residue")
+
+    def __init__(self, array, offset=0, residue=False):
         self.array = array
         self.offset = offset
+        self.residue = residue
 
     def __add__(self, k):
-        return ArrayEngine(self.array, self.offset + k)
+        return ArrayEngine(self.array, self.offset + k, self.residue)
 
     def load(self, off):
         return self.array[self.offset + off]
@@ -71,11 +76,11 @@ class ArrayEngine:
 class RegisterEngine(ArrayEngine):
     """An owned register fragment (a fresh zero-filled numpy array)."""
 
-    def __init__(self, dtype, n, array=None, offset=0):
-        super().__init__(np.zeros(n, dtype=dtype) if array is None else array, offset)
+    def __init__(self, dtype, n, array=None, offset=0, residue=False):
+        super().__init__(np.zeros(n, dtype=dtype) if array is None else array, offset, residue)
 
     def __add__(self, k):
-        return RegisterEngine(self.array.dtype, 0, self.array, self.offset + k)
+        return RegisterEngine(self.array.dtype, 0, self.array, self.offset + k, self.residue)
 
     def __repr__(self):
         return f"RegisterEngine({self.array.dtype}[{self.array.size}] + {self.offset})"
@@ -219,14 +224,44 @@ class Tensor:
         for i in range(size(self.layout)):
             yield self[i]
 
+    def _repr_svg_(self):
+        """The notebook picture: the values in CuTe's print_tensor layout (``tensor_figure``)."""
+        from .draw import svg_of
+
+        return svg_of(self)
+
     def with_layout(self, layout):
         return Tensor(self.engine, layout)
+
+    def check_tiler(self, op, tiler, compose=False):
+        """Refuse a tile that hangs over the edge of a tensor of data (``LayoutError``).
+
+        CuTe lets a tile overhang and rounds the rest up; the elements past the edge are then
+        other elements of the memory (or outside it), read and written without a word unless
+        every access is predicated.  Host tensors of data refuse such tiles, unless made with
+        ``make_tensor(..., residue=True)``; identity tensors (the predicates themselves) and
+        symbolic pointers keep CuTe's semantics.
+        """
+        eng = self.engine
+        if not isinstance(eng, ArrayEngine) or eng.residue:
+            return
+        lay = self.layout
+        bad = _overhang(lay.shape, tiler, _alg.composition if compose or op == "composition" else _alg.logical_divide)
+        if bad is not None:
+            mode, n, t = bad
+            raise LayoutError(
+                f"{op}: tile {_fmt_tiler(tiler)} does not divide the tensor's shape {fmt(lay.shape)}: "
+                f"{t} over a mode of size {n}{mode} leaves a partial tile, whose elements past the edge "
+                f"would be other elements of the array (or outside it). Tile by a divisor of the shape; "
+                f"or, for CuTe's residue semantics, make the tensor with make_tensor(..., residue=True) "
+                f"and guard every access with an identity tensor partitioned the same way "
+                f"(elem_less(coord, shape)), as layoutalg.host_gemm does")
 
     # the algebra acts on ``layout`` and re-wraps with ``with_layout`` (see layoutalg.algebra)
     def compose(self, *tilers):
         """``compose(t0, t1, ...)``: compose mode by mode (CuTe's ``tensor.compose``)."""
         tiler = tilers[0] if len(tilers) == 1 else tuple(tilers)
-        return self.with_layout(_alg.composition(self.layout, tiler))
+        return _alg.composition(self, tiler)
 
     def coalesce(self, profile=None):
         return self.with_layout(_alg.coalesce(self.layout, profile))
@@ -237,6 +272,33 @@ class Tensor:
         shp = tuple(size(self.layout[i]) for i in range(rank(self.layout))) if isinstance(
             self.layout.shape, tuple) else (size(self.layout),)
         return np.array(vals).reshape(shp + np.array(vals).shape[1:], order="F")
+
+
+def _fmt_tiler(t):
+    if isinstance(t, tuple):
+        return "(" + ", ".join(_fmt_tiler(x) for x in t) + ")"
+    return str(t)
+
+
+def _overhang(shape, tiler, fn, where=""):
+    """``(where, size, tile)`` of the first mode of ``shape`` that ``tiler`` (by mode for a
+    tuple) does not cover with whole tiles, or None: ``fn`` (``logical_divide`` or
+    ``composition``) of the mode's compact layout by its tile reaches past the mode's size."""
+    if isinstance(tiler, tuple):
+        modes = shape if isinstance(shape, tuple) else (shape,)
+        for i, (s, t) in enumerate(zip(modes, tiler)):
+            if t is not None:
+                bad = _overhang(s, t, fn, f"{where} (mode {i})" if not where else f"{where[:-1]}, {i})")
+                if bad is not None:
+                    return bad
+        return None
+    n = product(shape)
+    try:
+        r = fn(Layout(n), tiler)
+        reach = _cos(r) if not isinstance(r, tuple) else n
+    except (LayoutError, TypeError):
+        return None                      # the operation itself reports a bad tiler
+    return (where, n, tiler) if reach > n else None
 
 
 def _slices_to_slots(key):
@@ -305,25 +367,38 @@ def _numpy_layout(a):
     return base, Layout(shape, stride)
 
 
-def make_tensor(engine, layout=None):
+def make_tensor(engine, layout=None, residue=False):
     """A tensor of ``engine`` (a numpy array, an engine, or a name for a symbolic pointer).
 
     A numpy array without a layout keeps its own shape and strides (in elements):
     ``make_tensor(np.zeros((4, 8)))`` has layout ``(4,8):(8,1)``.  With a layout,
     the array's flat (C-order) memory is indexed by the layout's offsets.
     A dtype (e.g. ``np.float32`` or ``"f16"``) with a layout makes a register fragment.
+
+    Tiles that do not divide a tensor of a numpy array are refused (``LayoutError``): the
+    elements past the edge of a partial tile would be other elements of the array.
+    ``residue=True`` allows them, with CuTe's semantics: the caller then guards every
+    access with an identity tensor partitioned the same way (``elem_less(coord, shape)``).
+
+    >>> t = make_tensor(np.arange(100).reshape(10, 10))
+    >>> local_tile(t, (16, 16), (0, 0))
+    Traceback (most recent call last):
+    ...
+    layoutalg.errors.LayoutError: local_tile: tile (16, 16) does not divide the tensor's shape (10,10): 16 over a mode of size 10 (mode 0) leaves a partial tile, whose elements past the edge would be other elements of the array (or outside it). Tile by a divisor of the shape; or, for CuTe's residue semantics, make the tensor with make_tensor(..., residue=True) and guard every access with an identity tensor partitioned the same way (elem_less(coord, shape)), as layoutalg.host_gemm does
+    >>> str(local_tile(make_tensor(np.zeros((10, 10)), residue=True), (16, 16), (0, 0)).layout)
+    '(16,16):(10,1)'
     """
     if isinstance(layout, tuple) or is_int(layout):
         layout = Layout(layout)
     if isinstance(engine, np.ndarray):
         if layout is None:
             base, layout = _numpy_layout(engine)
-            return Tensor(ArrayEngine(base), layout)
+            return Tensor(ArrayEngine(base, 0, residue), layout)
         flat = engine.reshape(-1)
         if _cos(layout) > flat.size:
             raise LayoutError(
                 f"make_tensor: layout {layout} needs {_cos(layout)} elements, array has {flat.size}")
-        return Tensor(ArrayEngine(flat), layout)
+        return Tensor(ArrayEngine(flat, 0, residue), layout)
     if isinstance(engine, (ArrayEngine, PointerEngine, CoordEngine)):
         if layout is None:
             raise LayoutError("make_tensor: an engine needs a layout")
@@ -465,6 +540,8 @@ def local_tile(tensor, tiler, coord, proj=None):
     if proj is not None:
         tiler = dice(proj, tiler)
         coord = dice(proj, coord)
+    if isinstance(tensor, Tensor):
+        tensor.check_tiler("local_tile", tiler)
     return inner_partition(tensor, tiler, coord)
 
 
@@ -478,6 +555,8 @@ def local_partition(tensor, thr_layout, idx, proj=None):
     if proj is not None:
         thr_layout = make_layout(*[thr_layout[i] for i, p in enumerate(proj) if p is not None])
     tiler = tuple(size(m) for m in thr_layout) if isinstance(thr_layout.shape, tuple) else size(thr_layout)
+    if isinstance(tensor, Tensor):
+        tensor.check_tiler("local_partition", tiler)
     return outer_partition(tensor, tiler, get_flat_coord(thr_layout, idx))
 
 

@@ -134,8 +134,10 @@ class ThrCopy:
         self.tiled_copy = tiled_copy
         self.thr_idx = thr_idx
 
-    def _part(self, t, fn):
+    def _part(self, t, fn, op="partition"):
         _check_rank("partition", t, self.tiled_copy.tiler_mn)
+        if isinstance(t, Tensor):
+            t.check_tiler(op, self.tiled_copy.tiler_mn)
         thr = _with(t, fn(_layout(t)))                 # (Thr, FrgV, (RestM,RestN,...))
         rest = _layout(thr)[2]
         return thr[self.thr_idx, None, (None,) * rank(rest) if isinstance(rest.shape, tuple) else None]
@@ -146,14 +148,14 @@ class ThrCopy:
         Raises :class:`LayoutError` when the atom moves vectors (e.g. 8 f16 for a 128-bit
         ``cp.async``) that are not contiguous and aligned in ``t``.
         """
-        part = self._part(t, self.tiled_copy.tidfrg_S)
+        part = self._part(t, self.tiled_copy.tidfrg_S, "partition_S")
         _check_vectors("partition_S", self.tiled_copy.atom, self.tiled_copy.atom.src_layout, part,
                        self.thr_idx)
         return part
 
     def partition_D(self, t):
         """``(M,N,...) -> (CPY, CPY_M, CPY_N, ...)``: this thread's destination elements."""
-        part = self._part(t, self.tiled_copy.tidfrg_D)
+        part = self._part(t, self.tiled_copy.tidfrg_D, "partition_D")
         _check_vectors("partition_D", self.tiled_copy.atom, self.tiled_copy.atom.dst_layout, part,
                        self.thr_idx)
         return part

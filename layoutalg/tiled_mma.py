@@ -143,7 +143,10 @@ class ThrMMA:
         self.thr_idx = thr_idx
         self.thr_vmnk = get_flat_coord(tiled_mma.thr_layout_vmnk, thr_idx)
 
-    def _partition(self, t, thrfrg, a, b):
+    def _partition(self, t, thrfrg, a, b, op="partition"):
+        if isinstance(t, Tensor):                     # the tile over modes I and J
+            tile = self.tiled_mma.tile_size_mnk
+            t.check_tiler(op, (tile[a - 1], tile[b - 1]))
         thr = _with(t, thrfrg(_layout(t)))            # ((ThrV,(ThrI,ThrJ)),(FrgV,(RestI,RestJ,...)))
         v = self.thr_vmnk
         r11 = rank(_layout(thr)[1][1])
@@ -151,29 +154,34 @@ class ThrMMA:
 
     def partition_A(self, t):
         """``(M,K,...) -> (MMA, MMA_M, MMA_K, ...)``: this thread's A elements."""
-        return self._partition(t, self.tiled_mma.thrfrg_A, 1, 3)
+        return self._partition(t, self.tiled_mma.thrfrg_A, 1, 3, "partition_A")
 
     def partition_B(self, t):
         """``(N,K,...) -> (MMA, MMA_N, MMA_K, ...)``."""
-        return self._partition(t, self.tiled_mma.thrfrg_B, 2, 3)
+        return self._partition(t, self.tiled_mma.thrfrg_B, 2, 3, "partition_B")
 
     def partition_C(self, t):
         """``(M,N,...) -> (MMA, MMA_M, MMA_N, ...)``."""
-        return self._partition(t, self.tiled_mma.thrfrg_C, 1, 2)
+        return self._partition(t, self.tiled_mma.thrfrg_C, 1, 2, "partition_C")
 
-    def _fragment(self, t, part, dtype):
+    def _fragment(self, t, part, type_name, dtype):
         p = part(t)
+        if dtype is None:       # the operand's type, held as the tensor's engine holds it
+            held = getattr(getattr(t, "engine", None), "fragment_dtype", None)
+            dtype = held(type_name) if held is not None else _np_type(type_name)
         return make_fragment_like(p, dtype)
 
     def partition_fragment_A(self, t, dtype=None):
-        """A register fragment shaped like ``partition_A(t)``."""
-        return self._fragment(t, self.partition_A, dtype or _np_type(self.tiled_mma.atom.a_type))
+        """A register fragment shaped like ``partition_A(t)``, of the atom's A type (on the
+        host a bf16 value is a float32; an engine may say otherwise with
+        ``engine.fragment_dtype(type_name)``, as the CUDA simulator's does: uint16 bits)."""
+        return self._fragment(t, self.partition_A, self.tiled_mma.atom.a_type, dtype)
 
     def partition_fragment_B(self, t, dtype=None):
-        return self._fragment(t, self.partition_B, dtype or _np_type(self.tiled_mma.atom.b_type))
+        return self._fragment(t, self.partition_B, self.tiled_mma.atom.b_type, dtype)
 
     def partition_fragment_C(self, t, dtype=None):
-        return self._fragment(t, self.partition_C, dtype or _np_type(self.tiled_mma.atom.c_type))
+        return self._fragment(t, self.partition_C, self.tiled_mma.atom.c_type, dtype)
 
 
 def _np_type(name):

@@ -43,7 +43,7 @@ def run(args, out):
     say(f"  L = {L};  L(5) = {L(5)};  L(1,(1,0)) = {L(1, (1, 0))}")
     say(f"  composition((4,3):(3,1), 6:2) = {composition(Layout((4, 3), (3, 1)), Layout(6, 2))}")
     say(f"  complement(4:2, 24)           = {complement(Layout(4, 2), 24)}")
-    say(f"  logical_divide((8,8), (2,4))  = {logical_divide(Layout((8, 8)), (2, 4))}")
+    say(f"  logical_divide((8,8):(1,8), (2,4))  = {logical_divide(Layout((8, 8)), (2, 4))}")
     sw = tile_to_shape(composition(Swizzle(3, 3, 3), Layout((8, 64), (64, 1))), (128, 64))
     say(f"  SM80 fp16 smem stage          = {sw}")
     try:
@@ -77,7 +77,9 @@ def run(args, out):
     try:
         from numba import cuda
 
-        gpu = cuda.is_available()
+        from codegen.kernel import simulating
+
+        gpu = cuda.is_available() and not simulating()     # the simulator "is available" too
     except Exception:
         gpu = False
     if gpu:

@@ -60,9 +60,14 @@ _APPLIES = {
     "scale": ("layout", "mma", "copy"),
     "title": ("layout", "mma", "copy"),
     "no_data": ("layout", "mma", "copy"),
+    "max_cells": ("layout", "mma", "copy"),
 }
 
 _EPILOG = __doc__.split("::", 1)[1].split("``--format", 1)[0]
+
+#: Pictures of more cells are refused unless ``--max-cells`` says otherwise (the notebook's
+#: limit, ``layoutalg.draw.notebook.MAX_CELLS_FOR_REPR``).
+MAX_CELLS = 65536
 
 
 class DrawError(ValueError):
@@ -115,6 +120,9 @@ def add_parser(sub):
     d.add_argument("--no-data", action="store_true",
                    help="svg: leave out the data-* attributes of the cells (smaller files)")
     d.add_argument("--title", help='picture title ("" for none)')
+    d.add_argument("--max-cells", type=int, default=MAX_CELLS, metavar="N",
+                   help=f"refuse pictures of more than N cells (default {MAX_CELLS}, as in notebooks): "
+                        f"a 1024x1024 layout is a 188 MB SVG")
     d.set_defaults(fn=run)
     return d
 
@@ -209,10 +217,22 @@ def _bits(dtype):
 # ---------------------------------------------------------------------------
 # builders
 # ---------------------------------------------------------------------------
+def _check_cells(args, n, what):
+    """Refuse a picture of ``n`` cells above ``--max-cells``, before anything is built."""
+    if args.max_cells < 1:
+        raise DrawError(f"--max-cells must be positive, got {args.max_cells}")
+    if n > args.max_cells:
+        raise DrawError(f"{what} has {n} cells, more than --max-cells {args.max_cells} (a picture of that many cells "
+                        f"is megabytes to gigabytes and slow to make); draw a smaller layout, or pass "
+                        f"--max-cells {n} to draw it anyway")
+
+
 def _layout_figure(args, text):
     from layoutalg.draw import layout_figure
+    from layoutalg.layout import size
 
     lay = _layout_arg("draw", text)
+    _check_cells(args, size(lay), f"layout {lay}")
     color = args.color or "index"
     bits = _bits(args.dtype or "f16")
     kw = {"one_based": args.one_based}
@@ -244,6 +264,9 @@ def _mma_figure(args):
     _atom_entry("mma", args.name)
 
     mma = _make_mma(args, args.name)
+    M, N, K = mma.tile_size_mnk
+    _check_cells(args, M * K + N * K + M * N, f"the {M}x{N}x{K} tiled MMA")
+    _check_threads(args, mma.size, "this TiledMMA")
     kw = {"one_based": args.one_based}
     if args.title is not None:
         kw["title"] = args.title
@@ -338,9 +361,12 @@ def _copy_figure(args):
         if getattr(args, opt) is not None:
             raise DrawError(f"--{opt} goes with --banks (the bank use of the copy's shared side)")
     if cp is None:
-        return copy_atom_figure(CopyAtom(args.name, args.dtype), width=args.width, **kw)
+        atom = CopyAtom(args.name, args.dtype)
+        _check_threads(args, atom.num_threads, f"the atom {atom.name}")
+        return copy_atom_figure(atom, width=args.width, **kw)
     if args.width is not None:
         raise DrawError("--width applies to a copy atom drawn alone (without --threads)")
+    _check_copy(args, cp)
     return tiled_copy_figure(cp, **kw)
 
 
@@ -361,6 +387,24 @@ def _bank_figure(args, cp):
     if args.title is not None:
         kw["title"] = args.title
     return bank_figure(a, **kw)
+
+
+def _check_copy(args, cp):
+    from layoutalg.layout import size
+
+    tile = cp.tiler_mn if isinstance(cp.tiler_mn, tuple) else (cp.tiler_mn,)
+    n = 1
+    for t in tile:
+        n *= size(t) if not isinstance(t, int) else t
+    _check_cells(args, 2 * n, f"the tiled copy of tile {tile}")      # source and destination
+    _check_threads(args, cp.size, "this TiledCopy")
+
+
+def _check_threads(args, nthreads, what):
+    bad = [t for t in _threads_list(args.highlight) if not 0 <= t < nthreads]
+    if bad:
+        raise DrawError(f"--highlight: thread{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad))} "
+                        f"{'are' if len(bad) > 1 else 'is'} not in {what} (threads 0..{nthreads - 1})")
 
 
 def _plan_graph(args):
@@ -406,6 +450,17 @@ def _expr_graph(args):
 # output
 # ---------------------------------------------------------------------------
 def _format(args):
+    if args.format and args.output:
+        suffix = Path(args.output).suffix.lstrip(".").lower()
+        suffix = "tex" if suffix == "latex" else suffix
+        known = suffix in FIGURE_FORMATS + GRAPH_FORMATS           # x.out --format svg is fine
+        if known and suffix != args.format and not (suffix == "svgz" and args.format == "svg"):
+            raise DrawError(f"-o {args.output} says {suffix} but --format says {args.format}: the file would hold "
+                            f"{args.format} under a .{suffix} name; make them agree")
+    if args.output:
+        folder = Path(args.output).parent
+        if not folder.is_dir():
+            raise DrawError(f"-o {args.output}: the folder {folder} does not exist")
     if args.format:
         return args.format
     if args.output:
@@ -435,6 +490,9 @@ def _write_figure(args, fig, out, layout=None):
     if fmt == "dot":
         raise DrawError("--format dot is for graphs (draw plan, draw expr); pictures are svg, png, tex, typ, txt or pdf")
     cute_latex = layout is not None and (args.color or "index") == "index" and not args.one_based and args.title is None
+    if fmt in (None, "txt") and args.color not in (None, "index"):
+        raise DrawError(f"--color {args.color} colours pictures (svg, png, tex, typ, pdf); text output has no "
+                        f"colours: give -o FILE.svg or --format svg")
     if not args.output:
         if fmt in (None, "txt"):
             text = layout_ascii(layout, one_based=args.one_based) if layout is not None else fig.to_ascii()
@@ -498,7 +556,7 @@ def _write_graph(args, graph, out):
 def _check_options(args, mode):
     for opt, modes in _APPLIES.items():
         val = getattr(args, opt)
-        given = val is not None and val is not False
+        given = val is not None and val is not False and not (opt == "max_cells" and val == MAX_CELLS)
         if given and mode not in modes:
             flag = "--" + opt.replace("_", "-")
             where = ", ".join("a layout" if m == "layout" else f"draw {m}" for m in modes)

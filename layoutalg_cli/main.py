@@ -14,6 +14,9 @@ import textwrap
 
 from layoutalg.errors import LayoutError
 
+#: ``show`` prints the table of layouts up to this many cells (the notebook picture's limit).
+SHOW_MAX_CELLS = 65536
+
 
 def _table(layout):
     try:
@@ -42,6 +45,12 @@ def cmd_show(args, out):
     values = [layout(i) for i in range(shown)]
     tail = " ..." if n > shown else ""
     print(f"values : {' '.join(str(v) for v in values)}{tail}", file=out)
+    if args.max_cells < 1:
+        raise LayoutError(f"show: --max-cells must be positive, got {args.max_cells}")
+    if n > args.max_cells:
+        print(f"table  : not printed: {n} cells, more than --max-cells {args.max_cells} "
+              f"(pass --max-cells {n} to print it)", file=out)
+        return 0
     table = _table(layout)
     if table:
         print(table.rstrip("\n"), file=out)
@@ -52,7 +61,9 @@ def cmd_eval(args, out):
     from layoutalg.expressions import evaluate
     from layoutalg.parse import format_value
 
-    print(format_value(evaluate(args.expression)), file=out)
+    value = evaluate(args.expression)
+    if value is not None:                  # print_layout(...) and the like print themselves
+        print(format_value(value), file=out)
     return 0
 
 
@@ -85,6 +96,9 @@ def build_parser():
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
     s = sub.add_parser("show", help="print a layout, its size, cosize and table")
     s.add_argument("layout", help='a layout in CuTe form, e.g. "(4,(2,2)):(2,(1,8))"')
+    s.add_argument("--max-cells", type=int, default=SHOW_MAX_CELLS, metavar="N",
+                   help=f"print the table only for layouts of at most N cells (default {SHOW_MAX_CELLS}: "
+                        f"a 2000x2000 table is 80 MB of text)")
     s.set_defaults(fn=cmd_show)
     e = sub.add_parser("eval", help="evaluate an algebra expression",
                        description="Evaluate an expression of CuTe's layout algebra and print the result in CuTe's form.",

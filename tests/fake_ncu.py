@@ -4,9 +4,9 @@ without a GPU.
 * ``--query-metrics``: lists the counters the script asks for (less those in
   ``FAKE_NCU_MISSING``, comma-separated);
 * a profiling run (``--metrics ... --export REP ... APP ARGS``, or ``--section InstructionStats``:
-  the per-opcode counts): runs the application in numba's simulator up to the case
-  ``FAKE_NCU_KILL_AT``, which it marks started and never done (as a launch that loses the
-  context ends the process), and writes ``REP.ncu-rep``: the kernels that returned;
+  the per-opcode counts): runs the application in numba's simulator, which dies as it starts
+  the case ``FAKE_NCU_KILL_AT`` (as a launch that loses the context would end it), and writes
+  ``REP.ncu-rep``: the kernels that returned;
 * ``--import REP.ncu-rep --csv --page raw``: their counters in ncu's raw CSV page, made from the
   script's own predictions (those in ``FAKE_NCU_MISSING`` left out).
 """
@@ -56,15 +56,18 @@ def main(argv):
     progress = app[app.index("--progress") + 1]
     kill_at = os.environ.get("FAKE_NCU_KILL_AT")
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    launch = app.index("--launch") + 1
-    todo = app[launch].split(",")
-    lost = kill_at in todo
-    if lost:                                  # the cases before it run; it starts and never returns
-        app = app[:launch] + [",".join(todo[:todo.index(kill_at)])] + app[launch + 1:]
-    subprocess.run(app, env=env)
-    if lost:
-        with open(progress, "a") as f:
-            f.write(f"start {kill_at}\n")
+    if kill_at:
+        # the application dies as it starts that case, as a launch that loses the context ends
+        # it: deterministic, however fast the cases before it run
+        script = app[1]
+        prelude = (f"import os, signal, sys; sys.path.insert(0, {os.path.dirname(script)!r}); "
+                   f"sys.argv = {app[1:]!r}; import bank_conflicts as b; build = b.build_kernel\n"
+                   f"def build_kernel(c):\n"
+                   f"    if c.index == {int(kill_at)}: os.kill(os.getpid(), signal.SIGKILL)\n"
+                   f"    return build(c)\n"
+                   f"b.build_kernel = build_kernel; sys.exit(b.main())")
+        app = [app[0], "-c", prelude]
+    subprocess.run(app, env=env, start_new_session=True)
     done = [int(ln.split()[1]) for ln in open(progress) if ln.startswith("done ")] if os.path.exists(progress) else []
     metrics = opts["--metrics"].split(",") if "--metrics" in opts else [_bench().OPCODE_METRIC]
     with open(opts["--export"] + ".ncu-rep", "w") as f:

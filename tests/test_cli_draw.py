@@ -143,7 +143,6 @@ def test_copy_atom_alone():
 
 
 def test_plan_and_expr_graphs(tmp_path, monkeypatch, capsys):
-    pytest.importorskip("sympy")
     rc, out = run("draw", "plan")
     assert rc == 0 and out.startswith('digraph "gemm_plan" {') and "SM75_U16x8_LDSM_T" in out
     rc, out = run("draw", "plan", "--dtype", "tf32", "--b-major", "K")

@@ -215,3 +215,81 @@ def test_tensor_python_slices_match_none_and_underscore():
     assert [int(x) for x in t[1, :]] == [7] * 8
     with pytest.raises(LayoutIndexError, match="only the full slice"):
         t[1, 0:2]
+
+
+# ---- huge layouts, PNG sizes, options that used to be ignored ----------------------------------
+
+def test_show_of_a_huge_layout_prints_no_table_unless_asked(capsys):
+    rc, out = run("show", "(1000000,1000000):(1,1000000)")
+    assert rc == 0 and "size   : 1000000000000" in out
+    assert "table  : not printed: 1000000000000 cells, more than --max-cells 65536" in out
+    assert len(out) < 2000
+    rc, out = run("show", "(300,300)")
+    assert "not printed" in out and len(out) < 2000
+    rc, out = run("show", "(300,300)", "--max-cells", "90000")
+    assert rc == 0 and "not printed" not in out and out.count("\n") > 600
+
+
+def test_draw_refuses_a_picture_of_more_cells_than_the_limit(tmp_path, capsys):
+    path = tmp_path / "big.svg"
+    rc, _ = run("draw", "(1024,1024):(1024,1)", "-o", str(path))
+    err = capsys.readouterr().err
+    assert rc == 2 and not path.exists()
+    assert "has 1048576 cells, more than --max-cells 65536" in err and "--max-cells 1048576" in err
+    rc, _ = run("draw", "(1000000,1000000):(1,1000000)")                # text: refused as fast
+    assert rc == 2
+    rc, _ = run("draw", "(260,260)", "-o", str(path), "--no-data", "--max-cells", "70000")
+    assert rc == 0 and path.stat().st_size > 1000
+    rc, _ = run("draw", "mma", "SM80_16x8x16_F32F16F16F32_TN", "--permutation", "512,512,16", "-o", str(path))
+    assert rc == 2 and "tiled MMA has" in capsys.readouterr().err
+
+
+def test_draw_png_too_large_for_cairo_is_refused(tmp_path, capsys):
+    rc, _ = run("draw", "(8,8):(8,1)", "--scale", "100", "-o", str(tmp_path / "x.png"))
+    err = capsys.readouterr().err
+    assert rc == 2 and "32767 pixels a side" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (("draw", "mma", "SM80_16x8x16_F32F16F16F32_TN", "--highlight", "0,999"), "thread 999 is not in this TiledMMA"),
+    (("draw", "copy", "SM75_U32x4_LDSM_N", "--dtype", "f16", "--highlight", "32"), "thread 32 is not in the atom"),
+    (("draw", "(8,8):(8,1)", "--color", "bank"), "--color bank colours pictures"),
+    (("draw", "(8,8):(8,1)", "-o", "x.svg", "--format", "png"), "-o x.svg says svg but --format says png"),
+    (("draw", "(8,8):(8,1)", "-o", "/nonexistent/dir/x.svg"), "the folder /nonexistent/dir does not exist"),
+])
+def test_draw_options_that_would_be_ignored_or_misleading_are_refused(argv, message, capsys, tmp_path):
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        rc, _ = run(*argv)
+    finally:
+        os.chdir(cwd)
+    assert rc == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "x.svg").exists() and not os.path.exists("/nonexistent/dir")
+
+
+def test_eval_names_the_divide_called_and_the_parameters(capsys):
+    rc, out = run("eval", "logical_divide((8,8):(1,8), (2,4))")       # the demo's call, as it prints it
+    assert rc == 0 and out.strip() == "((2,4),(4,2)):((1,2),(8,32))"
+    for expr, message in (
+            ("logical_divide((8,8), (2,4))", "logical_divide: expected a layout, got the shape (8,8); a shape is "
+                                             "not a layout: write the layout, e.g. (8,8):(1,8)"),
+            ("zipped_divide(4:1, (2,3))", "zipped_divide: tiler (2,3) has more modes"),
+            ("flat_divide((4,4), 2)", "flat_divide: expected a layout"),
+            ("composition(4:1)", "eval: composition takes (lhs, rhs), got 1 argument"),
+    ):
+        rc, _ = run("eval", expr)
+        err = capsys.readouterr().err
+        assert rc == 2 and message in err, err
+        assert "positional argument" not in err
+    rc, out = run("eval", "print_layout((2,2):(1,2))")
+    assert rc == 0 and not out.rstrip().endswith("_")
+
+
+def test_the_demo_prints_calls_that_eval_accepts():
+    import re
+
+    src = open(os.path.join(ROOT, "layoutalg_cli", "demo.py")).read()
+    for call in re.findall(r'say\(f"  ((?:logical_divide|composition|complement)\([^=]*?\))\s+=', src):
+        rc, _ = run("eval", call)
+        assert rc == 0, call

@@ -266,6 +266,84 @@ def test_simulator_runs_match_numpy(tmp_path):
     assert "SIM OK" in r.stdout, r.stdout + r.stderr
 
 
+OVERLAP_SCRIPT = textwrap.dedent("""
+    import os, sys
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    sys.setswitchinterval(1e-4)
+    import numpy as np
+    import codegen
+    from codegen import GemmConfig
+    rng = np.random.default_rng(3)
+    small = lambda d: GemmConfig(d, None, 32, 32, 32 if d == "f16" else 16, 1, 1, 2, 1)   # 2 CTAs along N
+    def ints(shape, dt):
+        return rng.integers(-3, 4, shape).astype(dt)
+    # C is A (Y = Y @ X), C is B (Y = X @ Y), C is both, with beta; as numpy computes out= overlaps
+    for d, dt in (("f16", np.float16), ("f32", np.float32)):
+        X, Y = ints((64, 64), dt), ints((32, 64), dt)
+        ref = Y.astype(np.float64) @ X
+        assert codegen.gemm(Y, X, Y, config=small(d)) is Y
+        print(d, "C is A", float(np.abs(Y - ref).max()))
+        assert (Y == ref).all()
+    X, Y = ints((32, 32), np.float16), ints((32, 64), np.float16)
+    ref = X.astype(np.float64) @ Y + 2 * Y
+    codegen.gemm(X, Y, Y, beta=2.0, config=small("f16"))
+    assert (Y == ref).all(), "C is B"
+    Y = ints((64, 64), np.float32)
+    ref = Y.astype(np.float64) @ Y - Y
+    codegen.gemm(Y, Y, Y, beta=-1.0, config=small("f32"))
+    assert (Y == ref).all(), "C is A and B"
+    # views: C and A are overlapping column ranges of one array
+    Z = ints((32, 128), np.float16)
+    A, C, B = Z[:, 32:96], Z[:, :64], ints((64, 64), np.float16)
+    ref = A.astype(np.float64) @ B
+    codegen.gemm(A, B, C, config=small("f16"))
+    assert (C == ref).all(), "views"
+    # a prepared launch reads A afresh at every call (A is C: Y, Y @ X, Y @ X @ X)
+    X, Y = ints((64, 64), np.float16) % 2, ints((32, 64), np.float16) % 2
+    ref = Y.astype(np.float64)
+    run = codegen.prepare(Y, X, Y, config=small("f16"))
+    for _ in range(2):
+        run()
+        ref = ref @ X
+        assert (Y == ref).all(), "prepared"
+    print("OVERLAP OK")
+""")
+
+
+def test_simulator_c_overlapping_a_or_b_gives_numpys_result(tmp_path):
+    """C sharing memory with A or B (an in-place ``Y = Y @ X``, views): the kernel reads private
+    copies of the operands that C overlaps, so the result is numpy's."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               LAYOUTALG_CACHE=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", OVERLAP_SCRIPT], capture_output=True, text=True, env=env, timeout=900)
+    assert "OVERLAP OK" in r.stdout, r.stdout + r.stderr
+
+
+def test_overlap_is_found_from_addresses_shapes_and_strides():
+    from codegen.host import _Array, _overlapped, _span
+    from layoutalg.element_types import element_type
+
+    f16 = element_type("f16")
+
+    def arr(ptr, shape, strides):
+        return _Array("torch", f16, shape, strides, ptr, "cuda:0")
+
+    base = 1 << 20
+    A = arr(base, (64, 64), (64, 1))                              # bytes [base, base + 8192)
+    assert _span(A) == (0, 8192)
+    assert _overlapped(A, arr(0, (64, 64), (64, 1)), arr(base + 8190, (2, 2), (2, 1))) == ("A",)
+    assert _overlapped(A, A, A) == ("A", "B")
+    assert _overlapped(A, A, arr(base + 8192, (64, 64), (64, 1))) == ()       # just past A
+    assert _overlapped(A, A, arr(base - 2, (1, 1), (1, 1))) == ()             # just before A
+    assert _overlapped(A, A, None) == ()
+    # a negative stride reaches below the address; an empty array covers nothing
+    assert _span(arr(base, (4, 4), (-4, 1))) == (-24, 8)
+    assert _overlapped(arr(base + 24, (4, 4), (-4, 1)), A, arr(base, (1, 1), (1, 1))) == ("A", "B")
+    assert _overlapped(A, A, arr(base, (0, 4), (4, 1))) == ()
+    # interleaved views that share no element still count (bounds): a copy, never a wrong result
+    assert _overlapped(arr(base, (64, 32), (64, 2)), A, arr(base + 2, (64, 32), (64, 2)))[0] == "A"
+
+
 def test_bad_arguments_are_named():
     import numpy as np
     import codegen

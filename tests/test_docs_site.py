@@ -100,7 +100,7 @@ def test_benchmark_json_becomes_a_run(tmp_path):
                    ("tf32", 2048, "generated mma.sync"): 200.0, ("tf32", 2048, "cuBLAS"): 330.0}
     results = [perf_plot.Result("r", "today", d, n, i, t) for (d, n, i), t in got.items()]
     table = perf_plot.results_table(results)
-    assert "| r (today) | f16 | 4096 |" in table and "0.79 |" in table     # 590 / 750
+    assert "| r (today) **(current)** | f16 | 4096 |" in table and "0.79 |" in table     # 590 / 750
     pytest.importorskip("matplotlib")
     out = perf_plot.write_plot(str(tmp_path / "p.svg"), results)
     assert open(out, encoding="utf-8").read().count("<svg") == 1
@@ -168,3 +168,58 @@ def test_api_reference_documents_the_namespaces(site):
         assert f'id="layoutalg.draw.cute_print.{name}"' in html, name
     html = (site / "api" / "codegen" / "index.html").read_text(encoding="utf-8")
     assert 'id="codegen.gemm"' in html
+
+
+def test_pictures_without_graphviz_fail_with_the_reason(tmp_path, monkeypatch):
+    """Without Graphviz's dot the docs build stops with the command and why (the CLI's message
+    on stderr), not an empty reason."""
+    sys.path.insert(0, os.path.join(ROOT, "docs"))
+    import make_pictures
+
+    monkeypatch.setenv("PATH", str(tmp_path))                 # no dot on it
+    with pytest.raises(make_pictures.PictureError, match=r"draw plan .* failed \(exit status 1\): .*Graphviz's "
+                                                         r"'dot' program was not found"):
+        make_pictures.make(str(tmp_path / "pictures"))
+
+
+def _perf():
+    sys.path.insert(0, os.path.join(ROOT, "docs"))
+    import perf_plot
+
+    return perf_plot
+
+
+def test_the_performance_table_marks_the_current_run_and_the_readme_quotes_it():
+    """The README's and the page's figures are the current run's (the table's ratios), and the
+    page says which run that is; the 1024^3 ranges it explains are the table's."""
+    import re
+
+    P = _perf()
+    table = P.results_table()
+    last = P.load()[-1].run
+    marked = {line.split(" | ")[0] for line in table.splitlines() if "**(current)**" in line}
+    assert marked and all(last in m for m in marked)
+    cur = P.current_run()
+    want = {n: f"{P.current_ratio(cur[('f16', n)]):.2f}" for n in (4096, 8192)}
+    readme = open(os.path.join(ROOT, "README.md")).read().replace("\n", " ")
+    page = open(os.path.join(ROOT, "docs", "performance.md")).read().replace("\n", " ")
+    assert f"fp16 at {want[4096]} of cuBLAS at 4096^3 and {want[8192]} at 8192^3 timed separately" in readme
+    assert f"separate timings say {want[4096]} and {want[8192]}" in page
+    lo, hi = (float(x) for x in re.search(r"at ([\d.]+) to ([\d.]+) times cuBLAS in the current run", page).groups())
+    at1024 = [P.current_ratio(v) for (d, n), v in cur.items() if n == 1024 and P.current_ratio(v)]
+    assert (lo, hi) == (round(min(at1024), 2), round(max(at1024), 2))
+
+
+def test_migration_guide_moye_indices_are_one_more_than_cutes():
+    """``L(1, 2)  # MoYe.jl: L(2, 3) == X + 1``: X is the 0-based result printed below it."""
+    import re
+
+    lines = open(os.path.join(ROOT, "docs", "migration.md")).read().splitlines()
+    found = 0
+    for i, line in enumerate(lines):
+        m = re.search(r">>> L\((\d+), (\d+)\)\s+# MoYe\.jl: L\((\d+), (\d+)\) == (\d+) \+ 1", line)
+        if m:
+            a, b, ma, mb, x = map(int, m.groups())
+            assert (ma, mb) == (a + 1, b + 1) and int(lines[i + 1]) == x, line
+            found += 1
+    assert found

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import gzip
+import io
 import re
 import sys
 import time
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
 
 from layoutalg.draw import (
@@ -504,10 +506,46 @@ def test_png_written_and_non_empty(tmp_path):
     assert int.from_bytes(half[16:20], "big") < width
 
 
-def test_png_missing_cairosvg_says_pip_install(monkeypatch):
-    monkeypatch.setitem(sys.modules, "cairosvg", None)
+def test_png_missing_cairo_says_pip_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cairocffi", None)        # what cairosvg brings
     with pytest.raises(MissingDependencyError, match="pip install cairosvg"):
         Grid(1, 1).figure().to_png()
+
+
+def _pixels(png):
+    import cairocffi
+
+    surf = cairocffi.ImageSurface.create_from_png(io.BytesIO(png))
+    w, h, stride = surf.get_width(), surf.get_height(), surf.get_stride()
+    a = np.frombuffer(bytes(surf.get_data()), np.uint8).reshape(h, stride)[:, : 4 * w].reshape(h, w, 4)
+    return a[..., 2::-1].astype(int)                         # BGRA -> RGB
+
+
+@pytest.mark.skipif(not available("cairosvg"), reason="cairosvg not installed")
+def test_png_is_the_picture_the_svg_draws():
+    """The PNG drawn straight with cairo equals cairosvg's rendering of the SVG (fonts aside):
+    the same size, and nearly every pixel within a few levels; cells have their fills."""
+    from layoutalg import Layout, make_tiled_mma
+    from layoutalg.draw import layout_figure, tiled_mma_figure
+    from layoutalg.draw.raster import svg_to_png
+
+    for fig in (layout_figure(Layout((8, 8), (8, 1))), tiled_mma_figure(make_tiled_mma("SM80_16x8x8_F32TF32TF32F32_TN"))):
+        direct, via_svg = _pixels(figure_to_png(fig)), _pixels(svg_to_png(fig.to_svg()))
+        assert direct.shape == via_svg.shape
+        close = np.abs(direct - via_svg).max(axis=2) <= 24
+        assert close.mean() > 0.97, close.mean()
+    scene = layout_figure(Layout((8, 8), (8, 1))).scene()
+    gi = scene.grids[0]
+    cell = gi.grid.cells[9]                                    # row 1, col 1
+    x = int((gi.x - scene.bounds[0] + 1) * 32 + 3)
+    y = int((gi.y - scene.bounds[1] + 1) * 32 + 3)            # a corner of the cell, away from its text
+    assert tuple(_pixels(figure_to_png(layout_figure(Layout((8, 8), (8, 1)))))[y, x]) == cell.fill.rgb
+
+
+def test_png_larger_than_cairo_can_make_is_refused_naming_its_size():
+    fig = Grid(8, 8).figure()
+    with pytest.raises(ValueError, match=r"would be \d+ x \d+ pixels .* at most 32767 pixels a side"):
+        figure_to_png(fig, scale=200)
 
 
 # ---------------------------------------------------------------------------

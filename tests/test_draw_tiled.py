@@ -459,3 +459,31 @@ def test_plan_graph():
     assert str(plan.mma.acc_layout) in g.nodes["acc"]["label"]
     with pytest.raises(TypeError, match="plan_graph: expected a GemmPlan"):
         plan_graph(object())
+
+
+def test_tensors_have_a_notebook_picture_of_their_values():
+    import numpy as np
+
+    from layoutalg import make_identity_tensor, make_tensor
+
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) / 4
+    svg = make_tensor(a)._repr_svg_()
+    assert svg is not None and svg.count('class="cell') == 12
+    for v in (0.25, 2.75):
+        assert f">{v:.4g}</text>" in svg
+    ident = make_identity_tensor((2, 3))._repr_svg_()
+    assert ">(1,2)</text>" in ident
+    assert make_tensor("gA", Layout(4))._repr_svg_() is None         # a symbolic pointer: the text repr
+
+
+def test_a_large_tiled_mma_is_a_lean_notebook_picture():
+    """A 128x128x32 tiled MMA (24,576 cells) was a 5.4 MB SVG in a notebook: it drops the cells'
+    data-* attributes, and the labels that its display size makes unreadable, not its cells."""
+    from layoutalg.draw import repr_svg, tiled_mma_figure
+
+    mma = make_tiled_mma("SM80_16x8x16_F32F16F16F32_TN", (2, 2, 1), (128, 128, 32))
+    svg = repr_svg(mma)
+    assert len(svg) < 2_000_000 and svg.count('class="cell') == 128 * 32 * 2 + 128 * 128
+    assert len(tiled_mma_figure(mma).to_svg()) > 5_000_000          # files keep everything
+    small = repr_svg(make_tiled_mma("SM80_16x8x16_F32F16F16F32_TN"))
+    assert "data-row" in small and ">T0</text>" in small              # small pictures as before

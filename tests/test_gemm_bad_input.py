@@ -282,3 +282,36 @@ def test_column_major_c_on_hopper_runs_the_transposed_gemm_and_other_cs_do_not(m
     with pytest.raises(GemmError, match=r"e4m3 inputs run on the wgmma path only, which needs a row- or column-major "
                                         r"C .* \(C strides \(2, 16\)\)"):
         setup(A8, B8, np.zeros((16, 8), np.float32, order="F")[::2], precision="e4m3")
+
+
+@pytest.mark.parametrize("M,N,K", [(0, 4, 3), (4, 0, 3), (4, 5, 0), (0, 0, 0)])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_empty_problems_give_numpys_result(M, N, K, dtype):
+    """M, N or K = 0: numpy's A @ B (an empty C, or zeros for K = 0), and beta * C with a C."""
+    A, B = np.ones((M, K), dtype), np.ones((K, N), dtype)
+    C = codegen.gemm(A, B)
+    assert C.shape == (M, N) and C.dtype == (A @ B).dtype and np.array_equal(C, A @ B)
+    C0 = np.arange(M * N, dtype=np.float32).reshape(M, N)
+    C = C0.copy()
+    assert codegen.gemm(A, B, C, alpha=2.0, beta=-1.5) is C
+    np.testing.assert_array_equal(C, -1.5 * C0 if K == 0 else C0)
+    C = np.full((M, N), np.nan, np.float32)
+    codegen.gemm(A, B, C)                            # beta = 0: C is not read, as in BLAS
+    assert not np.isnan(C).any()
+
+
+def test_empty_problems_are_still_checked():
+    with pytest.raises(GemmError, match="inner dimensions differ"):
+        codegen.gemm(np.ones((4, 0), np.float16), np.ones((1, 5), np.float16))
+    with pytest.raises(GemmError, match="A is f16 but B is f32"):
+        codegen.gemm(np.ones((4, 0), np.float16), np.ones((0, 5), np.float32))
+    with pytest.raises(GemmError, match=r"C has shape \(4, 4\), expected \(4, 5\)"):
+        codegen.gemm(np.ones((4, 0), np.float16), np.ones((0, 5), np.float16), np.zeros((4, 4), np.float16))
+    assert codegen.gemm(np.ones((4, 0), np.float32), np.ones((0, 5), np.float32), precision="tf32").dtype == np.float32
+
+
+def test_config_takes_numpy_integers_as_the_algebra_does():
+    c = GemmConfig("f16", None, np.int64(32), np.int32(32), np.uint8(32), 1, 1, np.int64(2), 1)
+    assert c == GemmConfig("f16", None, 32, 32, 32, 1, 1, 2, 1) and type(c.bm) is int and type(c.stages) is int
+    with pytest.raises(ValueError, match="bm must be a positive int, got np.True_|bm must be a positive int"):
+        GemmConfig("f16", None, np.bool_(True), 32, 32, 1, 1, 2, 1)

@@ -78,6 +78,25 @@ def test_plan_and_source():
     assert len(src.splitlines()) <= 150
 
 
+def test_planning_and_emitting_import_no_numba():
+    """codegen.cute's host objects, the plan and the kernel's source need no numba (a
+    process that launches cached kernels does not pay for importing it); the kernel-side
+    names import it when first looked up."""
+    import sys
+
+    code = ("import sys, codegen, codegen.cute\n"
+            "from codegen import GemmConfig\n"
+            "from codegen.sm90 import kernel as S\n"
+            "S._base(S.WgmmaKey(GemmConfig.default('f16', arch=(9, 0)), 'K', 'MN', 'tma'))\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numba'))\n"
+            "codegen.cute.make_tensor\n"
+            "print('numba.cuda' in sys.modules)\n")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["[]", "True"], out.stdout
+
+
 @pytest.mark.parametrize("dtype,b_major,split,cluster", [("f16", "MN", 1, 1), ("bf16", "K", 4, 1),
                                                          ("e4m3", "K", 1, 1), ("f16", "K", 1, 2)])
 def test_generated_module_defines_the_plans_pieces(dtype, b_major, split, cluster):

@@ -148,3 +148,12 @@ def test_composed_upcast_requires_alignment():
         upcast(c, 4)            # base 1 < log2(4)
     with pytest.raises(LayoutError, match="power of two"):
         downcast(c, 3)
+
+
+def test_swizzle_of_a_numpy_integer_is_an_int_as_a_layouts_is():
+    import numpy as np
+
+    sw = Swizzle(3, 3, 3)
+    for x in (np.int64(100), np.int32(100), np.uint16(100)):
+        y = sw(x)
+        assert type(y) is int and y == sw(100)

@@ -328,7 +328,7 @@ def test_predicated_copy_touches_only_in_bounds_elements():
     shape = (10, 7)
     src = np.arange(70).reshape(shape)
     dst = np.full(shape, -1)
-    mS, mD, c = make_tensor(src), make_tensor(dst), make_identity_tensor(shape)
+    mS, mD, c = make_tensor(src, residue=True), make_tensor(dst, residue=True), make_identity_tensor(shape)
     thr = Layout((4, 2))
     for bm, bn in itertools.product(range(3), range(2)):
         gS, gD, gC = (local_tile(x, (4, 4), (bm, bn)) for x in (mS, mD, c))
@@ -346,3 +346,55 @@ def test_engines_have_the_expected_types(rowmajor):
     assert isinstance(make_tensor("f16", Layout(4)).engine, RegisterEngine)
     with pytest.raises(LayoutError):
         make_tensor(np.zeros(4), Layout(8))
+
+
+# ---- tiles that do not divide a tensor of data -------------------------------------------
+
+def _refused(fn, op):
+    with pytest.raises(LayoutError, match=rf"^{op}: tile .* does not divide the tensor's shape \(10,10\)"):
+        fn()
+
+
+def test_a_tile_that_hangs_over_a_data_tensor_is_refused_everywhere():
+    from layoutalg import make_tiled_copy, make_tiled_mma, CopyAtom
+
+    T = make_tensor(np.arange(100).reshape(10, 10))
+    mma = make_tiled_mma("SM80_16x8x16_F32F16F16F32_TN")
+    copy = make_tiled_copy(CopyAtom("UniversalCopy_32", "f32"), Layout((4, 8)), Layout((1, 1)))
+    _refused(lambda: mma.get_slice(1).partition_A(T), "partition_A")
+    _refused(lambda: mma.get_slice(31).partition_B(T), "partition_B")
+    _refused(lambda: mma.get_slice(0).partition_C(T), "partition_C")
+    _refused(lambda: copy.get_slice(0).partition_S(T), "partition_S")
+    _refused(lambda: copy.get_slice(0).partition_D(T), "partition_D")
+    _refused(lambda: local_tile(T, (16, 16), (0, 0)), "local_tile")
+    _refused(lambda: local_tile(T, (4, 5, 2), (0, 0, 0), proj=(1, 1, None)), "local_tile")
+    _refused(lambda: local_partition(T, Layout((4, 32), (32, 1)), 3), "local_partition")
+    _refused(lambda: zipped_divide(T, (3, 5)), "zipped_divide")
+    _refused(lambda: logical_divide(T, (5, Layout(4, 1))), "logical_divide")
+    _refused(lambda: flat_divide(T, (20, 5)), "flat_divide")
+    _refused(lambda: tiled_divide(T, (5, 3)), "tiled_divide")
+    _refused(lambda: T.compose((5, Layout(12))), "composition")
+    _refused(lambda: local_tile(make_fragment_like(T), (16, 16), (0, 0)), "local_tile")
+    # the message says how to ask for CuTe's residue semantics
+    with pytest.raises(LayoutError, match=r"make_tensor\(\.\.\., residue=True\).*identity tensor"):
+        local_tile(T, (16, 16), (0, 0))
+
+
+def test_tiles_that_divide_identity_tensors_and_residue_tensors_keep_cutes_semantics():
+    from layoutalg import make_tiled_mma
+
+    a = np.arange(100).reshape(10, 10)
+    mma = make_tiled_mma("SM80_16x8x16_F32F16F16F32_TN")
+    # divisors are taken, at every element
+    t = local_tile(make_tensor(a), (5, 2), (1, 3))
+    assert [int(t[m, n]) for m in range(5) for n in range(2)] == [a[5 + m, 6 + n] for m in range(5) for n in range(2)]
+    # identity tensors (the predicates) and residue tensors hang over the edge as in CuTe
+    c = mma.get_slice(1).partition_A(make_identity_tensor((10, 10)))
+    r = mma.get_slice(1).partition_A(make_tensor(a, residue=True))
+    assert c[1] == (0, 3) and int(r[1]) == a[0, 3]
+    for i in range(size(c)):                    # every in-bounds element is the right one
+        if elem_less(c[i], (10, 10)):
+            assert int(r[i]) == a[c[i]]
+    assert str(local_tile(make_tensor(a, residue=True), (16, 16), (0, 0)).layout) == "(16,16):(10,1)"
+    # the opt-in survives slicing and tiling
+    assert local_tile(make_tensor(a, residue=True)[None, 2], 16, 0).engine.residue

@@ -352,7 +352,7 @@ def test_layout_call_compiles_to_shifts_and_masks():
 
 @pytest.mark.parametrize("fn,sig,patterns", BAD, ids=[b[0].__name__ for b in BAD])
 def test_bad_input_is_a_compile_time_error_naming_the_values(fn, sig, patterns):
-    from codegen.cute.offsets import CuteError
+    from codegen.cute import CuteError
 
     with pytest.raises(CuteError) as e:
         _compile(fn, sig)

@@ -1,4 +1,5 @@
-"""``codegen.cute``: layouts, tensors, tiled copies and tiled MMAs inside numba.cuda kernels.
+"""``codegen.cute``: layouts, tensors, tiled copies and tiled MMAs inside numba.cuda kernels,
+and the Hopper kernel library (pipelines, TMA, warpgroup MMAs, tile schedulers, epilogues).
 
 A kernel uses host objects of :mod:`layoutalg` (``Layout``, swizzled ``ComposedLayout``,
 ``TiledCopy``, ``TiledMMA``) as globals; numba types each one by its value, so every
@@ -16,62 +17,62 @@ at run time (see docs/user_kernels.md)::
 
 Under ``NUMBA_ENABLE_CUDASIM=1`` the same names are the plain-Python twins of
 :mod:`codegen.cute.sim`, which run the host algebra and the atoms' simulator twins.
+
+Importing this package imports no numba: the device objects and their factories (the
+Hopper pieces) are host objects that plans and launchers use; the kernel-side functions
+(``make_tensor``, ``copy``, ``setmaxnreg_inc`` ...) import numba when first looked up, and
+bind the device objects' methods to it (:func:`codegen.cute.objects.activate`).
 """
 
 from __future__ import annotations
 
-from .. import intrinsics as _intrinsics
+from .errors import CuteError
+from .objects import SIMULATED, activate, device, device_function, device_object
+from .params import KernelParams
+from .smem import SharedStorage, smem_base
+from .pipeline import PipelineState, TmaPipeline, mbarrier_wait
+from .tma import TmaLoad, TmaStore, make_tma_load
+from .wgmma import WgmmaMMA, gmma_stage, make_wgmma
+from .mainloop import WgmmaMainloop
+from .scheduler import SchedulerParams, TileScheduler, WorkTile
+from .epilogue import RegisterEpilogue, TmaStoreEpilogue, make_register_epilogue, make_tma_store_epilogue
+from .warpgroup import INTRINSICS as _WARPGROUP_INTRINSICS, warpgroup_index
 
-SIMULATED = _intrinsics.SIMULATED
-
-from .offsets import CuteError  # noqa: E402  (the error of a bad kernel, on both backends)
-
-__all__ = [
+#: The kernel-side functions on tensors, from :mod:`codegen.cute.api` (typed and lowered by
+#: :mod:`codegen.cute.device_tensor` and friends) or, in the simulator, :mod:`codegen.cute.sim`.
+_TENSOR_FUNCTIONS = (
     "make_tensor", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
-    "local_tile", "local_partition", "size", "copy", "gemm", "clear", "fill",
-    "make_fragment_A", "make_fragment_B", "make_fragment_C", "cp_async_fence", "cp_async_wait",
-    "SIMULATED", "CuteError",
+    "local_tile", "local_partition", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
+    "make_fragment_A", "make_fragment_B", "make_fragment_C",
+)
+#: Intrinsics exported under other names: ``cp_async_fence()`` closes the current group of
+#: cp.async copies (``cp.async.commit_group``), ``cp_async_wait(n)`` waits until at most
+#: ``n`` (a constant) groups are pending.
+_RENAMED = {"cp_async_fence": "cp_async_commit", "cp_async_wait": "cp_async_wait_group"}
+
+__all__ = list(_TENSOR_FUNCTIONS) + list(_RENAMED) + list(_WARPGROUP_INTRINSICS) + [
+    "SIMULATED", "CuteError", "activate", "device", "device_function", "device_object", "KernelParams",
+    "SharedStorage", "smem_base", "PipelineState", "TmaPipeline", "mbarrier_wait", "TmaLoad", "TmaStore",
+    "make_tma_load", "WgmmaMMA", "gmma_stage", "make_wgmma", "WgmmaMainloop", "SchedulerParams", "TileScheduler",
+    "WorkTile", "RegisterEpilogue", "TmaStoreEpilogue", "make_register_epilogue", "make_tma_store_epilogue",
+    "warpgroup_index",
 ]
 
-if SIMULATED:
-    from .sim import (  # noqa: F401
-        clear, copy, fill, gemm, local_partition, local_tile, make_fragment_A, make_fragment_B,
-        make_fragment_C, make_fragment_like, make_identity_tensor, make_shared_tensor,
-        make_tensor, size, dynamic_shared_tensor,
-    )
-else:
-    from . import device_atoms as _device_atoms, device_tiled as _device_tiled  # noqa: F401  (registers)
-    from .api import (  # noqa: F401
-        clear, copy, fill, gemm, local_partition, local_tile, make_fragment_A, make_fragment_B,
-        make_fragment_C, make_fragment_like, make_identity_tensor, make_shared_tensor,
-        make_tensor, size, dynamic_shared_tensor,
-    )
 
-# ---- the Hopper kernel library: device objects (compile-time constants with inlined methods)
-from .objects import device, device_object  # noqa: E402
-from .params import KernelParams  # noqa: E402
-from .smem import SharedStorage, smem_base  # noqa: E402
-from .pipeline import PipelineState, TmaPipeline, mbarrier_wait  # noqa: E402
-from .tma import TmaLoad, TmaStore, make_tma_load  # noqa: E402
-from .wgmma import WgmmaMMA, gmma_stage, make_wgmma  # noqa: E402
-from .mainloop import WgmmaMainloop  # noqa: E402
-from .scheduler import TileScheduler, WorkTile  # noqa: E402
-from .epilogue import (  # noqa: E402
-    RegisterEpilogue, TmaStoreEpilogue, make_register_epilogue, make_tma_store_epilogue,
-)
-from .warpgroup import (  # noqa: E402
-    cluster_ctarank, cluster_sync, named_barrier_sync, setmaxnreg_dec, setmaxnreg_inc, warpgroup_index,
-)
+def __getattr__(name):
+    """The kernel-side names, imported (with numba) when first looked up."""
+    if name in _TENSOR_FUNCTIONS:
+        if SIMULATED:
+            from . import sim as mod
+        else:
+            from . import api as mod, device_atoms, device_tiled  # noqa: F401  (they register the typing)
+        value = getattr(mod, name)
+    elif name in _RENAMED or name in _WARPGROUP_INTRINSICS:
+        from .. import intrinsics
 
-__all__ += [
-    "device", "device_object", "KernelParams", "SharedStorage", "smem_base", "PipelineState", "TmaPipeline",
-    "mbarrier_wait", "TmaLoad", "TmaStore", "make_tma_load", "WgmmaMMA", "gmma_stage", "make_wgmma",
-    "WgmmaMainloop", "TileScheduler", "WorkTile", "RegisterEpilogue", "TmaStoreEpilogue", "make_register_epilogue",
-    "make_tma_store_epilogue", "cluster_ctarank", "cluster_sync", "named_barrier_sync",
-    "setmaxnreg_dec", "setmaxnreg_inc", "warpgroup_index",
-]
-
-#: ``cp_async_fence()``: close the current group of cp.async copies (``cp.async.commit_group``).
-cp_async_fence = _intrinsics.cp_async_commit
-#: ``cp_async_wait(n)``: wait until at most ``n`` (a constant) groups are pending.
-cp_async_wait = _intrinsics.cp_async_wait_group
+        value = getattr(intrinsics, _RENAMED.get(name, name))
+    else:
+        raise AttributeError(f"module 'codegen.cute' has no attribute {name!r}")
+    activate()
+    globals()[name] = value
+    return value

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "make_tensor", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
-    "local_tile", "local_partition", "size", "copy", "gemm", "clear", "fill",
+    "local_tile", "local_partition", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C",
 ]
 
@@ -55,6 +55,19 @@ a compile-time constant."""
 copy = _device_only("copy")
 copy.__doc__ = """``copy(tiled_copy, src, dst)``: the copy atom over the partitioned tensors
 ``(CPY, CPY_M, CPY_N, ...)``; ``copy(src, dst)`` copies element by element."""
+copy_if = _device_only("copy_if")
+copy_if.__doc__ = """``copy_if(tiled_copy, pred, src, dst)`` or ``copy_if(pred, src, dst)``: ``copy`` of the
+calls whose predicate is nonzero; ``pred`` holds one value per atom call (CuTe's ``pred(i)``
+over the modes after the first: shape ``(CPY_M, CPY_K)`` for ``(CPY, CPY_M, CPY_K)``
+partitions), or per element.  A ``cp.async`` call with a zero predicate fills its destination
+with zeros and reads nothing (its source address may lie past the array); other calls are
+skipped.  ``ldmatrix`` (a warp collective) cannot be predicated."""
+convert = _device_only("convert")
+convert.__doc__ = """``convert(src, dst, to)``: the float values of ``src`` as the number format ``to``
+(a string constant) into ``dst``, element by element: ``"bf16"`` (bfloat16 bits in a uint16
+or int16 tensor, rounded to nearest even through float32), ``"f16"`` (float16, or its bits
+in a 16-bit integer tensor) or ``"int"`` (truncated toward zero, as C's cast).  ``copy``
+refuses float to integer, which would convert the numbers rather than give their bits."""
 gemm = _device_only("gemm")
 gemm.__doc__ = """``gemm(tiled_mma, C, A, B)``: ``C += A @ B`` with the MMA atom, over fragments
 ``A (MMA, MMA_M[, MMA_K])``, ``B (MMA, MMA_N[, MMA_K])``, ``C (MMA, MMA_M, MMA_N)``."""

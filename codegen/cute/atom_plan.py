@@ -23,10 +23,10 @@ import layoutalg as la
 from layoutalg import Layout, Swizzle
 
 from ..atom_intrinsics import MMA_INTRINSICS
-from .offsets import CuteError
+from .errors import CuteError
 
-__all__ = ["TensorInfo", "CopyStep", "CopyPlan", "copy_plan", "MMAStep", "MMAPlan", "mma_plan",
-           "MMA_TYPES"]
+__all__ = ["TensorInfo", "CopyStep", "CopyPlan", "copy_plan", "copy_if_plan", "convert_plan", "CONVERSIONS", "MMAStep",
+           "MMAPlan", "mma_plan", "MMA_TYPES"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,13 @@ def copy_plan(tiled_copy, src: TensorInfo, dst: TensorInfo) -> CopyPlan:
         if n != m:
             raise CuteError(f"{op}: source {src.describe()} has {n} values, destination "
                             f"{dst.describe()} has {m}")
+        if _number_kind(src.dtype) == "float" and _number_kind(dst.dtype) == "int":
+            raise CuteError(
+                f"{op}: the source {src.describe()} holds floats and the destination "
+                f"{dst.describe()} integers: an element-wise copy would convert the numbers "
+                f"(1.5 -> 1, -3.0 -> 65533 in uint16), not give their bits. For bfloat16 or "
+                f"float16 bit patterns use convert(src, dst, \"bf16\") or convert(src, dst, \"f16\"); "
+                f"to truncate to integers on purpose, convert(src, dst, \"int\")")
         return CopyPlan("elem", "", src.bits, src.bits,
                         tuple(CopyStep(src.layout(i), (dst.layout(i),)) for i in range(n)))
     atom = tiled_copy.atom
@@ -158,6 +165,31 @@ def copy_plan(tiled_copy, src: TensorInfo, dst: TensorInfo) -> CopyPlan:
     raise CuteError(f"{op}: copy atom {atom.name} ({kind}) is not supported in kernels yet")
 
 
+@lru_cache(maxsize=1024)
+def copy_if_plan(tiled_copy, pred: TensorInfo, src: TensorInfo, dst: TensorInfo):
+    """``(plan, pred_offsets)`` of ``copy_if([tiled_copy,] pred, src, dst)``: the plan of
+    ``copy`` and, for each of its calls (one per element without a tiled copy, else one per
+    atom call, CuTe's ``pred(i)`` over the modes after the first), the offset of its
+    predicate value.  A call whose predicate is zero does not copy; a ``cp.async`` call is
+    then issued with a source size of 0, which fills its destination with zeros (CUTLASS's
+    ``ZFILL``) and reads nothing, so its source address may lie past the end of the array."""
+    op = "copy_if"
+    plan = copy_plan(tiled_copy, src, dst)
+    if plan.kind == "ldsm":
+        raise CuteError(f"{op}: {tiled_copy.atom.name} (ldmatrix) is a warp collective that every lane must "
+                        f"call; copy unpredicated and ignore the values you do not need")
+    if pred.space == "coord" or not (_number_kind(pred.dtype) == "int" or pred.dtype in ("bool", "boolean")):
+        raise CuteError(f"{op}: the predicate must be a tensor of booleans or integers (nonzero: copy), "
+                        f"got a {pred.describe()}")
+    n, calls = la.size(pred.layout), len(plan.steps)
+    if n != calls:
+        per = "one per element" if tiled_copy is None else (
+            f"one per {tiled_copy.atom.name} call, each of {la.size(src.layout) // calls} source values")
+        raise CuteError(f"{op}: the predicate {pred.describe()} has {n} values, but the copy makes {calls} "
+                        f"calls ({per}): give one predicate value per call")
+    return plan, tuple(pred.layout(i) for i in range(n))
+
+
 # ---- MMA ---------------------------------------------------------------------------------
 
 #: Element type of the register fragments of each operand, per MMA intrinsic.
@@ -167,6 +199,52 @@ MMA_TYPES = {
     "mma_m16n8k8_f32tf32": ("float32", "float32", "float32"),
     "mma_m8n8k4_f64": ("float64", "float64", "float64"),
 }
+
+
+def _number_kind(dtype):
+    """"float", "int" (signed or unsigned) or "" for a tensor's dtype name."""
+    if dtype.startswith("float"):
+        return "float"
+    if dtype.startswith(("int", "uint")):
+        return "int"
+    return ""
+
+
+#: ``convert(src, dst, to)``: what each ``to`` makes of float values, and the destinations
+#: it writes (dtype names).
+CONVERSIONS = {
+    "bf16": ("bfloat16 bits, rounded to nearest even (NaN stays NaN)", ("uint16", "int16")),
+    "f16": ("float16, rounded to nearest even (the bits, for a 16-bit integer destination)",
+            ("float16", "uint16", "int16")),
+    "int": ("integers, truncated toward zero as C's cast does (out of range: undefined)",
+            ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")),
+}
+
+
+@lru_cache(maxsize=1024)
+def convert_plan(src: TensorInfo, dst: TensorInfo, to: str) -> CopyPlan:
+    """The element-wise steps of ``convert(src, dst, to)``: float values of ``src`` as the
+    number format ``to`` names (:data:`CONVERSIONS`) into ``dst``.  Raises
+    :class:`CuteError` for another ``to``, a non-float source, a destination the format
+    does not fit, or different sizes."""
+    op = "convert"
+    if to not in CONVERSIONS:
+        raise CuteError(f"{op}: to={to!r} is not one of {', '.join(repr(k) for k in CONVERSIONS)} "
+                        f"(a string constant)")
+    for what, info in (("source", src), ("destination", dst)):
+        if info.space == "coord":
+            raise CuteError(f"{op}: the {what} is an identity tensor")
+    if _number_kind(src.dtype) != "float":
+        raise CuteError(f"{op}: the source must hold floats, got a {src.describe()}")
+    what, dsts = CONVERSIONS[to]
+    if dst.dtype not in dsts:
+        raise CuteError(f"{op}: to={to!r} ({what}) writes a {' or '.join(dsts)} destination, "
+                        f"got a {dst.describe()}")
+    n, m = la.size(src.layout), la.size(dst.layout)
+    if n != m:
+        raise CuteError(f"{op}: source {src.describe()} has {n} values, destination {dst.describe()} has {m}")
+    return CopyPlan("convert", to, src.bits, dst.bits,
+                    tuple(CopyStep(src.layout(i), (dst.layout(i),)) for i in range(n)))
 
 
 @dataclass(frozen=True)

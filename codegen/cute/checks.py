@@ -5,7 +5,7 @@
 >>> check_divides("local_tile", Layout((32, 16)), (12, 8))
 Traceback (most recent call last):
 ...
-codegen.cute.offsets.CuteError: local_tile: tile (12, 8) does not divide the tensor's layout (32,16):(1,32): mode 0 has size 32, not a multiple of 12
+codegen.cute.errors.CuteError: local_tile: tile (12, 8) does not divide the tensor's layout (32,16):(1,32): mode 0 has size 32, not a multiple of 12
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import layoutalg as la
 from layoutalg import ComposedLayout, Layout, Swizzle
 
-from .offsets import CuteError
+from .errors import CuteError
 
 __all__ = ["check_divides", "shared_cosize"]
 

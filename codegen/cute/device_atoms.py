@@ -15,7 +15,7 @@ import layoutalg as la
 
 from ..intrinsics import ptx as _ptx
 from . import api
-from .atom_plan import TensorInfo, copy_plan, mma_plan
+from .atom_plan import TensorInfo, convert_plan, copy_if_plan, copy_plan, mma_plan
 from .device_tensor import element_pointer, tensor_proxy, typing_error
 from .offsets import CuteError, add_offset, emit_swizzle
 from .types import CoordTensorType, TensorType, TiledCopyType, TiledMMAType
@@ -119,26 +119,46 @@ def _lower_copy(context, builder, sig, args):
     else:
         tc, (sty, dty), (sv, dv) = None, sig.args, args
     plan = copy_plan(tc, tensor_info(sty), tensor_info(dty))
+    _emit_copy(context, builder, plan, sty, dty, sv, dv)
+    return context.get_dummy_value()
+
+
+def _emit_copy(context, builder, plan, sty, dty, sv, dv, on=None):
+    """The steps of ``plan``; ``on(g)`` (an i1, or None: always) guards step ``g``: a guarded-off
+    cp.async is issued with a source size of 0 (it zero-fills), the other steps are skipped."""
     src, dst = _Mem(context, builder, sty, sv), _Mem(context, builder, dty, dv)
     dlty = context.get_data_type(dty.dtype)
+
+    def guarded(g, emit):
+        if on is None:
+            emit()
+            return
+        with builder.if_then(on(g)):
+            emit()
+
     if plan.kind == "elem":
-        for s in plan.steps:
-            v = builder.load(src.at(s.src))
-            v = context.cast(builder, v, sty.dtype, dty.dtype)
-            builder.store(v, dst.at(s.dst[0]))
+        for g, s in enumerate(plan.steps):
+            def emit(s=s):
+                v = builder.load(src.at(s.src))
+                v = context.cast(builder, v, sty.dtype, dty.dtype)
+                builder.store(v, dst.at(s.dst[0]))
+            guarded(g, emit)
     elif plan.kind == "vec":
         n = plan.vector_bits
         vty = ir.VectorType(_I32, n // 32) if n > 32 else ir.IntType(n)
-        for s in plan.steps:
-            p = builder.bitcast(src.at(s.src), vty.as_pointer())
-            v = builder.load(p, align=n // 8)
-            q = builder.bitcast(dst.at(s.dst[0]), vty.as_pointer())
-            builder.store(v, q, align=n // 8)
+        for g, s in enumerate(plan.steps):
+            def emit(s=s):
+                p = builder.bitcast(src.at(s.src), vty.as_pointer())
+                v = builder.load(p, align=n // 8)
+                q = builder.bitcast(dst.at(s.dst[0]), vty.as_pointer())
+                builder.store(v, q, align=n // 8)
+            guarded(g, emit)
     elif plan.kind == "cp_async":
         nbytes = ir.Constant(_I32, plan.vector_bits // 8)
-        for s in plan.steps:
+        for g, s in enumerate(plan.steps):
+            size = nbytes if on is None else builder.select(on(g), nbytes, ir.Constant(_I32, 0))
             call_intrinsic(context, builder, plan.intrinsic, (types.int32, types.int64, types.int32),
-                           (dst.smem_addr(s.dst[0]), src.gmem_addr(s.src), nbytes))
+                           (dst.smem_addr(s.dst[0]), src.gmem_addr(s.src), size))
     elif plan.kind == "ldsm":
         bits = plan.value_bits
         for s in plan.steps:
@@ -157,11 +177,117 @@ def _lower_copy(context, builder, sig, args):
                 if sh:
                     v = builder.lshr(v, ir.Constant(_I32, sh))
                 builder.store(_from_bits(builder, v, dlty), dst.at(d))
-    return context.get_dummy_value()
 
 
 _ireg.lower(api.copy, TiledCopyType, types.Any, types.Any)(_lower_copy)
 _ireg.lower(api.copy, TensorType, TensorType)(_lower_copy)
+
+
+# ---- copy_if --------------------------------------------------------------------------------
+
+def _copy_if_args(args):
+    if len(args) == 4 and isinstance(args[0], TiledCopyType):
+        return args[0].tiled_copy, args[1], args[2], args[3]
+    if len(args) == 3:
+        return None, args[0], args[1], args[2]
+    raise CuteError(f"copy_if: expected (tiled_copy, pred, src, dst) or (pred, src, dst), got {args}")
+
+
+@_treg.register_global(api.copy_if)
+class _CopyIf(AbstractTemplate):
+    prefer_literal = True
+
+    def generic(self, args, kws):
+        try:
+            tc, pred, src, dst = _copy_if_args(args)
+            for what, t in (("predicate", pred), ("source", src), ("destination", dst)):
+                if not isinstance(t, (TensorType, CoordTensorType)):
+                    raise CuteError(f"copy_if: the {what} must be a tensor, got {t}")
+            copy_if_plan(tc, tensor_info(pred), tensor_info(src), tensor_info(dst))
+        except (CuteError, la.LayoutError) as e:
+            raise typing_error("copy_if", e) from None
+        return signature(types.none, *args)
+
+
+def _lower_copy_if(context, builder, sig, args):
+    tys, vals = list(sig.args), list(args)
+    tc = None
+    if len(tys) == 4:
+        tc, tys, vals = tys[0].tiled_copy, tys[1:], vals[1:]
+    (pty, sty, dty), (pv, sv, dv) = tys, vals
+    plan, poffs = copy_if_plan(tc, tensor_info(pty), tensor_info(sty), tensor_info(dty))
+    pred = _Mem(context, builder, pty, pv)
+    flags = [builder.load(pred.at(o)) for o in poffs]
+
+    def on(g):
+        v = flags[g]
+        return builder.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+
+    _emit_copy(context, builder, plan, sty, dty, sv, dv, on)
+    return context.get_dummy_value()
+
+
+_ireg.lower(api.copy_if, TiledCopyType, types.Any, types.Any, types.Any)(_lower_copy_if)
+_ireg.lower(api.copy_if, TensorType, TensorType, TensorType)(_lower_copy_if)
+
+
+# ---- convert -------------------------------------------------------------------------------
+
+def _literal_str(ty):
+    return ty.literal_value if isinstance(ty, types.StringLiteral) else None
+
+
+@_treg.register_global(api.convert)
+class _Convert(AbstractTemplate):
+    prefer_literal = True
+
+    def generic(self, args, kws):
+        try:
+            if len(args) != 3:
+                raise CuteError(f"convert: expected (src, dst, to), got {args}")
+            src, dst, to = args
+            for what, t in (("source", src), ("destination", dst)):
+                if not isinstance(t, (TensorType, CoordTensorType)):
+                    raise CuteError(f"convert: the {what} must be a tensor, got {t}")
+            if _literal_str(to) is None:
+                raise CuteError(f"convert: to must be a string constant (\"bf16\", \"f16\" or \"int\"), got {to}")
+            convert_plan(tensor_info(src), tensor_info(dst), _literal_str(to))
+        except (CuteError, la.LayoutError) as e:
+            raise typing_error("convert", e) from None
+        return signature(types.none, *args)
+
+
+def _bf16_rne(builder, f32):
+    """The bfloat16 bits (i16) of a float32, rounded to nearest even; NaN stays a quiet NaN."""
+    c = lambda v: ir.Constant(_I32, v)  # noqa: E731
+    bits = builder.bitcast(f32, _I32)
+    is_nan = builder.icmp_unsigned(">", builder.and_(bits, c(0x7FFFFFFF)), c(0x7F800000))
+    lsb = builder.and_(builder.lshr(bits, c(16)), c(1))
+    rounded = builder.lshr(builder.add(builder.add(bits, c(0x7FFF)), lsb), c(16))
+    quiet = builder.or_(builder.lshr(bits, c(16)), c(0x40))
+    return builder.trunc(builder.select(is_nan, quiet, rounded), ir.IntType(16))
+
+
+def _lower_convert(context, builder, sig, args):
+    sty, dty, toty = sig.args
+    to = _literal_str(toty)
+    plan = convert_plan(tensor_info(sty), tensor_info(dty), to)
+    src, dst = _Mem(context, builder, sty, args[0]), _Mem(context, builder, dty, args[1])
+    for s in plan.steps:
+        v = builder.load(src.at(s.src))
+        if to == "bf16":
+            out = _bf16_rne(builder, context.cast(builder, v, sty.dtype, types.float32))
+        elif to == "f16":
+            out = context.cast(builder, v, sty.dtype, types.float16)
+            if dty.dtype != types.float16:
+                out = builder.bitcast(out, ir.IntType(16))
+        else:
+            out = context.cast(builder, v, sty.dtype, dty.dtype)
+        builder.store(out, dst.at(s.dst[0]))
+    return context.get_dummy_value()
+
+
+_ireg.lower(api.convert, TensorType, TensorType, types.StringLiteral)(_lower_convert)
 
 
 # ---- gemm --------------------------------------------------------------------------------

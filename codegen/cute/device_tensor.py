@@ -148,7 +148,22 @@ def _literal_ints(op, ty, what):
     if isinstance(ty, LayoutType):
         return ty.layout
     raise CuteError(f"{op}: {what} must be a compile-time constant (ints in the kernel's source "
-                    f"or a global), got {ty}")
+                    f"or a global), got {ty}" + (
+                        "; numba keeps the values of a global tuple only when none of its entries is "
+                        "None: write this one in the kernel's source" if isinstance(ty, types.Integer) else ""))
+
+
+def _projection(op, ty):
+    """A projection (CuTe's ``Step<_1,X,...>``): which modes it keeps.  Only None or not
+    matters, so a global such as ``(1, None)``, whose ints numba types as plain integers
+    (not literals, because of the None), is read as well as one written in the kernel."""
+    if isinstance(ty, types.NoneType):
+        return None
+    if isinstance(ty, types.Integer):
+        return int(ty.literal_value) if isinstance(ty, types.IntegerLiteral) else 1
+    if isinstance(ty, types.BaseTuple):
+        return tuple(_projection(op, t) for t in ty.types)
+    raise CuteError(f"{op}: the projection must be a tuple of ints and None (a constant), got {ty}")
 
 
 def _layout_of(op, ty):
@@ -429,13 +444,12 @@ def _dice(proj, x):
     items = x if isinstance(x, tuple) else (x,)
     if len(proj) != len(items):
         raise CuteError(f"projection {proj!r} does not match {x!r}")
-    kept = tuple(v for p, v in zip(proj, items) if p is not None)
-    return kept[0] if len(kept) == 1 else kept
+    return tuple(v for p, v in zip(proj, items) if p is not None)     # a 1-tuple stays a tuple, as CuTe's dice
 
 
 def _tile_spec(op, ty, tiler_ty, coord_ty, proj_ty):
     tiler = _literal_ints(op, tiler_ty, "the tiler")
-    proj = _literal_ints(op, proj_ty, "the projection") if proj_ty is not None else None
+    proj = _projection(op, proj_ty) if proj_ty is not None else None
     spec = spec_of_type(coord_ty, what=op)
     if proj is not None:
         tiler, spec = _dice(proj, tiler), _dice(proj, spec)
@@ -492,13 +506,15 @@ def _partition_spec(op, ty, thr_layout, proj):
     if not isinstance(thr_layout, Layout):
         raise CuteError(f"{op}: thread layout must be a Layout constant, got {thr_layout!r}")
     modes = list(thr_layout) if isinstance(thr_layout.shape, tuple) else [thr_layout]
+    if proj is not None and len(proj) != len(modes):
+        raise CuteError(f"{op}: projection {proj!r} does not match the thread layout {thr_layout}")
     keep = [i for i in range(len(modes)) if proj is None or proj[i] is not None]
     tiler = tuple(la.size(modes[i]) for i in keep)
-    tiler = tiler[0] if len(tiler) == 1 else tiler
+    crd = tuple(Leaf(slot=i) for i in keep)
+    if not isinstance(thr_layout.shape, tuple):        # a rank-1 thread layout tiles the whole tensor;
+        tiler, crd = tiler[0], crd[0]                  # a tuple one (or a projection) tiles by mode
     check_divides(op, ty.layout, tiler)
     z = la.zipped_divide(ty.layout, tiler)               # ((ThrM,ThrN,...),(RestM,RestN,...))
-    crd = tuple(Leaf(slot=i) for i in keep)
-    crd = crd[0] if len(crd) == 1 else crd
     sub, terms = slice_spec(op, z, (crd, _mode_slots(z[1])))
     return sub, terms
 
@@ -513,7 +529,7 @@ class _LocalPartition(AbstractTemplate):
         if not isinstance(args[2], types.Integer):
             raise CuteError(f"local_partition: thread index must be an integer, got {args[2]}")
         thr = _layout_of("local_partition", args[1])[2]
-        proj = _literal_ints("local_partition", args[3], "the projection") if len(args) == 4 else None
+        proj = _projection("local_partition", args[3]) if len(args) == 4 else None
         sub, terms = _partition_spec("local_partition", args[0], thr, proj)
         return signature(_sliced_type(args[0], sub, terms), *args)
 
@@ -523,7 +539,7 @@ class _LocalPartition(AbstractTemplate):
 def _lower_local_partition(context, builder, sig, args):
     ty = sig.args[0]
     thr = _layout_of("local_partition", sig.args[1])[2]
-    proj = _literal_ints("local_partition", sig.args[3], "") if len(sig.args) == 4 else None
+    proj = _projection("local_partition", sig.args[3]) if len(sig.args) == 4 else None
     _, terms = _partition_spec("local_partition", ty, thr, proj)
     idx = leaves(builder, sig.args[2], args[2])
     idx = idx[0] if idx else int(sig.args[2].literal_value)

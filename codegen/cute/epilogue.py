@@ -22,15 +22,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from numba import cuda, float32, int64, uint32
-
-from .. import intrinsics
-from ..intrinsics import (
-    bulk_wait_group, bulk_wait_group_read, fence_proxy_async, ld_global_b16, ld_global_b32, named_barrier_sync,
-    st_global_b16, st_global_b32, st_global_v2_b32, st_shared_b32, u32_as_f32, unpack_f16x2_f32,
-)
-from .objects import device, device_object
+from .objects import device, device_object, late_import
 from .smem import smem_base
+
+(cuda, float32, int64, uint32) = late_import("numba", "cuda", "float32", "int64", "uint32")
+(bulk_wait_group, bulk_wait_group_read, fence_proxy_async, ld_global_b16, ld_global_b32, named_barrier_sync,
+ st_global_b16, st_global_b32, st_global_v2_b32, st_shared_b32, u32_as_f32, unpack_f16x2_f32) = late_import(
+    "codegen.intrinsics", "bulk_wait_group", "bulk_wait_group_read", "fence_proxy_async", "ld_global_b16",
+    "ld_global_b32", "named_barrier_sync", "st_global_b16", "st_global_b32", "st_global_v2_b32", "st_shared_b32",
+    "u32_as_f32", "unpack_f16x2_f32")
 
 __all__ = ["TmaStoreEpilogue", "RegisterEpilogue", "make_tma_store_epilogue", "make_register_epilogue"]
 
@@ -191,6 +191,8 @@ class TmaStoreEpilogue:
     @property
     def cvt(self):
         """Two float32 to a packed pair of the output type."""
+        from .. import intrinsics
+
         return getattr(intrinsics, f"cvt_{self.out}x2_f32")
 
     @device
@@ -279,6 +281,8 @@ class RegisterEpilogue:
 
     @property
     def cvt(self):
+        from .. import intrinsics
+
         return getattr(intrinsics, f"cvt_{self.out}x2_f32") if not self.f32 else None
 
     @device

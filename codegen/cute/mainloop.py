@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..intrinsics import cluster_ctarank, mapa_shared
-from .objects import device, device_object
+from .objects import device, device_object, late_import
 from .smem import smem_base
+
+(cluster_ctarank, mapa_shared) = late_import("codegen.intrinsics", "cluster_ctarank", "mapa_shared")
 
 __all__ = ["WgmmaMainloop"]
 

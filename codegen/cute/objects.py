@@ -43,22 +43,60 @@ compiles a kernel once per distinct value; device methods take positional argume
 
 from __future__ import annotations
 
+import functools
 import inspect
+import os
+import sys
 
-from .. import intrinsics as _intrinsics
+__all__ = ["device_object", "device", "device_function", "is_device_object", "late_import", "activate",
+           "SIMULATED"]
 
-__all__ = ["device_object", "device", "is_device_object"]
 
-SIMULATED = _intrinsics.SIMULATED
+def _simulator_enabled():
+    """numba's simulator switch (``NUMBA_ENABLE_CUDASIM``), read without importing numba."""
+    config = sys.modules.get("numba.cuda.config")
+    flag = getattr(config, "ENABLE_CUDASIM", None) if config is not None else None
+    if flag is None:
+        flag = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+    return bool(flag)
+
+
+#: True when kernels run in numba's simulator (``NUMBA_ENABLE_CUDASIM=1``).
+SIMULATED = _simulator_enabled()
 
 #: The classes decorated with :func:`device_object`.
 _CLASSES = set()
+#: ``(module globals, module name, names)`` of each :func:`late_import`.
+_LATE = []
+_ACTIVE = []
 
 
 def device(fn):
     """Mark a method of a :func:`device_object` class as callable in kernels (inlined)."""
     fn._cute_device = True
     return fn
+
+
+class DeviceFunction:
+    """A free function that kernels call, inlined where it is called: what
+    ``cuda.jit(device=True, inline="always")`` makes, without importing numba. Host code
+    (and numba's simulator) calls it as the plain function :attr:`py_func`."""
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.py_func = fn
+        self._run = _simulated(fn) if SIMULATED else fn
+
+    def __call__(self, *args, **kwargs):
+        return self._run(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<device function {self.__module__}.{self.__qualname__}>"
+
+
+def device_function(fn):
+    """Make ``fn`` a :class:`DeviceFunction`."""
+    return DeviceFunction(fn)
 
 
 def is_device_object(x):
@@ -73,9 +111,63 @@ def device_object(cls):
         for name, fn in list(vars(cls).items()):
             if getattr(fn, "_cute_device", False):
                 setattr(cls, name, _simulated(fn))
-    else:
+    elif _ACTIVE:
         _register(cls)
     return cls
+
+
+class _Late:
+    """A name of a device function's module bound by :func:`activate` (before that, a clear
+    error where host code uses it)."""
+
+    def __init__(self, module, name):
+        self._where = f"{module}.{name}"
+
+    def __getattr__(self, attr):
+        raise RuntimeError(f"{self._where} is bound when kernels are compiled or simulated "
+                           f"(codegen.cute.activate()); host code does not use it")
+
+    def __call__(self, *args, **kwargs):
+        self.__getattr__("__call__")
+
+
+def late_import(module, *names):
+    """``from module import names`` for the device functions of the calling module, done by
+    :func:`activate`, so that importing a kernel library's module imports no numba (host code
+    that plans kernels, and launches cached ones, never needs it). Returns placeholders,
+    which the import replaces in the module's globals."""
+    g = sys._getframe(1).f_globals
+    _LATE.append((g, module, names))
+    if _ACTIVE:
+        _bind_late(g, module, names)
+    return tuple(g[n] if _ACTIVE else _Late(module, n) for n in names)
+
+
+def _bind_late(g, module, names):
+    import importlib
+
+    mod = importlib.import_module(module)
+    for n in names:
+        g[n] = getattr(mod, n)
+
+
+def activate():
+    """Bind every :func:`late_import` and, on the GPU path, teach numba the device objects'
+    types and the inliner their methods. Called before kernels compile or run (by
+    ``codegen.cute``'s kernel-side names, by codegen's compiler, and by numba-cuda's
+    extension entry point ``numba_cuda_extensions``); idempotent."""
+    if _ACTIVE:
+        return
+    _ACTIVE.append(True)
+    for g, module, names in list(_LATE):
+        _bind_late(g, module, names)
+    if not SIMULATED:
+        # numba's types of layouts, tensors, tiled copies and MMAs, and their functions
+        from . import api, device_atoms, device_tiled  # noqa: F401
+
+        _install()
+        for cls in list(_CLASSES):
+            _register(cls)
 
 
 def _simulated(fn):
@@ -88,6 +180,7 @@ def _simulated(fn):
         from numba.cuda.simulator.kernel import _get_kernel_context
         from numba.cuda.simulator.kernelapi import swapped_cuda_module
 
+        activate()
         with swapped_cuda_module(fn, _get_kernel_context()):
             return fn(*args, **kwargs)
 
@@ -160,6 +253,22 @@ def _install():
 
     register_model(_DeviceObjectType)(models.OpaqueModel)
     register_model(_MethodType)(models.OpaqueModel)
+    from numba.cuda.extending import typeof_impl
+
+
+    class _FunctionType(types.Dummy):
+        """A :class:`DeviceFunction` read as a value (its calls are inlined)."""
+
+        def __init__(self, fn):
+            self.fn = fn
+            super().__init__(name=f"device_function[{fn.__module__}.{fn.__qualname__}]")
+
+        @property
+        def key(self):
+            return self.fn
+
+    register_model(_FunctionType)(models.OpaqueModel)
+    typeof_impl.register(DeviceFunction)(lambda val, c: _FunctionType(val))
 
     @treg.register_attr
     class _Attrs(AttributeTemplate):
@@ -371,17 +480,24 @@ _IR = {}
 def _inline_always(func_ir, expr):
     """The Python function of an ``inline="always"`` device function that ``expr`` calls."""
     from numba.cuda.core import ir
+    from numba.cuda.core.ir_utils import guard, resolve_func_from_module
 
     try:
         d = _definition(func_ir, expr.func)
     except _NotStatic:
         return None
-    if not isinstance(d, (ir.Global, ir.FreeVar)):
+    if isinstance(d, ir.Expr) and d.op == "getattr":         # module.function
+        value = guard(resolve_func_from_module, func_ir, d)
+    elif isinstance(d, (ir.Global, ir.FreeVar)):
+        value = d.value
+    else:
         return None
-    topt = getattr(d.value, "targetoptions", None)
-    if not topt or topt.get("inline") != "always" or not hasattr(d.value, "py_func"):
+    if isinstance(value, DeviceFunction):
+        return value.py_func
+    topt = getattr(value, "targetoptions", None)
+    if not topt or topt.get("inline") != "always" or not hasattr(value, "py_func"):
         return None
-    return d.value.py_func
+    return value.py_func
 
 
 def _callee_ir(inline_worker, fn):

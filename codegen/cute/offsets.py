@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from llvmlite import ir
 from numba.cuda import types
 
-from layoutalg import Layout, LayoutError
+from layoutalg import Layout, LayoutError  # noqa: F401
 from layoutalg.basis import ScaledBasis
 from layoutalg.inttuple import flat_tuple, product
+
+from .errors import CuteError
 
 __all__ = [
     "Leaf", "Term", "spec_of_type", "slice_spec", "host_offset", "emit_terms", "leaves",
@@ -32,10 +34,6 @@ __all__ = [
 ]
 
 I64 = ir.IntType(64)
-
-
-class CuteError(LayoutError):
-    """Bad use of layouts or tensors in a kernel, raised while the kernel compiles."""
 
 
 @dataclass(frozen=True)

@@ -28,14 +28,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from numba import cuda
-
-from ..intrinsics import (
-    cluster_sync, fence_mbarrier_init, globaltimer, mbarrier_arrive, mbarrier_arrive_cluster,
-    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_try_wait, st_global_b32,
-)
-from .objects import device, device_object
+from .objects import device, device_function, device_object, late_import
 from .smem import smem_base
+
+(cuda,) = late_import("numba", "cuda")
+(cluster_sync, fence_mbarrier_init, globaltimer, mbarrier_arrive, mbarrier_arrive_cluster, mbarrier_arrive_expect_tx,
+ mbarrier_init, mbarrier_try_wait, st_global_b32) = late_import(
+    "codegen.intrinsics", "cluster_sync", "fence_mbarrier_init", "globaltimer", "mbarrier_arrive",
+    "mbarrier_arrive_cluster", "mbarrier_arrive_expect_tx", "mbarrier_init", "mbarrier_try_wait", "st_global_b32")
 
 __all__ = ["PipelineState", "TmaPipeline", "mbarrier_wait", "WAIT_TIMEOUT_NS"]
 
@@ -52,7 +52,7 @@ class PipelineState(NamedTuple):
     count: int
 
 
-@cuda.jit(device=True, inline="always")
+@device_function
 def mbarrier_wait(addr, phase, err):
     """Wait until the phase of parity ``phase`` of the mbarrier at shared address ``addr`` has
     completed; after :data:`WAIT_TIMEOUT_NS` write 1 to the int32 at global address ``err``

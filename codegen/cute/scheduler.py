@@ -31,14 +31,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from numba import cuda, int64
-
-from ..intrinsics import (
-    atom_add_acq_rel_gpu, cluster_ctarank, ld_global_cg_v2_b32, ld_shared_b32, named_barrier_sync,
-    st_global_b32, st_global_v2_b32, st_shared_b32, u32_as_f32,
-)
-from .objects import device, device_object
+from .objects import device, device_object, late_import
 from .smem import smem_base
+
+(cuda, int64) = late_import("numba", "cuda", "int64")
+(atom_add_acq_rel_gpu, cluster_ctarank, ld_global_cg_v2_b32, ld_shared_b32, named_barrier_sync, st_global_b32,
+ st_global_v2_b32, st_shared_b32, u32_as_f32) = late_import(
+    "codegen.intrinsics", "atom_add_acq_rel_gpu", "cluster_ctarank", "ld_global_cg_v2_b32", "ld_shared_b32",
+    "named_barrier_sync", "st_global_b32", "st_global_v2_b32", "st_shared_b32", "u32_as_f32")
 
 __all__ = ["WorkTile", "SchedulerParams", "TileScheduler"]
 

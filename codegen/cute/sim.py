@@ -21,13 +21,13 @@ from layoutalg import ComposedLayout, Layout, Swizzle, Tensor
 from layoutalg.tensor import ArrayEngine, CoordEngine, RegisterEngine
 
 from ..intrinsics import sim as _atoms
-from .atom_plan import TensorInfo, copy_plan, mma_plan
+from .atom_plan import TensorInfo, convert_plan, copy_if_plan, copy_plan, mma_plan
 from .checks import check_divides, shared_cosize
-from .offsets import CuteError
+from .errors import CuteError
 
 __all__ = [
     "SimEngine", "make_tensor", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
-    "local_tile", "local_partition", "size", "copy", "gemm", "clear", "fill",
+    "local_tile", "local_partition", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C",
 ]
 
@@ -46,6 +46,14 @@ class SimEngine(ArrayEngine):
 
     def __repr__(self):
         return f"SimEngine({self.space} {self.array.dtype}[{self.array.size}] + {self.offset})"
+
+    @staticmethod
+    def fragment_dtype(type_name):
+        """How a register fragment holds values of ``type_name`` (``partition_fragment_A/B/C``):
+        as on the GPU, bf16 as its uint16 bits."""
+        from layoutalg.tiled_mma import _np_type
+
+        return np.dtype(np.uint16) if type_name == "bf16" else _np_type(type_name)
 
 
 def _numpy(arr):
@@ -206,26 +214,77 @@ def copy(*args):
     else:
         raise CuteError(f"copy: expected (tiled_copy, src, dst) or (src, dst), got {len(args)} arguments")
     S, D = _Mem(src), _Mem(dst)
-    plan = copy_plan(tc, S.info, D.info)
+    _run_copy(copy_plan(tc, S.info, D.info), S, D)
+
+
+def copy_if(*args):
+    """``copy_if(tiled_copy, pred, src, dst)`` or ``copy_if(pred, src, dst)``: ``copy`` of the
+    calls whose predicate value is nonzero (one value per atom call, or per element); a
+    ``cp.async`` call with a zero predicate zero-fills its destination instead."""
+    if len(args) == 4:
+        tc, pred, src, dst = args
+    elif len(args) == 3:
+        tc, (pred, src, dst) = None, args
+    else:
+        raise CuteError(f"copy_if: expected (tiled_copy, pred, src, dst) or (pred, src, dst), got {len(args)} "
+                        f"arguments")
+    P, S, D = _Mem(pred), _Mem(src), _Mem(dst)
+    plan, poffs = copy_if_plan(tc, P.info, S.info, D.info)
+    _run_copy(plan, S, D, [bool(P.array[P.index(o)]) for o in poffs])
+
+
+def _run_copy(plan, S, D, on=None):
+    """The steps of ``plan``; ``on[g]`` False skips step ``g`` (zero-fills, for cp.async)."""
     if plan.kind in ("elem", "vec"):
         n = plan.vector_bits // plan.value_bits if plan.kind == "vec" else 1
-        for s in plan.steps:
+        for g, s in enumerate(plan.steps):
+            if on is not None and not on[g]:
+                continue
             for j in range(n):
                 D.array[D.index(s.dst[0] + j)] = S.array[S.index(s.src + j)]
     elif plan.kind == "cp_async":
         fn = getattr(_atoms, plan.intrinsic)
-        for s in plan.steps:
+        for g, s in enumerate(plan.steps):
             fn(_atoms.smem_addr(D.array, D.byte(s.dst[0])), _atoms.gmem_addr(S.array, S.byte(s.src)),
-               plan.vector_bits // 8)
+               plan.vector_bits // 8 if on is None or on[g] else 0)
     elif plan.kind == "ldsm":
         fn = getattr(_atoms, plan.intrinsic)
         bits = plan.value_bits
-        for s in plan.steps:
+        for g, s in enumerate(plan.steps):
+            if on is not None and not on[g]:
+                continue
             regs = fn(_atoms.smem_addr(S.array, S.byte(s.src)))
             for j, d in enumerate(s.dst):
                 r, sh = divmod(j * bits, 32)
                 v = (int(regs[r]) >> sh) & ((1 << bits) - 1)
                 D.array[D.index(d)] = _value_of(v, D.array.dtype)
+
+
+def bf16_bits(x) -> int:
+    """The bfloat16 bits of ``x`` (through float32), rounded to nearest even; NaN stays NaN."""
+    b = int(np.float32(x).view(np.uint32))
+    if (b & 0x7FFFFFFF) > 0x7F800000:
+        return ((b >> 16) | 0x40) & 0xFFFF
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def convert(src, dst, to):
+    """``convert(src, dst, to)``: the float values of ``src`` as ``to`` ("bf16", "f16" or
+    "int", see :data:`codegen.cute.atom_plan.CONVERSIONS`) into ``dst``, element by element."""
+    S, D = _Mem(src), _Mem(dst)
+    plan = convert_plan(S.info, D.info, to)
+    dt = D.array.dtype
+    for s in plan.steps:
+        v = S.array[S.index(s.src)]
+        if to == "bf16":
+            out = _value_of(bf16_bits(v), dt)
+        elif to == "f16":
+            h = np.float16(v)
+            out = h if dt == np.float16 else h.view(dt)
+        else:
+            with np.errstate(invalid="ignore", over="ignore"):
+                out = np.array([np.trunc(v)]).astype(dt)[0]
+        D.array[D.index(s.dst[0])] = out
 
 
 def _pack(mem, offs, bits):
@@ -265,12 +324,9 @@ def clear(t):
 
 
 def _operand_fragment(which, thr_mma, t):
-    from layoutalg.tiled_mma import _np_type
-
     atom = thr_mma.tiled_mma.atom
     name = {"A": atom.a_type, "B": atom.b_type, "C": atom.c_type}[which]
-    dt = np.uint16 if name == "bf16" else _np_type(name)
-    return _fragment(_inner(t), dt)
+    return _fragment(_inner(t), SimEngine.fragment_dtype(name))
 
 
 def make_fragment_A(thr_mma, t):

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from numba import cuda
+from .objects import device_function, device_object, late_import
 
-from ..intrinsics import dynamic_smem_addr
-from .objects import device_object
+(dynamic_smem_addr,) = late_import("codegen.intrinsics", "dynamic_smem_addr")
 
 __all__ = ["SharedStorage", "smem_base", "BASE_ALIGN"]
 
@@ -27,7 +26,7 @@ __all__ = ["SharedStorage", "smem_base", "BASE_ALIGN"]
 BASE_ALIGN = 1024
 
 
-@cuda.jit(device=True, inline="always")
+@device_function
 def smem_base():
     """32-bit shared address of the kernel's dynamic shared memory, rounded up to
     :data:`BASE_ALIGN` (the launch asks for that much more)."""

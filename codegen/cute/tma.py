@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..intrinsics import (
-    bulk_commit_group, prefetch_tensormap, tensormap_acquire, tma_load_2d, tma_load_2d_multicast,
-    tma_store_2d,
-)
-from .objects import device, device_object
+from .objects import device, device_object, late_import
+
+(bulk_commit_group, prefetch_tensormap, tensormap_acquire, tma_load_2d, tma_load_2d_multicast,
+ tma_store_2d) = late_import("codegen.intrinsics", "bulk_commit_group", "prefetch_tensormap", "tensormap_acquire",
+                             "tma_load_2d", "tma_load_2d_multicast", "tma_store_2d")
 
 __all__ = ["TmaLoad", "TmaStore", "make_tma_load", "tma_type", "encode_tensor_map", "MAP_BYTES"]
 

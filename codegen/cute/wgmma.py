@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import intrinsics
-from ..intrinsics import acc_fence, acc_from_array, acc_to_array, f32x_zero, wgmma_commit, wgmma_fence, wgmma_wait
-from .objects import device, device_object
+from .objects import device, device_object, late_import
+
+(acc_fence, acc_from_array, acc_to_array, f32x_zero, wgmma_commit, wgmma_fence, wgmma_wait) = late_import(
+    "codegen.intrinsics", "acc_fence", "acc_from_array", "acc_to_array", "f32x_zero", "wgmma_commit", "wgmma_fence",
+    "wgmma_wait")
 
 __all__ = ["WgmmaMMA", "desc_hi", "gmma_stage", "make_wgmma"]
 
@@ -112,6 +114,8 @@ class WgmmaMMA:
     @property
     def op(self):
         """The intrinsic itself."""
+        from .. import intrinsics
+
         return getattr(intrinsics, self.instr)
 
     @device

@@ -18,9 +18,10 @@ How the simulation works
   all 32 lanes' operands, using the fragment layouts in :data:`FRAGMENT_LAYOUTS`
   (taken from the :mod:`mma_atoms` entries, which are checked against the PTX ISA);
   each lane then returns its own registers.  Lanes
-  calling different collectives raise an error; a lane that never arrives
-  makes the others raise after :data:`SIM_COLLECTIVE_TIMEOUT_S` seconds
-  instead of hanging.
+  calling different collectives raise an error; a lane that ends before it
+  arrives (an exception, a return) makes the others raise at once, with that
+  lane's own error; a lane that never arrives otherwise makes the others raise
+  after :data:`SIM_COLLECTIVE_TIMEOUT_S` seconds instead of hanging.
 * Shared memory is addressed through a simulated 32-bit shared window: the
   dynamic shared array (``cuda.shared.array(0, dtype)``) occupies window bytes
   ``[0, dynamic size)`` and static shared arrays are placed after it, 1 KiB
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 
 import numpy as np
 
@@ -53,6 +55,9 @@ __all__ = list(ATOM_NAMES)
 
 #: Seconds a lane waits at a warp collective for the other 31 lanes.
 SIM_COLLECTIVE_TIMEOUT_S = 120.0
+#: After how long (seconds) a waiting lane first looks for a lane of its warp that has ended
+#: (failed); it looks again after twice as long each time, up to once a second.
+_EXIT_POLL_S = 0.05
 
 _M32 = 0xFFFFFFFF
 
@@ -156,6 +161,57 @@ def _lock_static_shared_arrays():
 
 
 _lock_static_shared_arrays()
+
+
+def _record_thread_exits():
+    """Make each simulated thread note, when it ends, its exception (or None) in its block's
+    manager, so that lanes waiting at a warp collective learn at once that a lane will never
+    arrive, and report that lane's own error (numba's block manager may miss the exception of
+    a thread that ends between two of its polls, and then waits for the others)."""
+    try:
+        from numba.cuda.simulator.kernel import BlockThread
+    except ImportError:                     # not the simulator's numba: nothing to patch
+        return
+    if getattr(BlockThread, "_atoms_exits", False):
+        return
+    numba_run = BlockThread.run
+
+    def run(self):
+        try:
+            numba_run(self)
+        finally:
+            exc = getattr(self, "exception", None)
+            with _STATE_LOCK:
+                self._manager.__dict__.setdefault("_atoms_exited", {})[self.thread_id] = exc
+
+    BlockThread.run = run
+    BlockThread._atoms_exits = True
+
+
+_record_thread_exits()
+
+
+def _numba_dirs():
+    """The folders of numba's packages (computed when first needed: numba is loaded by then)."""
+    global _NUMBA_DIRS
+    if _NUMBA_DIRS is not None:
+        return _NUMBA_DIRS
+    import importlib.util
+    import os
+
+    out = []
+    for n in ("numba", "numba.cuda"):
+        try:
+            spec = importlib.util.find_spec(n)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            out += [os.path.join(p, "") for p in spec.submodule_search_locations]
+    _NUMBA_DIRS = tuple(out)
+    return _NUMBA_DIRS
+
+
+_NUMBA_DIRS = None
 
 
 def _thread(op: str):
@@ -348,14 +404,18 @@ class _Warp:
     lane computes the collective once, stores every lane's result and opens the
     31 gates.  (One lock per lane instead of ``threading.Barrier``'s shared
     condition avoids 31 woken threads contending for one lock, which makes a
-    collective several times faster in the simulator.)  A lane that does not
-    reach the collective within :data:`SIM_COLLECTIVE_TIMEOUT_S` makes the
-    waiting lanes raise instead of hanging.
+    collective several times faster in the simulator.)  A lane that ends without
+    reaching the collective makes the waiting lanes raise at once (with its own
+    error, if it failed); one that does not reach it within
+    :data:`SIM_COLLECTIVE_TIMEOUT_S` makes them raise instead of hanging.
     """
 
-    def __init__(self, warp_id: int, nlanes: int):
+    def __init__(self, warp_id: int, nlanes: int, manager=None):
         self.warp_id = warp_id
         self.nlanes = nlanes
+        self.manager = manager
+        self.relayed = set()     # lanes whose error only relays another lane's
+        self.round = 0           # collectives completed
         self.slots = [None] * 32
         self.results = [None] * 32
         self.error = None
@@ -366,14 +426,15 @@ class _Warp:
             gate.acquire()
 
     def _compute(self) -> None:
-        keys = {s[0] for s in self.slots}
+        slots = self.slots[: self.nlanes]
+        keys = {s[0] for s in slots}
         if len(keys) != 1:
             raise RuntimeError(
                 f"warp {self.warp_id}: divergent warp collective, lanes called "
-                f"{sorted(k[0] for k in keys)}"
+                f"{sorted(k[0] if k[0] != 'warp' else k[1] for k in keys)}"
             )
-        key = self.slots[0][0]
-        self.results = _COLLECTIVES[key[0]](key, [s[1] for s in self.slots])
+        key = slots[0][0]
+        self.results = _COLLECTIVES[key[0]](key, [s[1] for s in slots])
 
     def _raise_error(self, op: str):
         err = self.error
@@ -384,8 +445,41 @@ class _Warp:
             again = RuntimeError(f"{op}: warp collective failed: {err}")
         raise again from err
 
-    def run(self, op: str, lane: int, key: tuple, args: tuple):
-        if self.nlanes != 32:
+    def _raise_if_a_lane_ended(self, op: str, my_round: int):
+        """Raise at once when a lane of this warp has ended without reaching the collective of
+        round ``my_round``: with the first failed lane's own error (its type, its message, where
+        it was raised), else as a divergence.  (Lanes released from a completed round may end
+        before this lane's gate opens: the round number, raised before any gate opens, tells.)"""
+        ended = getattr(self.manager, "__dict__", {}).get("_atoms_exited")
+        if not ended:
+            return
+        with _STATE_LOCK:
+            mine = sorted((tid & 31, exc) for tid, exc in ended.items()
+                          if tid >> 5 == self.warp_id and tid & 31 not in self.relayed)
+        if not mine or self.round != my_round:
+            return
+        self.relayed.add(threading.current_thread().thread_id & 31)   # this lane's error is a relay
+        failed = [(lane, exc) for lane, exc in mine if exc is not None]
+        if not failed:
+            lanes = ", ".join(str(lane) for lane, _ in mine)
+            raise RuntimeError(f"{op}: lane {lanes} of warp {self.warp_id} ended without reaching this "
+                               f"warp collective (divergent or missing call)")
+        lane, (err, tb) = failed[0]
+        import traceback
+
+        frames = [f for f in (traceback.extract_tb(tb) if tb is not None else [])
+                  if not f.filename.startswith(_numba_dirs())]       # the kernel's line, not numba's
+        where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+        msg = (f"lane {lane} of warp {self.warp_id} raised {type(err).__name__}{where} before reaching "
+               f"{op}: {err}")
+        try:
+            again = type(err)(msg)
+        except Exception:
+            again = RuntimeError(msg)
+        raise again
+
+    def run(self, op: str, lane: int, key: tuple, args: tuple, whole_warp: bool = True):
+        if whole_warp and self.nlanes != 32:
             raise ValueError(
                 f"{op}: is warp-collective and needs all 32 lanes, but warp "
                 f"{self.warp_id} of this block has {self.nlanes} threads"
@@ -395,9 +489,11 @@ class _Warp:
         self.slots[lane] = (key, args)
         with self.lock:
             waiting = self.waiting
-            last = len(waiting) == 31
+            my_round = self.round
+            last = len(waiting) == self.nlanes - 1
             if last:
                 self.waiting = []
+                self.round += 1          # before any gate opens (see _raise_if_a_lane_ended)
             else:
                 waiting.append(lane)
         if last:
@@ -410,18 +506,23 @@ class _Warp:
             if self.error is not None:
                 raise self.error
             return self.results[lane]
-        if not self.gates[lane].acquire(timeout=SIM_COLLECTIVE_TIMEOUT_S):
-            raise RuntimeError(
-                f"{op}: warp {self.warp_id} collective did not complete within "
-                f"{SIM_COLLECTIVE_TIMEOUT_S} s: not every lane reached it "
-                "(divergent or missing call)"
-            )
+        deadline = time.monotonic() + SIM_COLLECTIVE_TIMEOUT_S
+        poll = _EXIT_POLL_S
+        while not self.gates[lane].acquire(timeout=poll):
+            poll = min(2 * poll, 1.0)        # a long wait: look less often (the GIL is shared)
+            self._raise_if_a_lane_ended(op, my_round)
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{op}: warp {self.warp_id} collective did not complete within "
+                    f"{SIM_COLLECTIVE_TIMEOUT_S} s: not every lane reached it "
+                    "(divergent or missing call)"
+                )
         if self.error is not None:
             self._raise_error(op)
         return self.results[lane]
 
 
-def _collective(op: str, key: tuple, args: tuple):
+def _collective(op: str, key: tuple, args: tuple, whole_warp: bool = True):
     t = _thread(op)
     mgr = t._manager
     wid = t.thread_id >> 5
@@ -433,9 +534,9 @@ def _collective(op: str, key: tuple, args: tuple):
             warp = warps.get(wid)
             if warp is None:
                 nthreads = int(np.prod(mgr._block_dim))
-                warp = _Warp(wid, min(32, nthreads - 32 * wid))
+                warp = _Warp(wid, min(32, nthreads - 32 * wid), mgr)
                 warps[wid] = warp
-    return warp.run(op, t.thread_id & 31, key, args)
+    return warp.run(op, t.thread_id & 31, key, args, whole_warp)
 
 
 def _b16_halves(regs: np.ndarray) -> np.ndarray:
@@ -526,7 +627,72 @@ def _stmatrix(key, lanes):
     return [() for _ in range(32)]
 
 
+def _warp_function(key, lanes):
+    """numba's warp functions (``cuda.shfl_sync`` ...), from every lane's (mask, value, operand)."""
+    name = key[1]
+    n = len(lanes)
+    every = (1 << n) - 1
+    for i, (mask, _, _) in enumerate(lanes):
+        if int(mask) & every != every:
+            raise ValueError(f"cuda.{name}: the simulator runs warp functions with every lane of the warp in "
+                             f"the mask ({every:#x}); lane {i} passed {int(mask):#x}")
+    vals = [v for _, v, _ in lanes]
+    if name in ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync"):
+        out = []
+        for i, (_, v, x) in enumerate(lanes):
+            x = int(x)
+            src = {"shfl_sync": x & 31, "shfl_up_sync": i - x, "shfl_down_sync": i + x,
+                   "shfl_xor_sync": i ^ x}[name]
+            out.append(vals[src] if 0 <= src < n else v)
+        return out
+    bits = sum(1 << i for i, v in enumerate(vals) if v)
+    res = {"ballot_sync": bits, "all_sync": int(bits == every), "any_sync": int(bits != 0),
+           "eq_sync": int(bits in (0, every)), "syncwarp": None}[name]
+    return [res] * n
+
+
+def _install_warp_functions():
+    """numba's warp-level functions (``cuda.shfl_sync``, ``shfl_up/down/xor_sync``,
+    ``all/any/eq/ballot_sync``, ``syncwarp``, ``activemask``, ``lanemask_lt``), which numba's
+    simulator lacks, as warp collectives of the simulated lanes.  Every lane of the warp must
+    take part (its mask must hold them all); ``activemask()`` is the warp's lanes."""
+    try:
+        from numba.cuda.simulator.kernelapi import FakeCUDAModule
+    except ImportError:
+        return
+    if getattr(FakeCUDAModule, "_atoms_warp_functions", False):
+        return
+
+    def make(name, default=None):
+        def fn(mask, value=default, operand=0):
+            return _collective(f"cuda.{name}", ("warp", name), (mask, value, operand), whole_warp=False)
+        fn.__name__ = name
+        return staticmethod(fn)
+
+    for name in ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync"):
+        setattr(FakeCUDAModule, name, make(name))
+    for name in ("all_sync", "any_sync", "eq_sync", "ballot_sync"):
+        setattr(FakeCUDAModule, name, make(name))
+
+    def syncwarp(mask=_M32):
+        _collective("cuda.syncwarp", ("warp", "syncwarp"), (mask, 0, 0), whole_warp=False)
+
+    def activemask():
+        t = _thread("cuda.activemask")
+        n = int(np.prod(t._manager._block_dim))
+        return (1 << min(32, n - 32 * (t.thread_id >> 5))) - 1
+
+    def lanemask_lt():
+        return (1 << (_thread("cuda.lanemask_lt").thread_id & 31)) - 1
+
+    FakeCUDAModule.syncwarp = staticmethod(syncwarp)
+    FakeCUDAModule.activemask = staticmethod(activemask)
+    FakeCUDAModule.lanemask_lt = staticmethod(lanemask_lt)
+    FakeCUDAModule._atoms_warp_functions = True
+
+
 _COLLECTIVES = {
+    "warp": _warp_function,
     "mma_m16n8k16": _mma_m16n8k16,
     "mma_m16n8k8_tf32": _mma_m16n8k8_tf32,
     "mma_m8n8k4_f64": _mma_m8n8k4_f64,
@@ -1090,3 +1256,6 @@ def st_shared_v4_b32(addr, r0, r1, r2, r3):
 
 # Hopper (sm_90a): warpgroup MMA, TMA and mbarriers
 from .sim_sm90 import *  # noqa: E402,F401,F403
+
+
+_install_warp_functions()

@@ -15,7 +15,22 @@ def _as_layout(op, x):
         raise LayoutTypeError(f"{op}: expected a layout or an int, got {x!r}")
     if is_int(x):
         return Layout(int(x))
+    if isinstance(x, tuple):
+        from ..inttuple import fmt
+
+        try:
+            shape = fmt(x)
+        except Exception:
+            shape = repr(x)
+        raise LayoutTypeError(f"{op}: expected a layout, got the shape {shape}; a shape is not a layout: write the "
+                              f"layout, e.g. {Layout(x) if _is_shape(x) else '(8,8):(1,8)'}, or Layout({shape})")
     raise LayoutTypeError(f"{op}: expected a layout, got {x!r}")
+
+
+def _is_shape(x):
+    if isinstance(x, tuple):
+        return bool(x) and all(_is_shape(v) for v in x)
+    return is_int(x) and not isinstance(x, bool) and x > 0
 
 
 def _layout_like(x):
@@ -41,6 +56,14 @@ def _layout_like(x):
     if isinstance(lay, Layout) and callable(rewrap):
         return lay, rewrap
     return None
+
+
+def _check_tiles(x, op, tiler):
+    """Let a layout-like ``x`` refuse ``tiler`` before ``op`` tiles it: a tensor of data
+    refuses a tile that hangs over its edge (``Tensor.check_tiler``)."""
+    check = getattr(x, "check_tiler", None)
+    if check is not None:
+        check(op, tiler)
 
 
 def _flat_modes(L):

@@ -18,7 +18,7 @@ from ..errors import LayoutError, LayoutTypeError
 from ..inttuple import fmt
 from ..layout import _LayoutBuilder, Layout, make_layout, rank
 from ..swizzle import ComposedLayout, Swizzle
-from ._base import _as_layout, _build, _by_mode, _flat_modes, _from_modes, _layout_like
+from ._base import _as_layout, _build, _by_mode, _check_tiles, _flat_modes, _from_modes, _layout_like
 
 __all__ = ["coalesce", "filter_zeros", "filter", "composition", "with_shape", "flatten_layout"]
 
@@ -726,6 +726,7 @@ def composition(lhs, rhs):
         return _build(_unflat(iter(rs), bs), _unflat(iter(rd), bs), tuple(flat_s), tuple(flat_d))
     wrapped = _layout_like(lhs)
     if wrapped is not None:
+        _check_tiles(lhs, "composition", rhs)
         return wrapped[1](composition(wrapped[0], rhs))
     if isinstance(lhs, Swizzle):
         if isinstance(rhs, ComposedLayout) or not isinstance(rhs, Layout):

@@ -18,7 +18,7 @@ from math import prod
 from ..errors import LayoutError, LayoutTypeError
 from ..inttuple import fmt, is_int, product
 from ..layout import cosize, Layout, make_layout, make_ordered_layout, rank, size
-from ._base import _as_layout, _build, _by_mode, _fmt_tiler, _from_modes, _layout_like, _modes
+from ._base import _as_layout, _build, _by_mode, _check_tiles, _fmt_tiler, _from_modes, _layout_like, _modes
 from .compose import _coalesce_x, _coalesced_modes, _compose, _compose_leaves, _unflat, coalesce
 from .inverse import _complement_modes
 
@@ -33,14 +33,14 @@ def _tile_layout(op, t):
     return _as_layout(op, t)
 
 
-def _logical_divide_layout(A, B):
+def _logical_divide_layout(A, B, op="logical_divide"):
     ls, ld = _coalesce_x(A)           # trusted internal values: no re-validation below
     # the cotarget is coalesce(A)'s shape, which coalesce_x's is unless A ends in a size-1 mode
     cot = ls if A._fs[-1] != 1 else (_coalesced_modes(A)[0] or 1)
     try:
         cs, cd = _complement_modes(B, cot)
     except LayoutError as e:
-        raise LayoutError(f"logical_divide: tiler {B} cannot tile {A}: {e}") from None
+        raise LayoutError(f"{op}: tiler {B} cannot tile {A}: {e}") from None
     try:
         return _compose_tile_rest(A, B, cs, cd, ls, ld)
     except LayoutError:
@@ -51,7 +51,7 @@ def _logical_divide_layout(A, B):
     try:
         return _compose(A, T, ls, ld)
     except LayoutError as e:
-        raise LayoutError(f"logical_divide: tiler {B} is not admissible for {A}: {e}") from None
+        raise LayoutError(f"{op}: tiler {B} is not admissible for {A}: {e}") from None
 
 
 def _compose_tile_rest(A, B, cs, cd, ls, ld):
@@ -121,11 +121,17 @@ def logical_divide(layout, tiler):
         return _logical_divide_layout(layout, tiler)
     wrapped = _layout_like(layout)
     if wrapped is not None:
+        _check_tiles(layout, "logical_divide", tiler)
         return wrapped[1](logical_divide(wrapped[0], tiler))
-    layout = _as_layout("logical_divide", layout)
+    return _divide("logical_divide", layout, tiler)
+
+
+def _divide(op, layout, tiler):
+    """``logical_divide`` of a plain layout, its errors named ``op`` (the divide the caller called)."""
+    layout = _as_layout(op, layout)
     if isinstance(tiler, tuple):
-        return _by_mode("logical_divide", layout, tiler, logical_divide)
-    return _logical_divide_layout(layout, _as_layout("logical_divide", tiler))
+        return _by_mode(op, layout, tiler, lambda m, t: _divide(op, m, t))
+    return _logical_divide_layout(layout, _as_layout(op, tiler), op)
 
 
 def _zip2_by(op, layout, guide):
@@ -167,8 +173,9 @@ def zipped_divide(layout, tiler):
     """
     wrapped = _layout_like(layout)
     if wrapped is not None:
+        _check_tiles(layout, "zipped_divide", tiler)
         return wrapped[1](zipped_divide(wrapped[0], tiler))
-    return _tile_unzip("zipped_divide", logical_divide(layout, tiler), tiler)
+    return _tile_unzip("zipped_divide", _divide("zipped_divide", layout, tiler), tiler)
 
 
 def tiled_divide(layout, tiler):
@@ -182,8 +189,9 @@ def tiled_divide(layout, tiler):
     """
     wrapped = _layout_like(layout)
     if wrapped is not None:
+        _check_tiles(layout, "tiled_divide", tiler)
         return wrapped[1](tiled_divide(wrapped[0], tiler))
-    z = zipped_divide(layout, tiler)
+    z = _tile_unzip("tiled_divide", _divide("tiled_divide", layout, tiler), tiler)
     return make_layout(z[0], *_modes(z[1]))
 
 
@@ -198,8 +206,9 @@ def flat_divide(layout, tiler):
     """
     wrapped = _layout_like(layout)
     if wrapped is not None:
+        _check_tiles(layout, "flat_divide", tiler)
         return wrapped[1](flat_divide(wrapped[0], tiler))
-    z = zipped_divide(layout, tiler)
+    z = _tile_unzip("flat_divide", _divide("flat_divide", layout, tiler), tiler)
     return make_layout(*_modes(z[0]), *_modes(z[1]))
 
 

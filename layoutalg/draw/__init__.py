@@ -55,6 +55,7 @@ from .layout_pictures import (
     panel_from_tv,
     tv_figure,
     tv_grid,
+    tensor_figure,
 )
 
 #: Same as :func:`layout_ascii` (CuTe's print_layout text), under the name the CLI uses.
@@ -133,6 +134,7 @@ __all__ = [
     "tv_figure",
     "mma_figure",
     "copy_figure",
+    "tensor_figure",
     # TiledMMA / TiledCopy pictures, expression graphs
     "print_layout",
     "print_tensor",

@@ -85,6 +85,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .ascii_table import ascii_layout_table
 from .colors import HIGHLIGHT, Color, as_color, bank_color, bank_of, grey_color, thread_color
+import numpy as np
+
 from .model import Cell, Figure, Grid, Legend
 
 __all__ = [
@@ -102,6 +104,7 @@ __all__ = [
     "tv_figure",
     "mma_figure",
     "copy_figure",
+    "tensor_figure",
 ]
 
 Owner = Callable[[int, int], "tuple[int, int] | None"]
@@ -643,3 +646,44 @@ def copy_figure(src: Any, dst: Any, **options: Any) -> Figure:
     Options as :func:`tv_figure`.
     """
     return tv_figure([src, dst], arrangement="row", **options)
+
+
+def tensor_figure(tensor: Any, *, title: str | None = None, max_cells: int = 65536) -> Figure:
+    """A tensor's values in a grid, as CuTe's ``print_tensor`` lays them out: mode 0 down,
+    the other modes across (colexicographically); integer values (offsets, bits) take
+    the index greys, coordinates (identity tensors) and floats no colour.
+
+    ``title`` defaults to ``Tensor <layout>``.  Pre: the tensor holds values (not a
+    symbolic pointer) and has at most ``max_cells`` elements (``ValueError`` otherwise).
+
+    >>> import numpy as np
+    >>> from layoutalg import make_tensor
+    >>> g = tensor_figure(make_tensor(np.arange(6).reshape(2, 3))).placements[0].grid
+    >>> (g.rows, g.cols), g[1, 2].lines
+    ((2, 3), ('5',))
+    """
+    from ..layout import rank, size
+    from ..tensor import PointerEngine, Tensor, _value_text
+
+    op = "tensor_figure"
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(tensor).__name__}")
+    if isinstance(tensor.engine, PointerEngine):
+        raise ValueError(f"{op}: a symbolic pointer holds no values to draw")
+    lay = tensor.layout
+    n = size(lay)
+    if n > max_cells:
+        raise ValueError(f"{op}: the tensor has {n} elements, more than {max_cells}")
+    rows = size(lay[0]) if rank(lay) >= 2 else n
+    cols = n // rows if rows else 0
+    if rows == 0 or cols == 0:
+        raise ValueError(f"{op}: an empty tensor has nothing to draw")
+    g = Grid(rows, cols, name="tensor")
+    for c in range(cols):
+        for r in range(rows):
+            v = tensor[r + c * rows]
+            whole = isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+            data = {"index": int(v)} if whole else {"value": _value_text(v)}
+            g.cells[r * cols + c] = Cell((_value_text(v),), grey_color(int(v)) if whole else None, None, data)
+    label = f"Tensor {lay}" if title is None else (title or None)
+    return Figure(title=label, comments=[f"Tensor: {tensor.engine!r} o {lay}"]).add(g)

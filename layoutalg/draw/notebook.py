@@ -103,17 +103,30 @@ def repr_svg(obj: Any, *, max_width: float | None = 960, **options: Any) -> str:
     ``cell_size``, ``data_attrs`` and ``background`` go to ``to_svg``; other
     ``options`` go to the figure builder (for layouts: ``color=``, ``one_based=``...).
     """
-    svg_opts = {k: options.pop(k) for k in ("cell_size", "data_attrs", "background") if k in options}
+    svg_opts = {k: options.pop(k) for k in ("cell_size", "data_attrs", "background", "labels") if k in options}
     obj = figure_of(obj, **options)
+    scene = obj.scene()
+    cells = sum(len(gi.grid.cells) for gi in scene.grids)
+    if cells > LEAN_CELLS:       # a notebook keeps the SVG in the page: no data-* attributes
+        svg_opts.setdefault("data_attrs", False)
     if max_width is not None:
         # show wide pictures scaled down; the geometry stays the same
         from .svg import DEFAULT_CELL_SIZE
 
-        x0, _, x1, _ = obj.scene().bounds
-        if (x1 - x0) * svg_opts.get("cell_size", DEFAULT_CELL_SIZE) > max_width:
+        cs = svg_opts.get("cell_size", DEFAULT_CELL_SIZE)
+        x0, _, x1, _ = scene.bounds
+        if (x1 - x0) * cs > max_width:
             svg_opts["display_width"] = max_width
+            if max_width / (x1 - x0) < MIN_LABEL_PX:     # cells too small to read: colours only
+                svg_opts.setdefault("labels", False)
     svg = obj.to_svg(**svg_opts)
     return _strip_prolog(svg)
+
+
+#: Figures of more cells are shown in notebooks without the cells' data-* attributes.
+LEAN_CELLS = 4096
+#: Cells shown narrower than this (pixels) are drawn without their labels in notebooks.
+MIN_LABEL_PX = 8
 
 
 def svg_of(obj: Any, **options: Any) -> str | None:

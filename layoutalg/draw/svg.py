@@ -76,6 +76,7 @@ def figure_to_svg(
     data_attrs: bool = True,
     display_width: float | None = None,
     background: str | None = "#ffffff",
+    labels: bool = True,
 ) -> str:
     """Render a :class:`~layoutalg.draw.model.Figure` to SVG text.
 
@@ -92,6 +93,9 @@ def figure_to_svg(
         shows this many pixels wide (the viewBox keeps the full geometry).
     background:
         Canvas colour, or None for transparent.
+    labels:
+        Write the cells' text (default); without it a large figure shown small (its cells a
+        few pixels wide, where no label can be read) is less than half the size.
     """
     if not isinstance(fig, Figure):
         raise TypeError(f"figure_to_svg: expected a Figure, got {type(fig).__name__}")
@@ -215,7 +219,7 @@ def figure_to_svg(
                 )
             else:
                 a(f'<rect class="cell{fcls}" x="{xs[c]}" y="{ys[r]}"{size_attr}/>')
-            lines = cell.lines
+            lines = cell.lines if labels else ()
             tcls = ' class="d"' if (fill is not None and fill.is_dark) else ""
             if len(lines) == 1:
                 a(f'<text{tcls} x="{tx[c]}" y="{ty1[r]}">{esc(lines[0])}</text>\n')

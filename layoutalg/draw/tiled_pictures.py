@@ -676,9 +676,13 @@ def _register() -> None:
     from ..tiled_mma import TiledMMA
     from .notebook import register_figure
 
+    from ..tensor import Tensor
+    from .layout_pictures import tensor_figure
+
     register_figure(TiledMMA, tiled_mma_figure)
     register_figure(TiledCopy, tiled_copy_figure)
     register_figure(MMAAtom, mma_atom_figure)
+    register_figure(Tensor, tensor_figure)
 
 
 _register()

@@ -3,7 +3,9 @@
     python tests/gpu/check_user_kernels.py
 
 Runs each ``examples/*.py`` at its own small size (as in CI's simulator) and the f16 GEMM
-and the transpose also at larger sizes (many CTAs, many k-tiles).  Prints one line per
+and the transpose also at larger sizes (many CTAs, many k-tiles); then the API cases of
+``tests/gpu/user_kernel_cases.py`` and, with torch installed, a bf16 tensor passed without
+``.view()``.  Prints one line per
 case and 'N passed, N failed'; writes ``$OUT/check_user_kernels.json`` when ``$OUT`` is set.
 """
 
@@ -111,6 +113,21 @@ def main():
             record(f"hopper_gemm {M}x{N}x{K} (relative)", lambda M=M, N=N, K=K: big_hopper(hg, M, N, K), 1e-2)
     tr = load("transpose")
     record("transpose 4096x2080", lambda: big_transpose(tr, 4096, 2080), 0.0)
+    # the API cases of tests/gpu/user_kernel_cases.py (convert, copy_if, shuffles, bf16
+    # fragments through ldmatrix, a global projection, a device function), and torch bf16
+    # tensors through codegen.cute.launch.launch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import user_kernel_cases as cases
+
+    checks = dict(cases.CHECKS)
+    try:
+        import torch  # noqa: F401
+
+        checks["torch_bf16"] = cases.check_torch_bf16
+    except ImportError:
+        print("SKIP torch_bf16: torch is not installed")
+    for name, check in checks.items():
+        record(f"api {name}", lambda check=check: 0.0 if check()[0] else 1.0, 0.0)
     passed = sum(r["ok"] for r in results)
     print(f"{passed} passed, {len(results) - passed} failed")
     out = os.environ.get("OUT")

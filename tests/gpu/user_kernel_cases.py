@@ -1,0 +1,296 @@
+"""Small kernels written against ``codegen.cute`` that exercise one API detail each, and their
+numpy checks.  ``tests/test_user_kernel_api.py`` compiles them offline to PTX and runs them
+in numba's simulator; ``tests/gpu/check_user_kernels.py`` runs them on a GPU.
+
+Each ``check_<name>()`` launches its kernel and returns ``(ok, message)``.
+"""
+
+import numpy as np
+from numba import cuda
+
+from codegen import cute
+from codegen.cute.launch import launch
+from layoutalg import CopyAtom, Layout, make_identity_tensor, make_tensor, make_tiled_copy, \
+    make_tiled_copy_A, make_tiled_copy_B, make_tiled_mma
+
+FULL = 0xFFFFFFFF
+
+
+def bf16_bits(x):
+    """float32 -> bfloat16 bits, round to nearest even (finite inputs)."""
+    b = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return (((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF).astype(np.uint16)
+
+
+def bf16_values(bits):
+    return (np.asarray(bits, dtype=np.uint32) << 16).view(np.float32)
+
+
+# ---- convert: f32 -> bf16 bits, f16, f16 bits, int ----------------------------------------------
+
+LN = Layout((4, 32))                               # (V4,T32) -> offset: thread t's 4 values
+
+
+def k_convert(X, B, H, HB, I):                     # noqa: E741
+    t = cuda.threadIdx.x
+    x = cute.make_tensor(X, LN)[None, t]
+    f = cute.make_fragment_like(x)                 # float32 registers
+    cute.copy(x, f)
+    b = cute.make_fragment_like(x, np.uint16)      # bf16 bits
+    cute.convert(f, b, "bf16")
+    cute.copy(b, cute.make_tensor(B, LN)[None, t])
+    h = cute.make_fragment_like(x, np.float16)
+    cute.convert(f, h, "f16")
+    cute.copy(h, cute.make_tensor(H, LN)[None, t])
+    hb = cute.make_fragment_like(x, np.int16)      # f16 bits in an integer fragment
+    cute.convert(f, hb, "f16")
+    cute.copy(hb, cute.make_tensor(HB, LN)[None, t])
+    n = cute.make_fragment_like(x, np.int32)
+    cute.convert(f, n, "int")
+    cute.copy(n, cute.make_tensor(I, LN)[None, t])
+
+
+SIG_CONVERT = "void(float32[::1], uint16[::1], float16[::1], int16[::1], int32[::1])"
+
+
+def k_copy_f32_to_u16(X, B):
+    x = cute.make_tensor(X, LN)[None, 0]
+    b = cute.make_fragment_like(x, np.uint16)
+    cute.copy(x, b)                                # refused: converts numbers, not bits
+    B[0] = b[0]
+
+
+def k_convert_bad(X, B):
+    x = cute.make_tensor(X, LN)[None, 0]
+    b = cute.make_fragment_like(x, np.uint16)
+    cute.convert(x, b, "bf8")
+    B[0] = b[0]
+
+
+def check_convert():
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(128) * 100).astype(np.float32)
+    x[:4] = [1.5, -3.0, 1.00390625, -2.7]
+    b, h, i = np.zeros(128, np.uint16), np.zeros(128, np.float16), np.zeros(128, np.int32)
+    hb = np.zeros(128, np.int16)
+    cuda.jit(k_convert)[1, 32](x, b, h, hb, i)
+    ok = (np.array_equal(b, bf16_bits(x)) and np.array_equal(h, x.astype(np.float16))
+          and np.array_equal(hb, x.astype(np.float16).view(np.int16)) and np.array_equal(i, np.trunc(x).astype(np.int32)))
+    return ok, f"bf16 bits of 1.5, -3.0: {b[0]:#06x} {b[1]:#06x}; f16, f16 bits and int exact: {ok}"
+
+
+# ---- copy_if: cp.async with zero fill past the edge, element-wise predicated stores -------------
+
+ZF = make_tiled_copy(CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", "f16"),
+                     Layout((16, 2), (2, 1)), Layout((1, 8)))         # 32 threads, a 16x16 tile
+ROWS = 10                                                              # the matrix is 10 x 16
+LG = Layout((16, 16), (16, 1))     # (MP,K) -> offset: the rounded-up tile over the matrix's strides
+PRED1 = Layout((1, 1))             # one predicate per cp.async call: (CPY_M,CPY_K)
+
+
+def k_copy_if(X, Y, Z):
+    t = cuda.threadIdx.x
+    thr = ZF.get_slice(t)
+    s = cute.make_shared_tensor(np.float16, LG)
+    tg = thr.partition_S(cute.make_tensor(X, LG))                   # (CPY,1,1)
+    ts = thr.partition_D(s)
+    tc = thr.partition_S(cute.make_identity_tensor((16, 16)))        # their coordinates
+    p = cute.make_fragment_like(PRED1, np.int8)
+    p[0] = tc[0][0] < ROWS
+    cute.copy_if(ZF, p, tg, ts)                                      # rows >= 10: zero-filled
+    cute.cp_async_fence()
+    cute.cp_async_wait(0)
+    cuda.syncthreads()
+    cute.copy(ts, thr.partition_D(cute.make_tensor(Y, LG)))         # all 16 rows out
+    tz = thr.partition_D(cute.make_tensor(Z, LG))                   # Z: 10 rows and a guard
+    q = cute.make_fragment_like(tz, np.int8)
+    for i in range(cute.size(q)):
+        q[i] = tc[i][0] < ROWS
+    cute.copy_if(q, ts, tz)                                          # element-wise, rows < 10 only
+
+
+SIG_COPY_IF = "void(float16[::1], float16[::1], float16[::1])"
+
+
+def check_copy_if():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(ROWS * 16).astype(np.float16)
+    y = np.full(256, 7.0, np.float16)
+    z = np.full(ROWS * 16 + 1, 7.0, np.float16)                     # one guard element
+    cuda.jit(k_copy_if)[1, 32](x, y, z)
+    ok_fill = np.array_equal(y[:ROWS * 16], x) and not y[ROWS * 16:].any()
+    ok_pred = np.array_equal(z[:-1], x) and z[-1] == 7.0
+    return ok_fill and ok_pred, f"zero fill past row {ROWS}: {ok_fill}; predicated stores, guard untouched: {ok_pred}"
+
+
+# ---- warp shuffles and votes ---------------------------------------------------------------
+
+def k_shuffle(out, fout):
+    t = cuda.threadIdx.x
+    v = t * 10
+    out[t, 0] = cuda.shfl_sync(FULL, v, (t + 1) & 31)
+    out[t, 1] = cuda.shfl_up_sync(FULL, v, 2)
+    out[t, 2] = cuda.shfl_down_sync(FULL, v, 3)
+    out[t, 3] = cuda.shfl_xor_sync(FULL, v, 5)
+    out[t, 4] = cuda.ballot_sync(FULL, t & 1)
+    out[t, 5] = cuda.all_sync(FULL, t < 40) + 2 * cuda.any_sync(FULL, t == 7)
+    cuda.syncwarp(FULL)
+    x = np.float32(t) + np.float32(0.5)
+    for off in (16, 8, 4, 2, 1):                                     # a warp sum
+        x += cuda.shfl_xor_sync(FULL, x, off)
+    fout[t] = x
+
+
+SIG_SHUFFLE = "void(int64[:, ::1], float32[::1])"
+
+
+def check_shuffle():
+    out, fout = np.zeros((32, 6), np.int64), np.zeros(32, np.float32)
+    cuda.jit(k_shuffle)[1, 32](out, fout)
+    t = np.arange(32)
+    want = np.stack([((t + 1) & 31) * 10, np.where(t >= 2, t - 2, t) * 10, np.where(t + 3 < 32, t + 3, t) * 10,
+                     (t ^ 5) * 10, np.full(32, 0xAAAAAAAA), np.full(32, 3)], axis=1)
+    ok = np.array_equal(out, want) and np.all(fout == 512.0)
+    return ok, f"shfl idx/up/down/xor, ballot, all/any, a warp sum: {ok}"
+
+
+# ---- bf16 MMA: partition_fragment_A/B give uint16 fragments that ldmatrix fills ---------------
+
+MMA_BF16 = make_tiled_mma("SM80_16x8x16_F32BF16BF16F32_TN")
+LDSM_A = make_tiled_copy_A(CopyAtom("SM75_U32x4_LDSM_N", "bf16"), MMA_BF16)
+LDSM_B = make_tiled_copy_B(CopyAtom("SM75_U32x2_LDSM_N", "bf16"), MMA_BF16)
+LA, LB, LC = Layout((16, 16), (16, 1)), Layout((8, 16), (16, 1)), Layout((16, 8), (8, 1))   # K-major A, B
+
+
+def k_bf16_mma(A, B, C):
+    t = cuda.threadIdx.x
+    sA = cute.make_shared_tensor(np.uint16, LA)
+    sB = cute.make_shared_tensor(np.uint16, LB)
+    for i in range(8):                             # row-major A (16x16) and B (8x16) into shared memory
+        j = t * 8 + i
+        sA[j // 16, j % 16] = A[j]
+    for i in range(4):
+        j = t * 4 + i
+        sB[j // 16, j % 16] = B[j]
+    cuda.syncthreads()
+    thr = MMA_BF16.get_slice(t)
+    a = thr.partition_fragment_A(sA)               # uint16 bits, as make_fragment_A gives
+    b = thr.partition_fragment_B(sB)
+    c = thr.partition_fragment_C(cute.make_tensor(C, LC))
+    cute.clear(c)
+    cute.copy(LDSM_A, LDSM_A.get_slice(t).partition_S(sA), LDSM_A.get_slice(t).retile_D(a))
+    cute.copy(LDSM_B, LDSM_B.get_slice(t).partition_S(sB), LDSM_B.get_slice(t).retile_D(b))
+    cute.gemm(MMA_BF16, c, a, b)
+    cute.copy(c, thr.partition_C(cute.make_tensor(C, LC)))
+
+
+SIG_BF16_MMA = "void(uint16[::1], uint16[::1], float32[::1])"
+
+
+def check_bf16_mma():
+    rng = np.random.default_rng(2)
+    a = bf16_bits(rng.standard_normal((16, 16)))
+    b = bf16_bits(rng.standard_normal((8, 16)))
+    c = np.zeros(128, np.float32)
+    cuda.jit(k_bf16_mma)[1, 32](a.reshape(-1), b.reshape(-1), c)
+    ref = bf16_values(a).astype(np.float64) @ bf16_values(b).astype(np.float64).T
+    err = float(np.abs(c.reshape(16, 8) - ref).max())
+    return err < 1e-4, f"16x8x16 bf16 through ldmatrix, max abs error {err:.2e}"
+
+
+# ---- local_partition with a 1-tuple projection, given as a global --------------------------------
+
+LP = Layout((8, 32), (32, 1))                      # (M8,K32) row-major
+THR = Layout((4, 32), (32, 1))                     # (ThrM,ThrK) -> thread
+PROJ = (1, None)                                   # a global projection: keep ThrM
+
+
+def k_partition(X, out):
+    t = cuda.threadIdx.x
+    r = cute.local_partition(cute.make_tensor(X, LP), THR, t, PROJ)     # (2,32), as CuTe
+    out[t, 0] = r[0, 1]
+    out[t, 1] = r[1, 31]
+    out[t, 2] = cute.size(r, 0)
+
+
+SIG_PARTITION = "void(float32[::1], float32[:, ::1])"
+
+
+def check_partition():
+    x = np.arange(256, dtype=np.float32)
+    out = np.zeros((128, 3), np.float32)
+    cuda.jit(k_partition)[1, 128](x, out)
+    want = np.zeros_like(out)
+    for t in range(128):
+        h = _host_partition(x, t)
+        want[t] = (h[0, 1], h[1, 31], 2)
+    return np.array_equal(out, want), f"(1, None) projection as a global, a (2,32) partition per thread"
+
+
+def _host_partition(x, t):
+    from layoutalg import local_partition
+
+    return local_partition(make_tensor(x, LP), THR, t, PROJ)
+
+
+# ---- a device function taking cute tensors --------------------------------------------------
+
+@cuda.jit(device=True, inline="always")
+def axpy_fragment(a, y, alpha):
+    for i in range(cute.size(a)):
+        y[i] = alpha * a[i] + y[i]
+
+
+def k_device_function(X, Y):
+    t = cuda.threadIdx.x
+    x = cute.make_tensor(X, LN)[None, t]
+    y = cute.make_tensor(Y, LN)[None, t]
+    f = cute.make_fragment_like(x)
+    cute.copy(x, f)
+    axpy_fragment(f, y, np.float32(2.0))
+
+
+SIG_DEVICE_FUNCTION = "void(float32[::1], float32[::1])"
+
+
+def check_device_function():
+    x = np.arange(128, dtype=np.float32)
+    y = np.ones(128, np.float32)
+    cuda.jit(k_device_function)[1, 32](x, y)
+    return np.array_equal(y, 2 * np.arange(128) + 1), "axpy in a device function over cute tensors"
+
+
+# ---- torch bf16 tensors through launch() (GPU only: torch tensors live on the GPU) ---------------
+
+def k_bf16_copy(X, Y):
+    t = cuda.threadIdx.x
+    cute.copy(cute.make_tensor(X, LN)[None, t], cute.make_tensor(Y, LN)[None, t])
+
+
+def check_torch_bf16():
+    import torch
+
+    x = torch.randn(128, device="cuda").to(torch.bfloat16)
+    y = torch.zeros(128, device="cuda", dtype=torch.bfloat16)
+    launch(cuda.jit(k_bf16_copy), 1, 32, x, y)
+    torch.cuda.synchronize()
+    return bool(torch.equal(x, y)), "a bf16 tensor in and out of a kernel without .view()"
+
+
+CHECKS = {
+    "convert": check_convert,
+    "copy_if": check_copy_if,
+    "shuffle": check_shuffle,
+    "bf16_mma": check_bf16_mma,
+    "partition": check_partition,
+    "device_function": check_device_function,
+}
+#: Kernels and signatures for offline PTX.
+KERNELS = {
+    "convert": (k_convert, SIG_CONVERT),
+    "copy_if": (k_copy_if, SIG_COPY_IF),
+    "shuffle": (k_shuffle, SIG_SHUFFLE),
+    "bf16_mma": (k_bf16_mma, SIG_BF16_MMA),
+    "partition": (k_partition, SIG_PARTITION),
+    "device_function": (k_device_function, SIG_DEVICE_FUNCTION),
+}

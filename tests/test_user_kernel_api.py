@@ -1,0 +1,201 @@
+"""codegen.cute API details that kernels written against it rely on: number conversions,
+fragment types, projections and tilers as constants, predicated copies, warp shuffles, torch
+bf16 arrays, device functions, and what the simulator reports when a lane fails.
+
+Each feature is compiled offline to PTX (no GPU needed) and run in numba's simulator (a
+subprocess with ``NUMBA_ENABLE_CUDASIM=1``) against numpy; ``tests/gpu/check_user_kernels.py``
+runs the same kernels on a GPU.
+"""
+
+import ctypes
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SIM = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+pytestmark = pytest.mark.skipif(SIM, reason="compiles PTX; the simulator runs are subprocesses")
+
+from numba import cuda  # noqa: E402
+
+from codegen import cute  # noqa: E402
+from codegen.cute.sim import bf16_bits  # noqa: E402
+from layoutalg import Layout  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+import user_kernel_cases as K  # noqa: E402
+
+
+def _compile(fn, sig):
+    return cuda.compile_ptx(fn, sig, cc=(8, 0))[0]
+
+
+def _run_sim(code, timeout=600):
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "gpu")]
+                                          + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=ROOT)
+
+
+def _bf16_reference(x):
+    """float32 -> bfloat16 bits, round to nearest even, from integer arithmetic on the bits."""
+    b = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    out = (((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF).astype(np.uint16)
+    nan = np.isnan(np.asarray(x, dtype=np.float32))
+    out[nan] = ((b[nan] >> 16) | 0x40).astype(np.uint16)
+    return out
+
+
+SPECIAL = np.array([0.0, -0.0, 1.0, -1.5, 1.00390625, 1.005859375, 1.0029296875, 3.0e38, -3.4e38, 1e-40,
+                    -1e-45, np.inf, -np.inf, np.nan, 65504.0, 2.0 ** -133, 1.99609375], np.float32)
+
+
+# ---- conversions ---------------------------------------------------------------------------------
+
+def test_bf16_rounding_of_the_device_equals_the_simulators_and_numpys():
+    """The IR that ``convert(..., "bf16")`` emits, run on the CPU through LLVM, at special
+    values and ties and 20000 random bit patterns, against the simulator's twin and numpy."""
+    import llvmlite.binding as llvm
+    from llvmlite import ir
+
+    from codegen.cute.device_atoms import _bf16_rne
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    i32, f32 = ir.IntType(32), ir.FloatType()
+    mod = ir.Module(name="bf16")
+    fn = ir.Function(mod, ir.FunctionType(i32, [i32]), name="f")
+    b = ir.IRBuilder(fn.append_basic_block())
+    b.ret(b.zext(_bf16_rne(b, b.bitcast(fn.args[0], f32)), i32))
+    ee = llvm.create_mcjit_compiler(llvm.parse_assembly(str(mod)),
+                                    llvm.Target.from_default_triple().create_target_machine())
+    ee.finalize_object()
+    f = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32)(ee.get_function_address("f"))
+    rng = np.random.default_rng(0)
+    bits = np.concatenate([SPECIAL.view(np.uint32), rng.integers(0, 1 << 32, 20000, dtype=np.uint64)
+                           .astype(np.uint32)])
+    x = bits.view(np.float32)
+    want = _bf16_reference(x)
+    assert [f(int(v)) for v in bits] == want.tolist()
+    assert [bf16_bits(v) for v in x] == want.tolist()
+    assert bf16_bits(1.5) == 0x3FC0 and bf16_bits(-3.0) == 0xC040
+
+
+def test_conversions_compile_offline():
+    text = _compile(K.k_convert, K.SIG_CONVERT)
+    assert "cvt.rn.f16.f32" in text                 # f16: the hardware's rounding
+    assert "cvt.rzi.s32.f32" in text                # "int": truncation, asked for
+    assert ".local" not in text
+
+
+def test_float_to_integer_copy_is_a_compile_time_error_naming_convert():
+    with pytest.raises(Exception, match=r"copy.*float32.*uint16.*convert\(src, dst, \"bf16\"\)"):
+        _compile(K.k_copy_f32_to_u16, "void(float32[::1], uint16[::1])")
+    with pytest.raises(Exception, match=r"convert: to='bf8' is not one of 'bf16', 'f16', 'int'"):
+        _compile(K.k_convert_bad, "void(float32[::1], uint16[::1])")
+
+
+# ---- every case: offline PTX, and the simulator against numpy -----------------------------------
+
+INSTRUCTIONS = {
+    "convert": ["cvt.rn.f16.f32"],
+    "copy_if": ["cp.async.cg.shared.global", "selp.b32"],         # the source size: 16 or 0 (zero fill)
+    "shuffle": ["shfl.sync.idx.b32", "shfl.sync.up.b32", "shfl.sync.down.b32", "shfl.sync.bfly.b32",
+                "vote.sync.ballot.b32"],
+    "bf16_mma": ["ldmatrix.sync.aligned.m8n8.x4.shared.b16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"],
+    "partition": [],
+    "device_function": ["fma.rn.f32"],
+}
+
+
+@pytest.mark.parametrize("name", list(K.KERNELS))
+def test_case_compiles_offline(name):
+    fn, sig = K.KERNELS[name]
+    text = _compile(fn, sig)
+    for instr in INSTRUCTIONS[name]:
+        assert instr in text, (name, instr)
+    assert ".local" not in text, f"{name}: a fragment went to local memory"
+
+
+def test_cases_run_in_the_simulator_as_numpy_computes():
+    res = _run_sim("""
+        import sys
+        sys.setswitchinterval(1e-4)
+        import user_kernel_cases as K
+        for name, check in K.CHECKS.items():
+            ok, msg = check()
+            print("PASS" if ok else "FAIL", name, msg)
+    """)
+    assert res.returncode == 0, res.stdout + res.stderr
+    for name in K.CHECKS:
+        assert f"PASS {name} " in res.stdout, res.stdout + res.stderr
+
+
+def test_one_tuple_projection_partitions_by_mode_as_on_the_host():
+    """``local_partition(s, (4,32) threads, tid, (1, None))`` is (2,32) in the kernel, as on the
+    host and in CuTe (a 1-tuple tiler tiles mode 0), not a rank-1 (64)."""
+    from numba.cuda import types as nt
+
+    from codegen.cute.device_tensor import _partition_spec
+    from codegen.cute.types import TensorType
+    from layoutalg import local_partition, make_tensor
+
+    for lay, proj in ((K.LP, (1, None)), (Layout((64, 4), (4, 1)), (None, 1))):   # the kept tile: mode 0
+        sub, _ = _partition_spec("local_partition", TensorType(nt.float32, "gmem", None, lay), K.THR, proj)
+        host = local_partition(make_tensor(np.zeros(256, np.float32), lay), K.THR, 5, proj)
+        assert str(sub) == str(host.layout)
+        assert isinstance(sub.shape, tuple) and len(sub.shape) == 2
+
+
+def test_projection_given_as_a_global_is_read_as_a_constant():
+    from numba.cuda import types as nt
+
+    from codegen.cute.device_tensor import _projection
+
+    assert _projection("local_tile", nt.Tuple([nt.int64, nt.none])) == (1, None)
+    assert _projection("local_tile", nt.Tuple([nt.IntegerLiteral(1), nt.none, nt.int64])) == (1, None, 1)
+    with pytest.raises(cute.CuteError, match="projection must be a tuple of ints and None"):
+        _projection("local_tile", nt.float32)
+
+
+def test_a_global_tiler_with_none_says_to_write_it_in_the_kernel():
+    TILER = (16, None)  # noqa: N806  (a global in real code; here the type numba gives it)
+    from numba.cuda import types as nt
+
+    from codegen.cute.device_tensor import _literal_ints
+
+    with pytest.raises(cute.CuteError, match="only when none of its entries is None"):
+        _literal_ints("local_tile", nt.Tuple([nt.int64, nt.none]), f"the tiler {TILER}")
+
+
+def test_copy_if_refuses_a_predicate_of_the_wrong_size_and_ldmatrix():
+    from codegen.cute.atom_plan import TensorInfo, copy_if_plan
+
+    src = TensorInfo("gmem", 16, None, Layout(((8, 1), 1, 1), ((1, 0), 0, 0)), "float16")
+    dst = TensorInfo("smem", 16, None, Layout(((8, 1), 1, 1), ((1, 0), 0, 0)), "float16")
+    pred = TensorInfo("rmem", 8, None, Layout((2, 1)), "int8")
+    with pytest.raises(cute.CuteError, match=r"predicate .* has 2 values, but the copy makes 1 calls"):
+        copy_if_plan(K.ZF, pred, src, dst)
+    with pytest.raises(cute.CuteError, match="booleans or integers"):
+        copy_if_plan(K.ZF, TensorInfo("rmem", 32, None, Layout((1, 1)), "float32"), src, dst)
+    s = TensorInfo("smem", 16, None, Layout(((8, 1), 1, 1), ((1, 0), 0, 0)), "uint16")
+    r = TensorInfo("rmem", 16, None, Layout(((2, 2, 2), 1, 1), ((1, 2, 4), 0, 0)), "uint16")
+    with pytest.raises(cute.CuteError, match="warp collective"):
+        copy_if_plan(K.LDSM_A, TensorInfo("rmem", 8, None, Layout(1), "int8"), s, r)
+
+
+def test_kernel_arg_passes_bf16_arrays_as_their_bits():
+    from codegen.cute.launch import kernel_arg
+
+    ml = pytest.importorskip("ml_dtypes")
+    x = np.array([1.5, -3.0], dtype=ml.bfloat16)
+    v = kernel_arg(x)
+    assert v.dtype == np.uint16 and v.tolist() == [0x3FC0, 0xC040]
+    y = np.zeros(2, np.float32)
+    assert kernel_arg(y) is y
