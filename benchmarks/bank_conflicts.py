@@ -596,6 +596,7 @@ def build_kernel(c, jit=True):
     from numba import cuda, float32, uint32
 
     from codegen import cute
+    cute.activate()                  # numba learns codegen.cute's types first (cuda.compile_ptx runs no entry points)
     from codegen.intrinsics import smem_addr
     import codegen.intrinsics as intr
 
