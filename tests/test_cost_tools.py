@@ -191,6 +191,8 @@ def _kernel(smem):
 
     from codegen import cute
 
+    cute.activate()                  # cuda.compile_ptx runs no entry points: numba learns cute's types here
+
     def k(out):
         tid = cuda.threadIdx.x
         s = cute.make_shared_tensor(np.float32, smem)
@@ -410,8 +412,10 @@ def test_the_tutorial_kernels_warn_where_their_tiles_conflict():
     compile silently."""
     from numba import cuda
 
+    from codegen import cute
     from test_user_kernels import _load
 
+    cute.activate()
     for name, conflicts in (("tf32_mma", False), ("tf32_ldmatrix", True), ("f16_multistage", False),
                             ("transpose", False)):
         mod = _load(name)
