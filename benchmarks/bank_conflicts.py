@@ -1,12 +1,17 @@
-"""Bank conflicts and coalescing predicted from layouts, against an H100's counters.
+"""Bank conflicts and coalescing predicted from layouts, against an H100's (H200's) counters.
 
 Each case is one copy -- a ``TiledCopy`` over a shared or global layout -- performed once by
 one CTA in a micro-kernel built with ``codegen.cute`` (``stmatrix`` with the intrinsics of
 ``codegen.intrinsics``), with no other traffic of the counted kinds: what else the kernel
 touches is under a run-time flag that is never set, except that a kernel of loads stores the
 sum of what it loaded (one 4-byte global store a thread, so that the loads are not removed;
-no load case compares the global store counters). ``layoutalg.analyze_shared`` /
-``analyze_global`` predict the instructions, wavefronts, requests and sectors; Nsight
+no load case compares the global store counters). A kernel of shared loads has, under the
+flag, a store at the index ``flag`` of its tensor, so that no load reads memory the compiler
+can prove never written (the first run's ``lds32_broadcast``: with a store to the first word
+only, the driver's compiler dropped the three loads of words never written, 1 instruction
+where the copy has 4). ``layoutalg.analyze_shared`` / ``analyze_global`` predict the
+instructions (those the compiler issues: adjacent shared accesses merged into vectors),
+wavefronts (``cp.async`` by the lines of its global source), requests and sectors; Nsight
 Compute measures them::
 
     python benchmarks/bank_conflicts.py                    # on a GPU with ncu: writes $OUT/bank_conflicts.*
@@ -15,14 +20,18 @@ Compute measures them::
 
 Steps: (1) every kernel is compiled to PTX in parallel processes and its static shared,
 global, ldmatrix, stmatrix and cp.async instructions are counted against the prediction
-(each thread runs the copy's code once, unrolled), and its SASS too where ``ptxas`` and
-``nvdisasm`` (or ``cuobjdump``) are at hand; (2) one ``ncu`` run of this script with
-``--launch`` launches every case once, with the counters of ``METRICS`` that this ncu knows
-(``ncu --query-metrics``); a case that breaks the context is skipped and ncu runs again on
-the cases after it; (3) the counters are parsed, compared, and the table (case, predicted,
-measured) written to ``--out`` (default ``$OUT``): ``bank_conflicts.md``, ``.csv``,
-``.json``, the raw ncu CSV and report, and the logs. The TMA boxes of ``tma_cases`` are
-also given to the driver's ``cuTensorMapEncodeTiled``, which accepts or refuses them.
+(each thread runs the copy's code once, unrolled: this checks the compiler's vectorization
+too), and its SASS too where ``ptxas`` and ``nvdisasm`` (or ``cuobjdump``) are at hand; (2)
+one ``ncu`` run of this script with ``--launch`` launches every case once, with the counters
+of ``METRICS`` that this ncu knows (``ncu --query-metrics``, saved); a case that breaks the
+context is skipped and ncu runs again on the cases after it; where this ncu has no
+instruction counter for an op (``stmatrix`` on the H200's), one more run counts the
+instructions of each SASS opcode (the InstructionStats section's
+``sass__inst_executed_per_opcode``) for those cases; (3) the counters are parsed, compared,
+and the table (case, predicted, measured) written to ``--out`` (default ``$OUT``):
+``bank_conflicts.md``, ``.csv``, ``.json``, the raw ncu CSVs and reports, and the logs. The
+TMA boxes of ``tma_cases`` (with those of ``examples/hopper_gemm.py``) are also given to the
+driver's ``cuTensorMapEncodeTiled``, which accepts or refuses them.
 
 ``--dry-run`` does (1) with the CPU's cores, runs the cases (``--sim-cases``) in numba's
 simulator (``NUMBA_ENABLE_CUDASIM=1``), and feeds counters made from the predictions
@@ -62,7 +71,7 @@ from layoutalg import (  # noqa: E402
     CopyAtom, Layout, Swizzle, analyze_global, analyze_shared, check_tma, composition, cosize, make_tiled_copy,
     make_tiled_copy_A, make_tiled_copy_B, make_tiled_mma, size, tile_to_shape,
 )
-from layoutalg.cost.banks import PerformanceWarning, shared_costs  # noqa: E402
+from layoutalg.cost.banks import PerformanceWarning, phase_threads, shared_costs  # noqa: E402
 from layoutalg.tiled_copy import make_tiled_copy_impl  # noqa: E402
 
 import warnings  # noqa: E402
@@ -154,10 +163,15 @@ def universal_cases():
                             note=f"128-bit, thread t row t, rows {max(ld, 4)} words apart (quarter-warp phases)"))
         out.append(Case(f"{op}128_rows_swizzled", "universal", op, v4, "f32", smem=_sw(3, 2, 3, _row(32, 32)),
                         note="128-bit down 128-byte rows, Sw<3,2,3>: 8 distinct chunks a quarter-warp"))
-    out.append(Case("lds64_broadcast", "universal", "lds", v2, "f32", smem=Layout((32, 2), (0, 1)),
-                    note="64-bit, every thread the same 8 bytes: 2 half-warp phases by the rule"))
-    out.append(Case("lds128_broadcast", "universal", "lds", v4, "f32", smem=Layout((32, 8), (0, 1)),
-                    note="128-bit, every thread the same 16 bytes: 4 quarter-warp phases by the rule"))
+    for op in ("lds", "sts"):
+        out.append(Case(f"{op}64_broadcast", "universal", op, v2, "f32", smem=Layout((32, 2), (0, 1)),
+                        note="64-bit, every thread the same 8 bytes: one address, the warp one phase"))
+        out.append(Case(f"{op}128_broadcast", "universal", op, v4, "f32", smem=Layout((32, 8), (0, 1)),
+                        note="128-bit, every thread the same 16 bytes: one address, a half-warp a phase"))
+    out.append(Case("lds128_halves_uniform", "universal", "lds", v4, "f32", smem=Layout(((16, 2), 4), ((0, 8), 1)),
+                    note="128-bit, each half-warp one address (32 bytes apart): a phase each"))
+    out.append(Case("lds128_quarters_uniform", "universal", "lds", v4, "f32", smem=Layout(((8, 4), 4), ((0, 4), 1)),
+                    note="128-bit, each quarter-warp one address, the four different: quarter-warp phases"))
     quarter = _copy("UniversalCopy_128", "f32", _thr((4, 8), (8, 1)), (1, 4))
     out.append(Case("lds128_quarters_same_row", "universal", "lds", quarter, "f32", smem=Layout((4, 32), (0, 1)),
                     note="128-bit, each quarter-warp the same 128 bytes: 4 phases by the rule, 1 ideal"))
@@ -183,6 +197,13 @@ def universal_cases():
     hw = _copy("UniversalCopy_32", "f32", _thr((16, 1)), (1, 1))
     out.append(Case("lds32_halfwarp_ld32", "universal", "lds", hw, "f32", smem=Layout((16, 4), (32, 2)),
                     note="16 threads (half a warp), rows 128 bytes apart: 16-way"))
+    # the compiler's vectorizer (layoutalg.cost.access.vectorize_calls): the PTX check tells
+    out.append(Case("sts32_rows_vec4", "universal", "sts", col32, "f32", smem=_row(32, 4),
+                    note="32-bit copy, a thread's 4 adjacent words: one st.shared.v4"))
+    out.append(Case("lds32_run3", "universal", "lds", col32, "f32", smem=Layout((32, 3), (8, 1)),
+                    note="32-bit copy, 3 adjacent words from a 32-byte boundary: a v2 and a scalar"))
+    out.append(Case("lds32_pairs_rows5", "universal", "lds", col32, "f32", smem=Layout((32, 2), (5, 1)),
+                    note="32-bit copy, adjacent pairs at 20t bytes: not 8-byte aligned in every thread, 2 scalars"))
     return out
 
 
@@ -246,6 +267,18 @@ def cp_async_cases():
     c8r = _copy("SM80_CP_ASYNC_CACHEALWAYS_64", "f32", _thr((2, 16), (16, 1)), (1, 2))
     out.append(Case("ldgsts8_coalesced", "cp.async", "ldgsts", c8r, "f32", smem=_row(32, 32), gmem=g32,
                     note="8 bytes a thread along rows: coalesced, conflict-free"))
+    # a phase per global line: which lines, and collisions within one
+    out.append(Case("ldgsts16_line_into_column", "cp.async", "ldgsts", rows16, "f16",
+                    smem=Layout(((8, 4), 8), ((64, 8), 1)), gmem=Layout(((8, 4), 8), ((8, 2048), 1)),
+                    note="8 threads a 128-byte global line, written down 8 shared rows 128 bytes apart: 8-way in "
+                         "each line"))
+    rows16ca = _copy("SM80_CP_ASYNC_CACHEALWAYS_128", "f16", _thr((32, 1)), (1, 8))
+    across_s = Layout(((4, (2, 4)), 8), ((64, (256, 8)), 1))      # thread t: shared row t % 8, chunk t // 8
+    across_g = Layout(((4, (2, 4)), 8), ((2048, (8, 16)), 1))     # thread t: global line t % 4, chunk t // 4
+    for name, cp in (("ldgsts16_lines_across_quarters", rows16), ("ldgsts16_ca_lines_across_quarters", rows16ca)):
+        out.append(Case(name, "cp.async", "ldgsts", cp, "f16", smem=across_s, gmem=across_g,
+                        note="line t % 4 of the source (threads of every quarter-warp), shared row t % 8: 2-way "
+                             "in each line, 8-way in each quarter-warp"))
     return out
 
 
@@ -421,7 +454,8 @@ def predict(c):
     """The analysis of the case: totals over the warps."""
     p = {"threads": c.threads}
     if c.op in SHARED_SIDE:
-        a = analyze_shared(c.copy, c.smem, SHARED_SIDE[c.op])
+        src = c.gmem if c.op == "ldgsts" else None                 # cp.async writes by its source's lines
+        a = analyze_shared(c.copy, c.smem, SHARED_SIDE[c.op], gmem=src)
         p.update(inst=a.total_instructions, wavefronts=a.total_wavefronts, ideal=a.total_ideal, ways=a.ways,
                  per_thread=a.access.instructions, width=a.width, summary=a.summary())
         p["models"] = alt_models(a)
@@ -434,11 +468,16 @@ def predict(c):
 
 
 def alt_models(a):
-    """Wavefronts under other rules than the documented one (experiments, to find the
-    hardware's rule where it differs): the whole warp as one phase; the ideal."""
+    """Wavefronts under other rules than the analysis' (to see which one a differing count
+    follows): ``documented``, the programming guide's phases (lanes by width; a cp.async as a
+    store of its width; no merged phases for one address); ``one_phase``, the whole warp as
+    one phase whatever the width; ``ideal``."""
     acc = a.access
-    whole, _, _ = shared_costs(acc.addr, acc.width, 32)
-    return {"documented": a.total_wavefronts, "one_phase": int(whole.sum()), "ideal": a.total_ideal}
+    lane = np.arange(acc.addr.shape[0])[:, None] % 32 + 0 * acc.addr
+    per = np.array([phase_threads(acc.kind, int(w)) for w in acc.widths])
+    documented, _, _ = shared_costs(acc.addr, acc.widths, lane // per[None, :])
+    whole, _, _ = shared_costs(acc.addr, acc.widths, 0 * acc.addr)
+    return {"documented": int(documented.sum()), "one_phase": int(whole.sum()), "ideal": a.total_ideal}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,8 +491,8 @@ _BODIES = {
     thr = COPY.get_slice(tid)
     tS = thr.partition_S(s)
     tR = cute.make_fragment_like(tS)
-    if flag == 1:
-        tS[0] = tR[0]
+    if flag != 0:
+        s[flag] = tR[0]
     cute.copy(COPY, tS, tR)
     acc = float32(0)
     for i in range(cute.size(tR)):
@@ -467,8 +506,8 @@ _BODIES = {
     thr = COPY.get_slice(tid)
     tS = thr.partition_S(s)
     tR = thr.retile_D(frag)
-    if flag == 1:
-        tS[0] = frag[0]
+    if flag != 0:
+        s[flag] = frag[0]
     cute.copy(COPY, tS, tR)
     acc = float32(0)
     for i in range(cute.size(frag)):
@@ -557,6 +596,7 @@ def build_kernel(c, jit=True):
     from numba import cuda, float32, uint32
 
     from codegen import cute
+    cute.activate()                  # numba learns codegen.cute's types first (cuda.compile_ptx runs no entry points)
     from codegen.intrinsics import smem_addr
     import codegen.intrinsics as intr
 
@@ -655,10 +695,14 @@ def sass_counts(ptx):
 
 def sass_ops(text):
     """{op: count} of the memory instructions in a disassembly (``/*0080*/  @!P0 LDS.128 ...``
-    lines), or None when it has no instruction lines."""
-    ops = re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)", text, re.M)
+    lines), or None when it has no instruction lines. Instructions under ``@!PT`` (never
+    true) are left out: ptxas puts three ``@!PT LDS RZ, [RZ]`` before a kernel's first
+    ``LDGSTS``; they move nothing (the counters count them as executed shared-load
+    instructions, 3 a warp, which no case compares)."""
+    ops = re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)", text, re.M)
     if not ops:
         return None
+    ops = [op for pred, op in ops if pred.strip() != "@!PT"]
     return {op: ops.count(name) for op, name in _SASS_OPS.items()}
 
 
@@ -768,7 +812,8 @@ def read_progress(path):
 # ncu
 # ---------------------------------------------------------------------------------------------
 
-#: quantity -> candidate counters (the first one this ncu knows is compared; all known are kept)
+#: quantity -> candidate counters, in order: the first this ncu knows is compared, all it knows
+#: are kept. A tuple is a sum of counters, used only when ncu knows each of them.
 METRICS = {
     "lds_inst": ["smsp__inst_executed_op_shared_ld.sum", "smsp__sass_inst_executed_op_shared_ld.sum"],
     "sts_inst": ["smsp__inst_executed_op_shared_st.sum", "smsp__sass_inst_executed_op_shared_st.sum"],
@@ -793,18 +838,36 @@ METRICS = {
     "shared_wavefronts": ["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"],
     "ldg_requests": ["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"],
     "stg_requests": ["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"],
+    # cp.async's global side: its own counter, or the L1-allocating (.ca) and bypassing (.cg)
+    # halves together; the H200's ncu (2026-11) has neither the first nor the .cg half, and
+    # counts LDGSTS in the global-load counters (run 1: ldgsts16_rows_plain, .cg, 8 requests
+    # and 256 sectors in ..._op_ld, 0 in ..._op_ldgsts_cache_access; ldgsts16_ca_coalesced
+    # 8 and 128 in both), which a cp.async kernel otherwise leaves at 0 (no LDG in its PTX)
     "ldgsts_requests": ["l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum",
-                        "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
-                        "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum"],
+                        ("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
+                         "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum")],
     "ldg_sectors": ["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"],
     "stg_sectors": ["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"],
     "ldgsts_sectors": ["l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum",
-                       "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
-                       "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum"],
+                       ("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
+                        "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum")],
     "bank_conflicts": ["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
                        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"],
+    # from the separate run of :func:`run_opcode_counts` (SASS-patched, not in ncu's list)
+    "stsm_inst_opcode": ["sass__inst_executed_per_opcode[STSM]",
+                         "sass__inst_executed_per_opcode_with_modifier_all[STSM]"],
 }
+#: quantity -> the names this ncu may give it otherwise: any counter of its list that matches
+#: is a further candidate (``ncu --query-metrics`` is saved to ``ncu_query_metrics.txt``)
+DISCOVER = {
+    "stsm_inst": r"^sm(sp)?__(sass_)?inst_executed_op_\w*stsm$",
+    "ldgsts_requests": r"^l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts$",
+    "ldgsts_sectors": r"^l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts$",
+}
+#: the counters of instructions that only :func:`run_opcode_counts` finds, by SASS opcode
+OPCODE_METRIC = "sass__inst_executed_per_opcode"
+OPCODES = {"stsm": "STSM"}
 #: what is surely there when the query fails
 CORE_METRICS = [
     "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum",
@@ -813,26 +876,52 @@ CORE_METRICS = [
     "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
 ]
-#: the quantities compared per op: (name, prediction key, metric quantities summed if the first is missing)
+#: the quantities compared per op: (name, prediction key, quantities tried in order). The
+#: fallbacks: ldmatrix's and stmatrix's wavefronts are in the shared load and store counters
+#: (run 1: equal in every case), which their kernels otherwise leave at 0; cp.async's global
+#: side is in the global-load counters (above). The total of all shared wavefronts is no
+#: fallback: it leaves out cp.async's and holds a few more (run 1: 4 where LDGSTS took 256).
 COMPARED = {
     "lds": (("inst", "inst", ["lds_inst"]), ("wavefronts", "wavefronts", ["lds_wavefronts"])),
     "sts": (("inst", "inst", ["sts_inst"]), ("wavefronts", "wavefronts", ["sts_wavefronts"])),
-    "ldsm": (("inst", "inst", ["ldsm_inst"]), ("wavefronts", "wavefronts", ["ldsm_wavefronts", "shared_wavefronts"])),
-    "stsm": (("inst", "inst", ["stsm_inst"]), ("wavefronts", "wavefronts", ["stsm_wavefronts", "shared_wavefronts"])),
-    "ldgsts": (("inst", "inst", ["ldgsts_inst"]), ("wavefronts", "wavefronts", ["ldgsts_wavefronts", "shared_wavefronts"]),
-               ("requests", "requests", ["ldgsts_requests"]), ("sectors", "sectors", ["ldgsts_sectors"])),
+    "ldsm": (("inst", "inst", ["ldsm_inst"]), ("wavefronts", "wavefronts", ["ldsm_wavefronts", "lds_wavefronts"])),
+    "stsm": (("inst", "inst", ["stsm_inst", "stsm_inst_opcode"]),
+             ("wavefronts", "wavefronts", ["stsm_wavefronts", "sts_wavefronts"])),
+    "ldgsts": (("inst", "inst", ["ldgsts_inst"]), ("wavefronts", "wavefronts", ["ldgsts_wavefronts"]),
+               ("requests", "requests", ["ldgsts_requests", "ldg_requests"]),
+               ("sectors", "sectors", ["ldgsts_sectors", "ldg_sectors"])),
     "ldg": (("requests", "requests", ["ldg_requests"]), ("sectors", "sectors", ["ldg_sectors"])),
     "stg": (("requests", "requests", ["stg_requests"]), ("sectors", "sectors", ["stg_sectors"])),
 }
 
 
-def query_metrics(ncu, log):
-    """The base names of the metrics this ncu knows for the GPU, or None."""
+def _parts(cand):
+    return cand if isinstance(cand, tuple) else (cand,)
+
+
+def metric_candidates(known=None):
+    """:data:`METRICS` with the counters :data:`DISCOVER` finds in ``known`` (base names)
+    added to their quantities."""
+    out = {q: list(c) for q, c in METRICS.items()}
+    for q, rx in DISCOVER.items():
+        for name in sorted(known or ()):
+            m = f"{name}.sum"
+            if re.match(rx, name) and m not in out[q]:
+                out[q].append(m)
+    return out
+
+
+def query_metrics(ncu, log, out=None):
+    """The base names of the metrics this ncu knows for the GPU, or None; the listing is
+    saved to ``out/ncu_query_metrics.txt``."""
     try:
         r = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120)
     except Exception as e:  # noqa: BLE001
         log(f"ncu --query-metrics failed: {e}")
         return None
+    if out:
+        with open(os.path.join(out, "ncu_query_metrics.txt"), "w", encoding="utf-8") as f:
+            f.write(r.stdout + ("\n--- stderr ---\n" + r.stderr if r.stderr else ""))
     names = set(re.findall(r"^([a-z0-9]+__[a-z0-9_]+)", r.stdout, re.M))
     if not names:
         log(f"ncu --query-metrics listed nothing (status {r.returncode}): {r.stdout[-500:]} {r.stderr[-500:]}")
@@ -845,10 +934,12 @@ def choose_metrics(known):
     if known is None:
         return list(CORE_METRICS)
     out = []
-    for names in METRICS.values():
-        for m in names:
-            if m.rsplit(".", 1)[0] in known and m not in out:
-                out.append(m)
+    for cands in metric_candidates(known).values():
+        for cand in cands:
+            for m in _parts(cand):
+                base = m.rsplit(".", 1)[0]
+                if base in known and m not in out:
+                    out.append(m)
     return out
 
 
@@ -872,16 +963,36 @@ def parse_ncu_csv(text):
             continue
         rec = out.setdefault(int(m.group(1)), {})
         if long:
-            rec[r[head.index("Metric Name")]] = _number(r[head.index("Metric Value")])
+            _put(rec, r[head.index("Metric Name")], r[head.index("Metric Value")])
         else:
             for h, v in zip(head, r):
                 if "__" in h:
-                    rec[h] = _number(v)
+                    _put(rec, h, v)
     return out
 
 
+def _put(rec, name, text):
+    """A counter's value into ``rec``; an instanced one printed with its correlation ids
+    (``"7 (STSM: 4; EXIT: 3)"``, or only ``"STSM: 4; EXIT: 3"``) also as ``name[KEY]`` (the
+    instances of one opcode summed over its modifiers)."""
+    rec[name] = _number(text)
+    m = re.fullmatch(r"\s*([\d.,]+)\s*\((.*)\)\s*", text or "")
+    if m is not None:
+        rec[name], items = _number(m.group(1)), m.group(2)
+    elif re.fullmatch(r"\s*[A-Za-z_][\w.]*\s*:\s*[\d.,]+\s*(;\s*[A-Za-z_][\w.]*\s*:\s*[\d.,]+\s*)*;?\s*", text or ""):
+        items = text
+    else:
+        return
+    for item in items.split(";"):
+        key, sep, val = item.rpartition(":")
+        v = _number(val)
+        if sep and v is not None:
+            k = f"{name}[{key.strip().split('.')[0]}]"
+            rec[k] = rec.get(k, 0) + v
+
+
 def _number(v):
-    v = v.strip().replace(",", "")
+    v = (v or "").strip().replace(",", "")
     try:
         x = float(v)
     except ValueError:
@@ -906,16 +1017,17 @@ def _run_killable(cmd, timeout, **kw):
         return None, out, err, True
 
 
-def run_ncu(args, indices, known, log):
+def run_ncu(args, indices, known, log, deadline=None):
     """Profile the cases with ncu: one run for all, another past a case that breaks the
-    context (at most 4 runs), one with the core counters if ncu refuses the chosen ones.
+    context (at most 4 runs), one with the core counters if ncu refuses the chosen ones; all
+    before ``deadline`` (default: ``--ncu-timeout`` from now).
     Returns ({index: {metric: value}}, {index: failure}, metrics)."""
     metrics = choose_metrics(known)
     measured, failed = {}, {}
     pending = list(indices)
     part = 0
     retried_core = False
-    deadline = time.time() + args.ncu_timeout
+    deadline = deadline or time.time() + args.ncu_timeout
     while pending and part < 5:
         left = deadline - time.time()
         if left < 30:
@@ -942,16 +1054,7 @@ def run_ncu(args, indices, known, log):
             continue
         failed.update(fails)
         if os.path.exists(rep + ".ncu-rep"):
-            got = {}
-            for page, extra in (("raw", ["--print-units", "base"]), ("raw", []), ("details", ["--print-units", "base"]),
-                                ("details", [])):
-                st, text, err, _ = _run_killable([args.ncu, "--import", rep + ".ncu-rep", "--csv", "--page", page]
-                                                 + extra, 300)
-                with open(os.path.join(args.out, f"ncu_{page}_{part}.csv"), "w", encoding="utf-8") as f:
-                    f.write((text or "") + ("\n--- stderr ---\n" + err if err else ""))
-                got = parse_ncu_csv(text or "")
-                if got:
-                    break
+            got = import_report(args, rep, str(part))
             measured.update(got)
             log(f"ncu run {part}: counters of {len(got)} kernels")
         else:
@@ -969,25 +1072,77 @@ def run_ncu(args, indices, known, log):
     return measured, failed, metrics
 
 
+def import_report(args, rep, tag, extra=()):
+    """``{case index: {metric: value}}`` of the report ``rep.ncu-rep`` (raw page, then the
+    details page), each CSV saved as ``ncu_<page>_<tag>.csv``; ``extra``: import options
+    tried first (dropped if this ncu refuses them)."""
+    got = {}
+    tries = [("raw", list(extra) + ["--print-units", "base"]), ("raw", list(extra)), ("raw", ["--print-units", "base"]),
+             ("raw", []), ("details", ["--print-units", "base"]), ("details", [])]
+    for page, opts in tries:
+        st, text, err, _ = _run_killable([args.ncu, "--import", rep + ".ncu-rep", "--csv", "--page", page] + opts, 300)
+        with open(os.path.join(args.out, f"ncu_{page}_{tag}.csv"), "w", encoding="utf-8") as f:
+            f.write((text or "") + ("\n--- stderr ---\n" + err if err else ""))
+        got = parse_ncu_csv(text or "")
+        if got:
+            break
+    return got
+
+
+def run_opcode_counts(args, indices, log, deadline):
+    """The executed instructions of each SASS opcode (:data:`OPCODE_METRIC`, counted by
+    patching the kernel's SASS, the InstructionStats section's chart) for ``indices``: one
+    more ncu run, for the ops whose instruction counter this ncu does not have (``stmatrix``
+    on the H200's, 2026-11). Its failure costs the other counters nothing. Returns
+    ``{index: {"sass__inst_executed_per_opcode[OPCODE]": n, ...}}``."""
+    if not indices:
+        return {}
+    progress = os.path.join(args.out, "progress_opcodes.txt")
+    rep = os.path.join(args.out, "bank_conflicts_opcodes")
+    got = {}
+    for n, how in enumerate((["--section", "InstructionStats"], ["--metrics", OPCODE_METRIC])):
+        left = deadline - time.time()
+        if left < 30:
+            break
+        cmd = [args.ncu] + how + ["-k", f"regex:{KERNEL_PREFIX}", "--export", f"{rep}_{n}", "--force-overwrite",
+                                  sys.executable, os.path.abspath(__file__), "--launch", ",".join(map(str, indices)),
+                                  "--progress", progress]
+        log(f"ncu opcode counts ({' '.join(how)}): {len(indices)} cases, {left:.0f} s left")
+        status, out, err, timed_out = _run_killable(cmd, left)
+        with open(os.path.join(args.out, f"ncu_opcodes_{n}.log"), "w", encoding="utf-8") as f:
+            f.write(" ".join(cmd) + "\n\n" + (out or "") + "\n--- stderr ---\n" + (err or ""))
+        log("ncu opcode counts: " + ("timed out" if timed_out else f"status {status}"))
+        if os.path.exists(f"{rep}_{n}.ncu-rep"):
+            got = import_report(args, f"{rep}_{n}", f"opcodes_{n}", ["--print-metric-instances", "details"])
+            if any(k.startswith(OPCODE_METRIC + "[") for r in got.values() for k in r):
+                break
+        else:
+            log(f"ncu opcode counts: no report {rep}_{n}.ncu-rep (see ncu_opcodes_{n}.log)")
+    keep = {i: {k: v for k, v in rec.items() if k.startswith(OPCODE_METRIC)} for i, rec in got.items()}
+    log(f"ncu opcode counts: {sum(any('[' in k for k in r) for r in keep.values())} of {len(indices)} kernels "
+        f"with per-opcode counts")
+    return keep
+
+
 # ---------------------------------------------------------------------------------------------
 # comparison and output
 # ---------------------------------------------------------------------------------------------
 
-def measured_value(rec, quantities):
-    """The first quantity with a measured counter (for several-variant quantities, the sum of
-    the variants measured), and the counter names used."""
+def measured_value(rec, quantities, cands=None):
+    """The first quantity with a measured counter (a sum where the candidate is one, if every
+    part is measured), and the counter names used."""
+    cands = cands or METRICS
     for q in quantities:
-        cands = METRICS[q]
-        have = [m for m in cands if rec.get(m) is not None]
-        if not have:
-            continue
-        if q.endswith(("_requests", "_sectors")) and cands[0] not in have:
-            return sum(rec[m] for m in have), "+".join(have)
-        return rec[have[0]], have[0]
+        for cand in cands.get(q, METRICS.get(q, ())):
+            parts = _parts(cand)
+            if all(rec.get(m) is not None for m in parts):
+                return sum(rec[m] for m in parts), "+".join(parts)
     return None, None
 
 
-def compare(cases, compiled, measured, failed):
+def compare(cases, compiled, measured, failed, cands=None):
+    """A row per case: predicted and measured values, exact or not (None: not measured).
+    ``cands``: the counters per quantity (:func:`metric_candidates`), default :data:`METRICS`."""
     rows = []
     for c in cases:
         rec = measured.get(c.index)
@@ -1000,12 +1155,12 @@ def compare(cases, compiled, measured, failed):
         exact = True if rec is not None else None
         for what, key, quantities in COMPARED[c.op]:
             pred = c.pred.get(key)
-            meas, metric = measured_value(rec, quantities) if rec is not None else (None, None)
+            meas, metric = measured_value(rec, quantities, cands) if rec is not None else (None, None)
             row["values"].append({"what": what, "predicted": pred, "measured": meas, "metric": metric})
             if rec is not None and meas != pred:
                 exact = False
         if rec is not None and "models" in c.pred:
-            meas, _ = measured_value(rec, COMPARED[c.op][1][2])
+            meas, _ = measured_value(rec, COMPARED[c.op][1][2], cands)
             row["models_matching"] = [k for k, v in c.pred["models"].items() if v == meas]
             row["models"] = c.pred["models"]
         row["exact"] = exact
@@ -1043,7 +1198,7 @@ def write_outputs(out, rows, meta):
     n_meas = sum(r["exact"] is not None for r in rows)
     head = (f"# Bank conflicts and coalescing: predicted (layoutalg.cost) and measured (ncu)\n\n"
             f"{meta.get('device', '?')}, {meta.get('date', '')}; {len(rows)} cases, {n_meas} measured, "
-            f"{n_exact} exact.\n\n")
+            f"{n_exact} exact.\n\n" + (f"Recompared {meta['recompared']}.\n\n" if meta.get("recompared") else ""))
     tma = meta.get("tma") or []
     tail = ""
     if tma:
@@ -1067,7 +1222,9 @@ def write_outputs(out, rows, meta):
 
 
 def synthetic_csv(cases, metrics, skew=None):
-    """An ``ncu --csv --page raw`` text whose counters are the predictions (dry runs)."""
+    """An ``ncu --csv --page raw`` text whose counters are the predictions (dry runs): every
+    counter of each compared quantity (a sum's first part; its other parts 0), and
+    :data:`OPCODE_METRIC` as ncu prints an instanced metric with its correlation ids."""
     head = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
             "Grid Size", "Device", "CC"] + metrics
     units = [""] * 11 + ["" for _ in metrics]
@@ -1075,13 +1232,20 @@ def synthetic_csv(cases, metrics, skew=None):
     for n, c in enumerate(cases):
         vals = {}
         for what, key, quantities in COMPARED[c.op]:
-            for q in quantities[:1]:
-                vals[METRICS[q][0]] = c.pred.get(key)
+            for q in quantities:
+                for cand in METRICS[q]:
+                    parts = _parts(cand)
+                    vals.setdefault(parts[0], c.pred.get(key))
+                    for m in parts[1:]:
+                        vals.setdefault(m, 0)
         if "wavefronts" in c.pred:
             vals["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] = c.pred["wavefronts"]
+        if c.op in OPCODES and c.pred.get("inst") is not None:
+            n_inst = c.pred["inst"]
+            vals[OPCODE_METRIC] = f"{n_inst + 2} ({OPCODES[c.op]}: {n_inst}; EXIT: 2)"
         row = [str(n), "1", "python3", "localhost", f"_ZN8__main__12{KERNEL_PREFIX}{c.index:03d}B2v3", "1", "7",
                f"({c.threads}, 1, 1)", "(1, 1, 1)", "0", "9.0"]
-        row += ["" if vals.get(m) is None else f"{vals[m]:,}" for m in metrics]
+        row += ["" if vals.get(m) is None else vals[m] if isinstance(vals[m], str) else f"{vals[m]:,}" for m in metrics]
         lines.append(row)
     buf = io.StringIO()
     csv.writer(buf, quoting=csv.QUOTE_ALL).writerows(lines)
@@ -1093,8 +1257,9 @@ def synthetic_csv(cases, metrics, skew=None):
 # ---------------------------------------------------------------------------------------------
 
 def tma_cases():
-    """(name, dtype, box (inner, outer), row stride bytes, global address offset, swizzle bytes)."""
-    return [
+    """(name, dtype, box (inner, outer), row stride bytes, global address offset, swizzle bytes,
+    shared layout of the box or None for dense rows swizzled on bytes)."""
+    out = [
         ("f16_128B_sw128", "f16", (64, 64), 8192, 0, 128),
         ("f16_64B_sw64", "f16", (32, 128), 8192, 0, 64),
         ("f16_32B_sw32", "f16", (16, 256), 8192, 0, 32),
@@ -1108,18 +1273,39 @@ def tma_cases():
         ("f32_inner_256B_none", "f32", (64, 8), 8192, 0, 0),
         ("u8_128B_sw128", "u8", (128, 32), 8192, 0, 128),
     ]
+    return [t + (None,) for t in out] + hopper_gemm_boxes()
+
+
+def hopper_gemm_boxes():
+    """The TMA boxes of ``examples/hopper_gemm.py``: its loads of A and B into their pipeline
+    stages (``gmma_stage`` layouts) and its epilogue's stores of C from the swizzled staging,
+    over K-major A and B and row-major C of 8192 columns."""
+    t = _load_example("hopper_gemm")
+    out = []
+    for name, load, smem in (("A", t.LOAD_A, t.SA), ("B", t.LOAD_B, t.SB)):
+        inner, outer = load.box
+        out.append((f"hopper_gemm_load_{name}", load.map_dtype, (inner, outer), 8192 * load.elem_bytes, 0,
+                    load.swizzle_bytes, smem))
+    st = t.EPILOGUE.store
+    inner, outer = st.box
+    staging = t.EPILOGUE.swizzle.with_layout(Layout((outer, inner), (inner, 1)))   # a box buffer: (rows, inner)
+    out.append(("hopper_gemm_store_C", st.map_dtype, (inner, outer), 8192 * st.elem_bytes, 0, st.swizzle_bytes,
+                staging))
+    return out
 
 
 def tma_predictions():
-    """Each TMA case with its box's shared layout (dense rows, the swizzle on bytes) checked by
-    :func:`layoutalg.check_tma` against a global tensor of 4096 x 4096 with the case's row stride."""
+    """Each TMA case with its box's shared layout (given, or dense rows with the swizzle on
+    bytes) checked by :func:`layoutalg.check_tma` against a global tensor of 4096 x 4096
+    (rows ``stride`` bytes apart)."""
     out = []
-    for name, dtype, (inner, outer), stride, off, swb in tma_cases():
-        eb = {"f16": 2, "f32": 4, "u8": 1}[dtype]
-        lay = Layout((outer, inner), (inner, 1))                      # (rows, inner) -> offset
-        if swb:
-            lay = composition(Swizzle({32: 1, 64: 2, 128: 3}[swb], 4 - (eb.bit_length() - 1), 3), lay)
-        r = check_tma(lay, dtype, Layout((4096, 4096), (stride // eb, 1)), inner=1, gmem_base=off)
+    for name, dtype, (inner, outer), stride, off, swb, lay in tma_cases():
+        eb = {"f16": 2, "bf16": 2, "f32": 4, "u8": 1}[dtype]
+        if lay is None:
+            lay = Layout((outer, inner), (inner, 1))                  # (rows, inner) -> offset
+            if swb:
+                lay = composition(Swizzle({32: 1, 64: 2, 128: 3}[swb], 4 - (eb.bit_length() - 1), 3), lay)
+        r = check_tma(lay, dtype, Layout((4096, 4096), (stride // eb, 1)), inner=1, box=(outer, inner), gmem_base=off)
         out.append((name, dtype, (inner, outer), stride, off, swb, r))
     return out
 
@@ -1234,6 +1420,8 @@ def main(argv=None):
     p.add_argument("--ncu-timeout", type=float, default=420, help="seconds for all ncu runs together")
     p.add_argument("--sim-cases", help="dry run: the cases to simulate, indices or names (default: all; 'none' for "
                                        "none)")
+    p.add_argument("--recompare", metavar="JSON", help="compare the counters of an earlier run (its "
+                                                           "bank_conflicts.json) with the current predictions; no GPU")
     p.add_argument("--launch", help=argparse.SUPPRESS)
     p.add_argument("--progress", help=argparse.SUPPRESS)
     p.add_argument("--sim", action="store_true", help=argparse.SUPPRESS)
@@ -1254,6 +1442,8 @@ def main(argv=None):
         print(f"{len(indices)} cases")
         return 0
     os.makedirs(args.out, exist_ok=True)
+    if args.recompare:
+        return recompare(args.recompare, [cases[i] for i in indices], args.out)
     logf = open(os.path.join(args.out, "bank_conflicts.log"), "w", encoding="utf-8")
 
     def log(msg):
@@ -1273,28 +1463,37 @@ def main(argv=None):
         failed = {}
         if sims:
             _, failed = sim_run(sims, args.out, log)
-        metrics = choose_metrics({m.rsplit(".", 1)[0] for names in METRICS.values() for m in names})
+        metrics = choose_metrics({m.rsplit(".", 1)[0] for names in METRICS.values() for c in names for m in _parts(c)})
         text = synthetic_csv([cases[i] for i in indices if compiled[i]["ok"]], metrics)
         with open(os.path.join(args.out, "ncu_raw_dry_run.csv"), "w", encoding="utf-8") as f:
             f.write(text)
         measured = parse_ncu_csv(text)
+        cands = metric_candidates()
         meta["device"] = "dry run: counters made from the predictions"
         tma = [{"case": n, "predicted": r.legal, "rule": r.rule} for n, _, _, _, _, _, r in tma_predictions()]
     else:
         runnable = [i for i in indices if compiled[i]["ok"] is not False or compiled[i].get("compiled")]
-        known = query_metrics(args.ncu, log)
-        measured, failed, metrics = run_ncu(args, runnable, known, log)
+        known = query_metrics(args.ncu, log, args.out)
+        cands = metric_candidates(known)
+        deadline = time.time() + args.ncu_timeout
+        measured, failed, metrics = run_ncu(args, runnable, known, log, deadline)
+        need = [i for i in runnable if i in measured and cases[i].op in OPCODES
+                and measured_value(measured[i], [f"{cases[i].op}_inst"], cands)[0] is None]
+        for i, rec in run_opcode_counts(args, need, log, deadline).items():
+            if i in measured:
+                measured[i].update(rec)
         for i in indices:
             if i not in runnable:
                 failed[i] = "not launched: " + compiled[i]["error"][:200]
         meta["device"] = _device_name()
         meta["metrics"] = metrics
+        meta["candidates"] = {q: [list(_parts(c)) for c in cs] for q, cs in cands.items()}
         try:
             tma = run_tma(log)
         except Exception as e:  # noqa: BLE001
             log(f"TMA encode check failed: {type(e).__name__}: {e}")
             tma = []
-    rows = compare([cases[i] for i in indices], compiled, measured, failed)
+    rows = compare([cases[i] for i in indices], compiled, measured, failed, cands)
     meta["tma"] = tma
     n_meas, n_exact = write_outputs(args.out, rows, meta)
     log(f"{n_meas} of {len(rows)} cases measured, {n_exact} exact; table: {os.path.join(args.out, 'bank_conflicts.md')}")
@@ -1307,6 +1506,32 @@ def main(argv=None):
         log(f"TMA boxes: {ok} of {len(tma)} as predicted by the driver" if not args.dry_run else
             f"TMA boxes: {len(tma)} predicted (the driver is asked on a GPU)")
     logf.close()
+    return 0
+
+
+def recompare(path, cases, out):
+    """The counters of an earlier run (``path``: its ``bank_conflicts.json``, rows with a
+    case name and its counters, or a compact file whose rows list the values of
+    ``meta["counters"]``, as ``benchmarks/bank_results_run1.json``) against the current
+    predictions, by case name: writes the table to ``out`` and prints the cases that differ."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    names = doc.get("meta", {}).get("counters")              # a compact file: values in that order
+    by_name = {r["case"]: (dict(zip(names, r["values"])) if names and "values" in r else r.get("counters")) or None
+               for r in doc["rows"]}
+    measured = {c.index: by_name[c.name] for c in cases if by_name.get(c.name)}
+    meta = dict(doc.get("meta", {}))
+    rows = compare(cases, {}, measured, {}, metric_candidates())
+    for r in rows:
+        r["error"] = "" if r["exact"] is not None else "not in the earlier run"
+    meta["recompared"] = f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: the counters of {path} against " \
+                         f"the predictions of this version"
+    n_meas, n_exact = write_outputs(out, rows, meta)
+    print(f"{n_meas} of {len(rows)} cases in {path}; {n_exact} exact; table: {os.path.join(out, 'bank_conflicts.md')}")
+    for r in rows:
+        if r["exact"] is False:
+            vals = "; ".join(f"{v['what']} {v['predicted']} vs {v['measured']}" for v in r["values"])
+            print(f"  differs: {r['case']}: {vals}")
     return 0
 
 

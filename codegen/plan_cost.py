@@ -2,7 +2,8 @@
 
 :func:`plan_cost` runs :func:`layoutalg.analyze_shared` on the shared side of each tiled
 copy of a :class:`~codegen.plan.GemmPlan` (global -> shared and shared -> registers, for A and
-B) over one stage of its shared layout, and :func:`layoutalg.analyze_global` on the global
+B) over one stage of its shared layout (a ``cp.async`` by the lines of its global source, as
+the hardware writes it), and :func:`layoutalg.analyze_global` on the global
 side of the global -> shared copies over the CTA's tile of the operand, in a matrix whose
 leading dimension is ``ld`` elements (the sectors depend on it only through the alignment
 of the rows, and every leading dimension the plan takes is a multiple of 16 bytes).
@@ -88,7 +89,8 @@ def plan_cost(plan, ld=4096):
     for op in plan.operands:
         g2s, s2r = op.g2s, op.s2r
         gl = _gmem_tile(op.rows, plan.config.bk, op.major, ld)
-        copies.append(CopyCost(f"{op.name} g2s", g2s.tiled_copy, analyze_shared(g2s.tiled_copy, op.smem, "D"),
+        src = gl if g2s.tiled_copy.atom.op.kind == "cp_async" else None     # cp.async writes by its source's lines
+        copies.append(CopyCost(f"{op.name} g2s", g2s.tiled_copy, analyze_shared(g2s.tiled_copy, op.smem, "D", gmem=src),
                                analyze_global(g2s.tiled_copy, gl, "S")))
         copies.append(CopyCost(f"{op.name} s2r", s2r.tiled_copy, analyze_shared(s2r.tiled_copy, op.smem, "S")))
     return PlanCost(tuple(copies))

@@ -2,7 +2,9 @@
 
 ``benchmarks/bank_conflicts.py`` writes ``bank_conflicts.json`` (its rows: case, predicted,
 measured) on a GPU; copied to ``benchmarks/bank_results.json`` it is what this table shows.
-Without that file the table says the measurement is still to be made::
+Without that file, the counters of the first run (``benchmarks/bank_results_run1.json``)
+against the current predictions; without either, the table says the measurement is still
+to be made::
 
     python docs/bank_table.py                      # print the table
 """
@@ -15,6 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(os.path.dirname(HERE), "benchmarks", "bank_results.json")
+FIRST_RUN = os.path.join(os.path.dirname(HERE), "benchmarks", "bank_results_run1.json")
 TABLE_MARKER = "<!-- bank-results -->"
 
 #: The cases the page shows: the layouts it draws and their swizzled fixes.
@@ -32,8 +35,7 @@ def _fmt(values, key):
     return ", ".join(f"{v['what']} {v[key] if v[key] is not None else '-'}" for v in values)
 
 
-def _predictions():
-    """The script's own rows for :data:`CASES`, with nothing measured."""
+def _bench():
     import importlib.util
 
     root = os.path.dirname(HERE)
@@ -43,13 +45,38 @@ def _predictions():
         mod = importlib.util.module_from_spec(spec)
         sys.modules["bank_conflicts"] = mod          # dataclasses look their module up
         spec.loader.exec_module(mod)
+    return mod
+
+
+def _predictions(first_run=None):
+    """The script's own rows for :data:`CASES`: nothing measured, or the counters of the
+    compact file ``first_run`` (its ``meta["counters"]`` and each row's ``values``)."""
+    mod = _bench()
     cases = [c for c in mod.all_cases() if c.name in dict(CASES)]
-    return {r["case"]: r for r in mod.compare(cases, {}, {}, {})}
+    measured = {}
+    if first_run is not None:
+        names = first_run["meta"]["counters"]
+        by_name = {r["case"]: dict(zip(names, r["values"])) for r in first_run["rows"]}
+        measured = {c.index: by_name[c.name] for c in cases if c.name in by_name}
+    return {r["case"]: r for r in mod.compare(cases, {}, measured, {}, mod.metric_candidates())}
 
 
-def table(path: str = RESULTS) -> str:
-    """A markdown table of :data:`CASES` from ``path``; without it, the predictions and a
-    marked place for the measurements."""
+def table(path: str = RESULTS, first_run: str = FIRST_RUN) -> str:
+    """A markdown table of :data:`CASES` from ``path``; without it, from the first run's
+    counters (``first_run``); without that, the predictions and a marked place for the
+    measurements."""
+    if not os.path.exists(path) and os.path.exists(first_run):
+        with open(first_run, encoding="utf-8") as f:
+            doc = json.load(f)
+        rows = _predictions(doc)
+        meta = doc["meta"]
+        lines = [f"Measured on {meta['device']} ({meta['date']}, the first run), Nsight Compute counters:", "",
+                 "| case | predicted | measured | exact |", "|---|---|---|---|"]
+        for name, what in CASES:
+            r = rows[name]
+            exact = {True: "yes", False: "**no**", None: "-"}[r.get("exact")]
+            lines.append(f"| {what} | {_fmt(r['values'], 'predicted')} | {_fmt(r['values'], 'measured')} | {exact} |")
+        return "\n".join(lines)
     if not os.path.exists(path):
         rows = _predictions()
         return ("| case | predicted | measured on an H100 |\n|---|---|---|\n"

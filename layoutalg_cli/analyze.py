@@ -84,17 +84,24 @@ def _check(args):
 def _copy(args, out):
     from layoutalg.cost import analyze_global, analyze_shared
 
-    if (args.smem is None) == (args.gmem is None):
+    if args.smem is None and args.gmem is None:
         raise DrawError("analyze copy: give the layout it copies, --smem LAYOUT (banks) or --gmem LAYOUT (sectors)")
     for opt in ("width", "highlight", "thread", "shape"):
         setattr(args, opt, None)
     cp = tiled_copy_from_args(args, "analyze copy")
     if cp is None:
         raise DrawError("analyze copy: give the tiled copy: --threads (and --values), or --mma with --operand")
+    both = args.smem is not None and args.gmem is not None
+    if both and cp.atom.op.kind != "cp_async":
+        raise DrawError(f"analyze copy: give --smem LAYOUT or --gmem LAYOUT; both only for a cp.async (its shared "
+                        f"writes go by the lines of its global source), not {cp.atom.name}")
     if args.smem is not None:
-        a = analyze_shared(cp, _layout_arg("--smem", args.smem), shared_side(cp, args.side), base=args.base)
+        gmem = _layout_arg("--gmem", args.gmem) if both else None
+        a = analyze_shared(cp, _layout_arg("--smem", args.smem), shared_side(cp, args.side), base=args.base, gmem=gmem)
         print(a.report(limit=args.limit), file=out)
-    else:
+    if both:
+        print(analyze_global(cp, gmem, "S").report(), file=out)
+    elif args.smem is None:
         side = args.side or ("S" if cp.atom.op.kind == "cp_async" else None)
         if side is None:
             raise DrawError(f"{cp.atom.name} loads and stores: give --side S (the global layout is its source) or --side D")

@@ -3,11 +3,12 @@ without a GPU.
 
 * ``--query-metrics``: lists the counters the script asks for (less those in
   ``FAKE_NCU_MISSING``, comma-separated);
-* a profiling run (``--metrics ... --export REP ... APP ARGS``): runs the application in numba's
-  simulator, which dies as it starts the case ``FAKE_NCU_KILL_AT`` (as a launch that loses the
-  context would end it), and writes ``REP.ncu-rep``: the kernels that returned;
+* a profiling run (``--metrics ... --export REP ... APP ARGS``, or ``--section InstructionStats``:
+  the per-opcode counts): runs the application in numba's simulator, which dies as it starts
+  the case ``FAKE_NCU_KILL_AT`` (as a launch that loses the context would end it), and writes
+  ``REP.ncu-rep``: the kernels that returned;
 * ``--import REP.ncu-rep --csv --page raw``: their counters in ncu's raw CSV page, made from the
-  script's own predictions.
+  script's own predictions (those in ``FAKE_NCU_MISSING`` left out).
 """
 
 import json
@@ -31,10 +32,11 @@ def main(argv):
         missing = set(filter(None, os.environ.get("FAKE_NCU_MISSING", "").split(",")))
         print("Device GH100 (GH100)\n---------- ----------\nMetric Name  Metric Description")
         for names in b.METRICS.values():
-            for m in names:
-                base = m.rsplit(".", 1)[0]
-                if base not in missing:
-                    print(f"{base}  a counter")
+            for cand in names:
+                for m in b._parts(cand):
+                    base = m.rsplit(".", 1)[0]
+                    if base not in missing and "[" not in base:
+                        print(f"{base}  a counter")
         return 0
     if argv[:1] == ["--import"]:
         with open(argv[1]) as f:
@@ -67,8 +69,9 @@ def main(argv):
         app = [app[0], "-c", prelude]
     subprocess.run(app, env=env, start_new_session=True)
     done = [int(ln.split()[1]) for ln in open(progress) if ln.startswith("done ")] if os.path.exists(progress) else []
+    metrics = opts["--metrics"].split(",") if "--metrics" in opts else [_bench().OPCODE_METRIC]
     with open(opts["--export"] + ".ncu-rep", "w") as f:
-        json.dump({"cases": done, "metrics": opts["--metrics"].split(",")}, f)
+        json.dump({"cases": done, "metrics": metrics}, f)
     return 0
 
 

@@ -20,7 +20,8 @@ from layoutalg import (
     CopyAtom, Layout, LayoutError, Swizzle, analyze_global, analyze_shared, check_tma, check_wgmma, composition,
     make_tensor, make_tiled_copy, make_tiled_copy_A, make_tiled_copy_B, make_tiled_mma, size, tile_to_shape,
 )
-from layoutalg.cost.banks import phase_threads, shared_costs
+from layoutalg.cost.access import vectorize_calls
+from layoutalg.cost.banks import phase_groups, shared_costs
 from layoutalg.cost.sectors import global_costs
 from layoutalg.tensor import PointerEngine
 
@@ -29,20 +30,42 @@ SETTINGS = dict(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 
 # ---- brute force of the written rules ------------------------------------------------------
 
-def brute_shared(addr, width, kind):
+def brute_phases(addr, w, g, width, kind, gaddr=None):
+    """The lanes of each phase of instruction ``g`` of warp ``w``, by the module's rules,
+    written as plain loops."""
+    lanes = [lane for lane in range(32) if addr[w * 32 + lane, g] >= 0]
+    if kind in ("ldsm", "stsm"):
+        return [[ln for ln in lanes if ln // 8 == m] for m in range(4)]
+    if kind == "cp_async" and gaddr is not None:
+        lines = {}
+        for ln in lanes:
+            lines.setdefault(int(gaddr[w * 32 + ln, g]) // 128, []).append(ln)
+        return list(lines.values())
+    per = {1: 32, 2: 32, 4: 32, 8: 16, 16: 8}[width]
+    block = {8: 32, 16: 16}.get(width, per)          # up to 256 bytes of one address
+    phases = []
+    for b0 in range(0, 32, block):
+        mine = [ln for ln in lanes if b0 <= ln < b0 + block]
+        if mine and len({int(addr[w * 32 + ln, g]) for ln in mine}) == 1:
+            phases.append(mine)
+            continue
+        phases += [[ln for ln in mine if ln // per == p] for p in range(b0 // per, (b0 + block) // per)]
+    return phases
+
+
+def brute_shared(addr, widths, kind, gaddr=None):
     """(wavefronts, ideal, ways) per (warp, instruction), with plain loops."""
     lanes, calls = addr.shape
+    widths = [widths] * calls if isinstance(widths, int) else list(widths)
     out = {}
-    per_phase = 8 if kind in ("ldsm", "stsm") else {1: 32, 2: 32, 4: 32, 8: 16, 16: 8}[width]
     for w in range(lanes // 32):
         for g in range(calls):
+            width = widths[g]
             wf, ways, words_all = 0, 0, set()
-            for p in range(32 // per_phase):
+            for phase in brute_phases(addr, w, g, width, kind, gaddr):
                 banks = {}
-                for lane in range(p * per_phase, (p + 1) * per_phase):
+                for lane in phase:
                     a = int(addr[w * 32 + lane, g])
-                    if a < 0:
-                        continue
                     for byte in range(a, a + width):
                         word = byte // 4
                         banks.setdefault(word % 32, set()).add(word)
@@ -70,26 +93,40 @@ def brute_global(addr, width):
 
 @st.composite
 def address_patterns(draw):
-    kind = draw(st.sampled_from(["universal", "universal", "ldsm"]))
-    width = 16 if kind == "ldsm" else draw(st.sampled_from([1, 2, 4, 8, 16]))
+    kind = draw(st.sampled_from(["universal", "universal", "ldsm", "cp_async"]))
+    width = 16 if kind == "ldsm" else draw(st.sampled_from([4, 8, 16] if kind == "cp_async" else [1, 2, 4, 8, 16]))
     warps, calls = draw(st.integers(1, 2)), draw(st.integers(1, 3))
     span = draw(st.sampled_from([64, 256, 2048]))
     n = warps * 32 * calls
     slots = draw(st.lists(st.integers(-1, span // width - 1), min_size=n, max_size=n))
     addr = np.array(slots, dtype=np.int64).reshape(warps * 32, calls)
     addr = np.where(addr >= 0, addr * width, -1)
+    if kind == "universal" and draw(st.booleans()):          # some groups of lanes give one address
+        block = draw(st.sampled_from([8, 16, 32]))
+        for w in range(warps):
+            for g in range(calls):
+                for b0 in range(0, 32, block):
+                    if draw(st.booleans()):
+                        rows = slice(w * 32 + b0, w * 32 + b0 + block)
+                        ok = addr[rows, g] >= 0
+                        addr[rows, g] = np.where(ok, addr[rows, g][ok][0] if ok.any() else -1, -1)
     if kind == "ldsm":
         rows = draw(st.sampled_from([8, 16, 32]))
         addr[(np.arange(warps * 32) % 32) >= rows] = -1
-    return kind, width, addr
+    gaddr = None
+    if kind == "cp_async":
+        lines = draw(st.lists(st.integers(0, 7), min_size=n, max_size=n))
+        gaddr = np.array(lines, dtype=np.int64).reshape(addr.shape) * 128 + 16 * (np.arange(n).reshape(addr.shape) % 8)
+    return kind, width, addr, gaddr
 
 
 @settings(max_examples=300, deadline=None)
 @given(address_patterns())
 def test_wavefronts_equal_a_brute_force_of_the_rules(pattern):
-    kind, width, addr = pattern
-    wf, ideal, ways = shared_costs(addr, width, phase_threads(kind, width))
-    want = brute_shared(addr, width, kind)
+    kind, width, addr, gaddr = pattern
+    widths = [width] * addr.shape[1]
+    wf, ideal, ways = shared_costs(addr, widths, phase_groups(kind, addr, widths, gaddr))
+    want = brute_shared(addr, width, kind, gaddr)
     for (w, g), (bw, bi, bways) in want.items():
         assert (wf[w, g], ideal[w, g], ways[w, g]) == (bw, bi, bways), (w, g)
 
@@ -97,7 +134,7 @@ def test_wavefronts_equal_a_brute_force_of_the_rules(pattern):
 @settings(max_examples=300, deadline=None)
 @given(address_patterns())
 def test_sectors_equal_a_brute_force(pattern):
-    _, width, addr = pattern
+    _, width, addr, _ = pattern
     req, sec, ideal = global_costs(addr, width)
     for (w, g), (br, bs, bi) in brute_global(addr, width).items():
         assert (req[w, g], sec[w, g], ideal[w, g]) == (br, bs, bi), (w, g)
@@ -202,20 +239,32 @@ def test_addresses_are_those_of_every_threads_partition(case):
         with pytest.raises(LayoutError):
             analyze_shared(cp, lay, side)
         return
-    a = analyze_shared(cp, lay, side)
+    a = analyze_shared(cp, lay, side, vectorize=False)
     assert np.array_equal(a.access.addr, want)
+    assert a.access.widths.tolist() == [a.width] * want.shape[1]
+
+
+def _gmem_for(cp, lay, draw_ld):
+    """A global layout of ``lay``'s shape, rows ``draw_ld`` elements apart, in ``lay``'s major order."""
+    inner = lay.layout if hasattr(lay, "layout") and not isinstance(lay, Layout) else lay
+    (M, N), stride = inner.shape, inner.stride
+    return Layout((M, N), (draw_ld, 1)) if stride[1] == 1 else Layout((M, N), (1, draw_ld))
 
 
 @settings(**SETTINGS)
-@given(st.one_of(universal_copies(), matrix_copies()))
-def test_analysis_of_a_copy_equals_the_brute_force(case):
+@given(st.one_of(universal_copies(), matrix_copies()), st.booleans(), st.sampled_from([64, 72, 2048]))
+def test_analysis_of_a_copy_equals_the_brute_force(case, vectorize, ld):
     cp, lay, side = case
+    gmem = _gmem_for(cp, lay, max(ld, *lay.shape)) if cp.atom.op.kind == "cp_async" else None
     try:
-        a = analyze_shared(cp, lay, side)
+        a = analyze_shared(cp, lay, side, vectorize=vectorize, gmem=gmem)
     except LayoutError:
         return
-    addr = _partition_addresses(cp, lay, side)
-    want = brute_shared(addr, a.width, a.kind)
+    addr, widths = _partition_addresses(cp, lay, side), [a.width] * a.access.calls
+    if vectorize and a.kind == "universal":
+        addr, widths = vectorize_calls(addr, a.width, load=side == "S")
+    gaddr = _partition_addresses(cp, gmem, "S") if gmem is not None else None
+    want = brute_shared(addr, widths, a.kind, gaddr)
     warps = addr.shape[0] // 32
     assert len(a.warps) == warps
     for w in range(warps):
@@ -235,25 +284,38 @@ def test_analysis_of_a_copy_equals_the_brute_force(case):
         assert c.ways > 1 and len(set(x // 4 % 32 for x in c.words)) == 1
         for word, threads in zip(c.words, c.threads):
             for t in threads:
-                assert addr[t, g] // 4 <= word // 4 < (addr[t, g] + a.width + 3) // 4
+                assert addr[t, g] // 4 <= word // 4 < (addr[t, g] + widths[g] + 3) // 4
+    # an instruction's phases are its threads, each once
+    inst = a.instruction(0, 0)
+    assert sorted(t for ts in inst.phase_threads for t in ts) == [t for t in range(32) if addr[t, 0] >= 0]
+    assert inst.phases == len(inst.phase_threads) and inst.width == widths[0]
 
 
 @settings(**SETTINGS)
-@given(universal_copies(kinds=("universal", "cp_async")))
-def test_global_analysis_equals_the_brute_force(case):
+@given(universal_copies(kinds=("universal",)))
+def test_the_merged_accesses_move_each_threads_bytes(case):
+    """Vectorized: each instruction a power of two of calls of at most 16 bytes, aligned in
+    every thread; together a thread's bytes, each once (loads: perhaps a few more, past the
+    end of an odd run of calls, never more than the next power of two)."""
     cp, lay, side = case
-    side = "S" if cp.atom.op.kind == "cp_async" else side
     try:
-        g = analyze_global(cp, lay, side)
+        plain = analyze_shared(cp, lay, side, vectorize=False).access
     except LayoutError:
         return
-    addr = _partition_addresses(cp, lay, side)
-    want = brute_global(addr, g.width)
-    for w, wg in enumerate(g.warps):
-        calls = addr.shape[1]
-        assert wg.requests == sum(want[w, c][0] for c in range(calls))
-        assert wg.sectors == sum(want[w, c][1] for c in range(calls))
-        assert wg.ideal == sum(want[w, c][2] for c in range(calls))
+    v = analyze_shared(cp, lay, side).access
+    assert v.calls == plain.instructions and v.instructions <= plain.instructions
+    for g, nb in enumerate(v.widths.tolist()):
+        assert nb in (1, 2, 4, 8, 16) and nb >= plain.width
+        col = v.addr[:, g]
+        assert np.all(col[col >= 0] % nb == 0)
+    for t in range(v.threads):
+        asked = {int(a) + k for a in plain.addr[t] for k in range(plain.width)}
+        got = [int(a) + k for a, nb in zip(v.addr[t], v.widths) for k in range(nb)]
+        assert asked <= set(got)
+        if side == "D":
+            assert sorted(got) == sorted(asked)
+        else:
+            assert len(got) == len(set(got)) and len(set(got) - asked) < len(asked)
 
 
 # ---- known layouts ---------------------------------------------------------------------------
@@ -264,13 +326,16 @@ SW128_F16 = composition(Swizzle(3, 3, 3), Layout((8, 64), (64, 1)))      # (8,64
 
 def test_a_column_of_a_row_major_tile_is_a_32_way_conflict_and_a_swizzle_fixes_it():
     col = make_tiled_copy(CopyAtom("UniversalCopy_32", "f32"), Layout((32, 1)), Layout((1, 1)))
-    plain = analyze_shared(col, Layout((32, 32), (32, 1)), "S")
+    plain = analyze_shared(col, Layout((32, 32), (32, 1)), "S", vectorize=False)
     assert (plain.instructions, plain.wavefronts, plain.ideal, plain.ways) == (32, 1024, 32, 32)
     w, g, c = plain.collisions[0]
     assert (w, g, c.bank, c.threads[:3]) == (0, 0, 0, ((0,), (1,), (2,)))
     padded = analyze_shared(col, Layout((32, 32), (33, 1)), "S")
     swizzled = analyze_shared(col, composition(Swizzle(5, 0, 5), Layout((32, 32), (32, 1))), "S")
     assert padded.wavefronts == swizzled.wavefronts == 32 and not swizzled.conflicts
+    merged = analyze_shared(col, Layout((32, 32), (32, 1)), "S")      # as compiled: 8 ld.shared.v4 a thread
+    assert (merged.instructions, merged.wavefronts, merged.ways) == (8, 256, 8)
+    assert "merges a thread's 32 adjacent calls into 8 instructions (8 of 16 bytes)" in merged.report()
 
 
 def test_the_f16_tutorial_kernels_copies_are_conflict_free():
@@ -298,6 +363,81 @@ def test_the_transpose_example_is_conflict_free_and_would_be_8_way_without_its_s
     assert plain.ways == 8 and plain.wavefronts == (128, 128)
 
 
+# The rules the H200 showed (benchmarks/bank_conflicts.py, first run, 2026-11-28): the
+# numbers below are its counters for these copies.
+
+def _v(bits, thr=(32, 1), thr_stride=None, vals=None):
+    n = {64: 2, 128: 4}[bits]
+    return make_tiled_copy(CopyAtom(f"UniversalCopy_{bits}", "f32"), Layout(thr, thr_stride), Layout(vals or (1, n)))
+
+
+def test_threads_of_one_address_share_a_phase_of_up_to_256_bytes():
+    assert analyze_shared(_v(64), Layout((32, 2), (0, 1)), "S").wavefronts == 1          # measured 1
+    assert analyze_shared(_v(128), Layout((32, 8), (0, 1)), "S").wavefronts == 4         # measured 4 (2 instr.)
+    halves = analyze_shared(_v(128), Layout(((16, 2), 4), ((0, 8), 1)), "S")              # a half-warp each address
+    assert (halves.wavefronts, halves.instruction(0, 0).phase_threads) == (2, (tuple(range(16)), tuple(range(16, 32))))
+    quarters = analyze_shared(_v(128), Layout(((8, 4), 4), ((0, 4), 1)), "S")             # a quarter-warp each
+    assert quarters.wavefronts == 4 and quarters.instruction(0, 0).phases == 4
+    # the same 128 bytes in each quarter (half) of the warp: no merging (measured 4 and 2)
+    assert analyze_shared(_v(128, (4, 8), (8, 1)), Layout((4, 32), (0, 1)), "S").wavefronts == 4
+    assert analyze_shared(_v(64, (2, 16), (16, 1)), Layout((2, 32), (0, 1)), "S").wavefronts == 2
+
+
+def test_cp_async_writes_a_phase_per_line_of_its_global_source():
+    g = Layout((32, 64), (4096, 1))                                   # rows 8 KiB apart
+    rows = make_tiled_copy(CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", "f16"), Layout((32, 1)), Layout((1, 8)))
+    sw = composition(Swizzle(3, 3, 3), Layout((32, 64), (64, 1)))
+    for smem in (Layout((32, 64), (64, 1)), sw):                       # measured 256 both
+        a = analyze_shared(rows, smem, "D", gmem=g)
+        assert (a.instructions, a.wavefronts, a.ways, a.rule) == (8, 256, 1, "lines")
+        assert a.instruction(0, 0).phases == 32
+    assert analyze_shared(rows, sw, "D").wavefronts == 32             # as a store, without the source
+    col = make_tiled_copy(CopyAtom("SM80_CP_ASYNC_CACHEALWAYS_32", "f32"), Layout((32, 1)), Layout((1, 1)))
+    g32 = Layout((32, 32), (4096, 1))
+    assert analyze_shared(col, composition(Swizzle(5, 0, 5), Layout((32, 32), (32, 1))), "D", gmem=g32).wavefronts \
+        == 1024                                                         # measured 1024
+    tile = make_tiled_copy(CopyAtom("SM80_CP_ASYNC_CACHEALWAYS_128", "f16"), Layout((4, 8), (8, 1)), Layout((1, 8)))
+    assert analyze_shared(tile, Layout((32, 64), (64, 1)), "D", gmem=g).wavefronts == 32     # measured 32
+    # 64-byte rows: 4 threads a global line, 8 lines an instruction (tf32_double_buffer.py, measured 32 for 4)
+    from test_user_kernels import _load
+
+    t3 = _load("tf32_double_buffer")
+    db = analyze_shared(t3.G2S, Layout((t3.BM, t3.BK), (t3.BK, 1)), "D", gmem=Layout((t3.BM, t3.BK), (t3.K, 1)))
+    assert (db.total_instructions, db.total_wavefronts) == (4, 32)
+    # within one line, threads that write one bank collide
+    into_column = analyze_shared(rows, Layout(((8, 4), 8), ((64, 8), 1)), "D", gmem=Layout(((8, 4), 8), ((8, 2048), 1)))
+    assert (into_column.wavefronts, into_column.ways) == (32, 8)
+
+
+def test_the_compiler_merges_adjacent_shared_accesses():
+    from test_user_kernels import _load
+
+    t1 = _load("tf32_mma")
+    a = analyze_shared(t1.COPY_A, t1.SA, "D")                         # measured: 1 st.shared.v4, 4 wavefronts
+    b = analyze_shared(t1.COPY_B, t1.SB, "D")                         # 1 st.shared.v2, 2 wavefronts
+    assert (a.instructions, a.wavefronts, a.widths.tolist()) == (1, 4, [16])
+    assert (b.instructions, b.wavefronts, b.widths.tolist()) == (1, 2, [8])
+    assert analyze_shared(t1.COPY_A, t1.SA, "D", vectorize=False).instructions == 4
+    cols = make_tiled_copy(CopyAtom("UniversalCopy_32", "f32"), Layout((32, 1)), Layout((1, 1)))
+    g = analyze_global(cols, Layout((32, 4), (4096, 1)), "S")          # a global array: element-aligned only
+    assert (g.requests, g.sectors) == (4, 128)
+
+
+def test_the_vectorizer_rule_on_runs_of_calls():
+    def widths(offsets, width, load, lanes=32, stride=32):
+        addr = np.array([[stride * t + o for o in offsets] for t in range(lanes)], dtype=np.int64)
+        return vectorize_calls(addr, width, load)[1].tolist()
+
+    assert widths([0, 4, 8], 4, True) == [16] and widths([0, 4, 8], 4, False) == [8, 4]
+    assert widths([0, 4, 8], 4, True, stride=24) == [8, 4]              # 16-byte alignment not in every lane
+    assert widths(list(range(0, 28, 4)), 4, True) == [16, 16] and widths(list(range(0, 28, 4)), 4, False) == [16, 8, 4]
+    assert widths(list(range(0, 12, 2)), 2, True) == [8, 4]              # even: pieces; odd: one padded vector
+    assert widths(list(range(0, 10, 2)), 2, True) == [16]
+    assert widths(list(range(13)), 1, True) == [16] and widths(list(range(14)), 1, True) == [8, 4, 2]
+    assert widths([0, 8], 4, True) == [4, 4]                             # a gap: no merging
+    assert widths([8, 0, 4, 12], 4, False) == [16]                       # the order of the calls does not matter
+
+
 def test_ldmatrix_rows_of_16_bytes_a_matrix():
     mma = make_tiled_mma(F16)
     for num in (1, 2, 4):
@@ -305,7 +445,7 @@ def test_ldmatrix_rows_of_16_bytes_a_matrix():
         a = analyze_shared(cp, Layout((16, 16), (16, 1)), "S")      # 32-byte rows: 2-way per matrix
         assert a.instructions == 4 // num
         assert a.wavefronts == 2 * 4 and a.ideal == 4 and a.ways == 2
-        assert a.instruction(0, 0).phases == 4
+        assert a.instruction(0, 0).phases == num                      # a matrix a phase
 
 
 def test_global_rows_and_columns():
@@ -341,6 +481,12 @@ def test_bad_input_names_the_operation_and_the_values():
         analyze_shared(g2s, Layout((32, 8), (8, 1)), "D", base=-4)
     with pytest.raises(LayoutError, match="tensor starts at byte 8, not a multiple of 16"):
         analyze_shared(g2s, Layout((32, 8), (8, 1)), "D", base=8)
+    with pytest.raises(LayoutError, match="analyze_shared: gmem= is the global source of a cp.async; "
+                                          "SM75_U32x4_LDSM_N is not one"):
+        analyze_shared(ldsm, Layout((16, 16), (16, 1)), "S", gmem=Layout((16, 16), (16, 1)))
+    with pytest.raises(LayoutError, match=r"analyze_shared: the global source \(32,16\):\(16,1\) gives 2 instructions "
+                                          r"a thread, the shared side \(32,8\):\(8,1\) 1"):
+        analyze_shared(g2s, Layout((32, 8), (8, 1)), "D", gmem=Layout((32, 16), (16, 1)))
 
 
 def test_a_tensor_gives_its_layout_and_offset():

@@ -3,7 +3,9 @@
 global A, B -> (the producer's TMA loads) -> a ring of shared-memory stages, each with its
 "full" and "empty" mbarrier -> (wgmma, through descriptors) -> each consumer warpgroup's
 accumulators -> its C staging buffers -> (TMA stores) -> global C; where the kernel
-overlaps the epilogue with the next tile's MMAs, the staging edge says so.
+overlaps the epilogue with the next tile's MMAs, the staging edge says so. The edges carry
+what the layouts cost: whether the TMA unit takes each box (:func:`layoutalg.check_tma`) and
+the bank conflicts of the staging stores (:func:`layoutalg.analyze_shared`).
 
 >>> from codegen import GemmConfig
 >>> from codegen.sm90.plan import make_wgmma_plan
@@ -12,11 +14,37 @@ overlaps the epilogue with the next tile's MMAs, the staging edge says so.
 ['stage0', 'stage1', 'stage2', 'stage3']
 >>> ("producer", "stage0") in [(s, d) for s, d, _ in g.edges]
 True
+>>> [a["label"].splitlines()[-1] for s, d, a in g.edges if d == "producer"]
+['check_tma: legal, swizzle 128 bytes', 'check_tma: legal, swizzle 128 bytes']
+>>> [a["label"].splitlines()[-1] for s, d, a in g.edges if d == "staging1"]
+['smem: 64 instr., 64 wavefronts a warp (ideal 64): conflict-free']
 """
+
+from layoutalg import CopyAtom, analyze_shared, check_tma
+from layoutalg.tiled_copy import make_tiled_copy_impl
+from mma_atoms.mma_sm90 import clayout_64xn
 
 from ..plan_graph import MEMORY_FILL, plan_dot_graph
 from .emit import overlaps_epilogue
 from .plan import WgmmaPlan
+
+
+def _tma_line(op, dtype):
+    """Whether the TMA unit takes the operand's box (its stage layout, inner mode K or MN)."""
+    box = (op.box[1], op.box[0]) if op.major == "K" else op.box
+    r = check_tma(op.smem, dtype, inner=1 if op.major == "K" else 0, box=box)
+    return f"check_tma: legal, swizzle {r.swizzle_bytes} bytes" if r.legal else f"check_tma: illegal ({r.rule})"
+
+
+def _staging_line(plan):
+    """The bank conflicts of a consumer's stores of its register pairs (CLayout_64xN, 32 bits
+    each) into the C staging layout."""
+    cp = make_tiled_copy_impl(CopyAtom("UniversalCopy_32", plan.out.name), clayout_64xn(plan.config.bn),
+                              (64, plan.config.bn))
+    a = analyze_shared(cp, plan.store.smem, "D")
+    w = a.warps[0]
+    return (f"smem: {w.instructions} instr., {w.wavefronts} wavefronts a warp (ideal {w.ideal}): "
+            + (f"{a.ways}-way bank conflicts" if a.ways > 1 else "conflict-free"))
 
 __all__ = ["wgmma_plan_graph"]
 
@@ -40,7 +68,7 @@ def wgmma_plan_graph(plan, *, name="gemm_sm90_plan", rankdir="LR"):
         g.add_node(f"g{op.name}", f"{op.name} in global memory\n({mn},K) {cfg.dtype}, {op.major}-major",
                    fillcolor=MEMORY_FILL["global"])
         g.add_edge(f"g{op.name}", "producer", f"tensor map: box {op.box[0]}x{op.box[1]}, "
-                                              f"{op.swizzle_bytes}-byte swizzle")
+                                              f"{op.swizzle_bytes}-byte swizzle\n{_tma_line(op, cfg.dtype)}")
     g.add_node("producer", "\n".join([
         "producer warpgroup 0",
         "one thread issues the TMA loads",
@@ -74,11 +102,12 @@ def wgmma_plan_graph(plan, *, name="gemm_sm90_plan", rankdir="LR"):
                 f"C staging of consumer {c} ({st.buffers} x {st.box[0]}x{st.box[1]} boxes)",
                 f"{st.smem}",
             ]), fillcolor=MEMORY_FILL["shared"])
+            cost = _staging_line(plan)
             if overlaps_epilogue(plan, "tma"):
                 g.add_edge(cid, sid, f"alpha*acc -> {cfg.out} pairs kept in registers; st.shared at the staging "
-                                     f"layout, a box after each of the next tile's first k-tiles")
+                                     f"layout, a box after each of the next tile's first k-tiles\n{cost}")
             else:
-                g.add_edge(cid, sid, f"alpha*acc -> {cfg.out}, st.shared at the staging layout")
+                g.add_edge(cid, sid, f"alpha*acc -> {cfg.out}, st.shared at the staging layout\n{cost}")
             g.add_edge(sid, "gC", f"{st.boxes} TMA stores per tile (beta = 0)")
         else:
             g.add_edge(cid, "gC", f"alpha*acc + beta*C -> {cfg.out}, stores from registers")

@@ -6,14 +6,38 @@ when the copy is repeated over a whole tensor. They come from the copy's own
 partitioning: ``tidfrg_S``/``tidfrg_D`` of the tensor's layout, the ``(Thr, FrgV, Rest)``
 layout that ``partition_S``/``partition_D`` slice at a thread, evaluated for every thread
 at once. Thread ``t``'s values, in the order of its partition ``(CPY, CPY_M, CPY_N, ...)``,
-are grouped by the atom's values per call: group ``g`` is instruction ``g`` of every
+are grouped by the atom's values per call: group ``g`` is atom call ``g`` of every
 thread, as :func:`codegen.cute.atom_plan.copy_plan` issues them.
+
+**What the compiler makes of them** (``vectorize=True``): the calls of a universal copy
+are plain loads and stores, and the compiler's load/store vectorizer (LLVM's, which NVVM
+runs for numba and nvcc alike) merges a thread's accesses to adjacent addresses into one
+vector access of up to 16 bytes (``ld.shared.v4.b32``, ...) where it can prove the vector
+aligned: in shared memory, whose allocation it places (``analyze_shared`` merges by
+default); not in a global array, which it knows only to be element-aligned
+(``analyze_global`` does not, by default).
+The rule, as :func:`vectorize_calls` applies it: two calls can merge when the distance
+between their addresses is the same in every thread (one base, constant offsets); the calls
+of such a family, sorted by address, split into runs of adjacent ones, and each run from its
+lowest address into the longest power-of-two groups (at most 16 bytes) whose first address
+is a multiple of the group's size in every thread, else single calls; a load run of an odd
+number of calls becomes one vector of the next power of two, where that is aligned (it
+reads a few bytes more). ``ldmatrix``,
+``stmatrix`` and ``cp.async`` are instructions of their own and are never merged. The
+project's GPU check (``benchmarks/bank_conflicts.py``) compares the merged counts with the
+instructions in each kernel's PTX.
 
 >>> from layoutalg import CopyAtom, Layout, make_tiled_copy
 >>> cp = make_tiled_copy(CopyAtom("UniversalCopy_32", "f32"), Layout((32, 1)), Layout((1, 4)))
->>> acc = copy_accesses("demo", cp, Layout((32, 4), (4, 1)), "D")   # (M32,N4) -> offset, row-major
+>>> acc = copy_accesses("demo", cp, Layout((32, 4), (4, 1)), "D")  # (M32,N4) -> offset, as written
 >>> acc.instructions, acc.width, acc.addr[:3, 0].tolist()           # 4 scalar stores, 16 bytes apart
 (4, 4, [0, 16, 32])
+>>> v = copy_accesses("demo", cp, Layout((32, 4), (4, 1)), "D", vectorize=True)   # the compiler: one st.v4
+>>> v.instructions, v.widths.tolist(), v.addr[:3, 0].tolist()
+(1, [16], [0, 16, 32])
+>>> c = copy_accesses("demo", cp, Layout((32, 4), (1, 32)), "D", vectorize=True)  # values 128 bytes apart
+>>> c.instructions, c.widths.tolist()
+(4, [4, 4, 4, 4])
 """
 
 from __future__ import annotations
@@ -30,10 +54,12 @@ from ..swizzle import ComposedLayout
 from ..tensor import ArrayEngine, PointerEngine, Tensor
 from ..tiled_copy import TiledCopy
 
-__all__ = ["CopyAccesses", "copy_accesses", "WARP"]
+__all__ = ["CopyAccesses", "copy_accesses", "vectorize_calls", "WARP", "MAX_VECTOR_BYTES"]
 
 #: Threads of a warp.
 WARP = 32
+#: The widest access one thread makes in one instruction (``.v4.b32``, ``.v2.b64``).
+MAX_VECTOR_BYTES = 16
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,10 +68,11 @@ class CopyAccesses:
 
     ``addr[t, g]`` is the byte address thread ``t`` gives instruction ``g`` (-1: the thread
     gives none: a lane past the rows of an ``ldmatrix``/``stmatrix``, or a thread past the
-    copy's last one in its warp; rows are padded to whole warps). Each address starts
-    ``width`` contiguous bytes (one 16-byte row for ``ldmatrix``/``stmatrix``).
-    ``rows``: lanes of a warp that give a row address (``8 * matrices``) for
-    ``ldmatrix``/``stmatrix``, else None.
+    copy's last one in its warp; rows are padded to whole warps). Instruction ``g`` moves
+    ``widths[g]`` contiguous bytes a thread from that address: ``width``, the bytes of one
+    atom call (one 16-byte row for ``ldmatrix``/``stmatrix``), or a multiple of it where the
+    compiler merges adjacent calls (``vectorized``). ``rows``: lanes of a warp that give a
+    row address (``8 * matrices``) for ``ldmatrix``/``stmatrix``, else None.
     """
 
     copy: TiledCopy
@@ -58,6 +85,19 @@ class CopyAccesses:
     threads: int              # threads of the copy
     rows: int | None
     base: int                 # byte address of element offset 0
+    widths: np.ndarray = None     # (instructions,) bytes a thread of each instruction; None: all `width`
+    calls: int = None             # atom calls a thread (instructions before merging); None: `instructions`
+
+    def __post_init__(self):
+        if self.widths is None:
+            object.__setattr__(self, "widths", np.full(self.addr.shape[1], self.width, dtype=np.int64))
+        if self.calls is None:
+            object.__setattr__(self, "calls", self.addr.shape[1])
+
+    @property
+    def vectorized(self):
+        """True when the compiler merges some of a thread's calls into wider accesses."""
+        return self.calls != self.instructions
 
     @property
     def instructions(self):
@@ -94,13 +134,15 @@ def _tensor_layout(op, tensor):
     raise LayoutTypeError(f"{op}: expected a Layout, a ComposedLayout or a Tensor, got {tensor!r}")
 
 
-def copy_accesses(op, copy, tensor, side, base=0, space=None):
+def copy_accesses(op, copy, tensor, side, base=0, space=None, vectorize=False):
     """The :class:`CopyAccesses` of side ``side`` ("S" or "D") of ``copy`` over ``tensor``.
 
     ``tensor``: a layout ``(M,N,...) -> element offset`` (maybe swizzled) or a tensor (its
     layout and integer offset); ``base``: the byte address of element offset 0. ``space``:
     "smem" or "gmem", the memory the caller models; the side must be one the atom reads or
-    writes there. ``op`` names the caller in errors.
+    writes there. ``vectorize``: merge a universal copy's adjacent calls as the compiler does
+    (:func:`vectorize_calls`); False: one instruction per atom call, as written. ``op``
+    names the caller in errors.
 
     Raises :class:`LayoutError` naming the values when the side is the atom's registers,
     when the copy does not tile the tensor, or when a vector the atom moves is not
@@ -155,7 +197,81 @@ def copy_accesses(op, copy, tensor, side, base=0, space=None):
     addr = np.full((warps * WARP, calls), -1, dtype=np.int64)
     first = groups[:, :, 0] * ebytes + base
     addr[:nthr] = np.where(active[:, None], first, -1)
-    return CopyAccesses(copy, layout, side, kind, bits, width, addr, nthr, rows, base)
+    widths = None
+    if vectorize and kind == "universal":
+        addr, widths = vectorize_calls(addr, width, load=side == "S")
+    return CopyAccesses(copy, layout, side, kind, bits, width, addr, nthr, rows, base, widths, calls)
+
+
+def vectorize_calls(addr, width, load=False):
+    """The instructions the compiler makes of calls of ``width`` bytes at ``addr``
+    (``(lanes, calls)`` byte addresses, -1 where a lane gives none): ``(addr', widths')``,
+    one column and one width per instruction, in the order of each one's first call.
+    ``load``: the calls read (loads may read a few bytes more than asked, stores may not).
+
+    Calls ``g`` and ``h`` are one family when ``addr[:, h] - addr[:, g]`` is the same in every
+    lane that gives an address (LLVM sees one base and two constant offsets). A family's
+    calls, sorted by address, split into runs of adjacent ones (each starts where the last
+    ends), and each run, from its lowest address, into vectors of a power of two calls of at
+    most :data:`MAX_VECTOR_BYTES`, each aligned to its size in every lane (the compiler must
+    prove it): the longest such vector at each step, else a single call. A load run of an
+    odd number of calls (more than one) becomes instead one vector of the next power of two
+    calls, reading past its end, where that vector fits and is aligned. The rules are those
+    NVVM (CUDA 13) follows for shared memory, found by compiling runs of 2 to 16 adjacent
+    8-, 16- and 32-bit calls at several alignments (``benchmarks/bank_conflicts.py`` checks
+    them in every kernel's PTX):
+
+    >>> a = np.array([[0, 4, 8, 12, 64], [16, 20, 24, 28, 80]])     # two lanes, five 4-byte calls
+    >>> v, w = vectorize_calls(a, 4)
+    >>> v.tolist(), w.tolist()                                      # a v4 and the call 64 bytes on
+    ([[0, 64], [16, 80]], [16, 4])
+    >>> three = np.array([[0, 4, 8], [32, 36, 40]])                  # 3 words from 32-byte boundaries
+    >>> vectorize_calls(three, 4)[1].tolist(), vectorize_calls(three, 4, load=True)[1].tolist()
+    ([8, 4], [16])
+    >>> six = np.arange(6)[None, :] + np.array([[0], [16]])          # 6 bytes: 4 + 2, loads and stores
+    >>> vectorize_calls(six, 1, load=True)[1].tolist()
+    [4, 2]
+    """
+    nl, calls = addr.shape
+    if calls < 2 or width >= MAX_VECTOR_BYTES:
+        return addr, np.full(calls, width, dtype=np.int64)
+    lanes = np.nonzero(np.all(addr >= 0, axis=1))[0]
+    if lanes.size == 0 or np.any(addr[np.setdiff1d(np.arange(nl), lanes)] >= 0):
+        return addr, np.full(calls, width, dtype=np.int64)      # lanes that skip some calls: not merged
+    a = addr[lanes]
+    rel = a - a[:1]                                             # each call's addresses, relative to lane 0's
+    kmax = MAX_VECTOR_BYTES // width
+    families = {}
+    for g in range(calls):
+        families.setdefault(rel[:, g].tobytes(), []).append(g)
+    out = []                                                    # (first call, lowest-address call, bytes)
+    for fam in families.values():
+        fam = sorted(fam, key=lambda g: (int(a[0, g]), g))
+        runs, cur = [], [fam[0]]
+        for g in fam[1:]:
+            if a[0, g] == a[0, cur[-1]] + width:
+                cur.append(g)
+            else:
+                runs.append(cur)
+                cur = [g]
+        runs.append(cur)
+        for run in runs:
+            i = 0
+            while i < len(run):
+                rest = len(run) - i
+                start = a[:, run[i]]
+                pad = 1 << (rest - 1).bit_length()              # the next power of two
+                if load and rest > 1 and rest % 2 and pad <= kmax and np.all(start % (pad * width) == 0):
+                    out.append((min(run[i:]), run[i], pad * width))
+                    break
+                k = 1 << (min(rest, kmax).bit_length() - 1)     # the largest power of two that fits
+                while k > 1 and np.any(start % (k * width)):
+                    k //= 2
+                out.append((min(run[i:i + k]), run[i], k * width))
+                i += k
+    out.sort()
+    cols = [g for _, g, _ in out]
+    return addr[:, cols], np.array([nb for _, _, nb in out], dtype=np.int64)
 
 
 _SPACES = {"gmem": "global memory", "smem": "shared memory", "rmem": "registers", "any": "any memory"}

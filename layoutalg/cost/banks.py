@@ -1,23 +1,41 @@
 """Shared-memory bank conflicts of a tiled copy, computed from its layouts.
 
-The model (the documented rules; ``benchmarks/bank_conflicts.py`` checks each one against
-an H100's counters, and ``benchmarks/RESULTS.md`` says what it found):
+The model: the documented rules, and three rules of the hardware found by
+``benchmarks/bank_conflicts.py`` on an H200 (Nsight Compute's counters; ``docs/swizzles.md``
+and ``benchmarks/RESULTS.md`` give the evidence):
 
 * Shared memory has 32 banks of 4 bytes: the 4-byte word at byte address ``a`` is word
   ``a // 4``, in bank ``(a // 4) % 32`` (CUDA C++ Programming Guide, "Shared Memory" of the
   compute capabilities 5.x and later).
 * A warp's access is served in **phases**: 32 threads a phase for accesses of at most 4
   bytes a thread, 16 threads (half-warps) for 8 bytes, 8 threads (quarter-warps) for 16
-  bytes. In each phase, the threads that read one word get it at once (broadcast); threads
-  that reach *different* words of one bank are served one after the other. A phase takes
-  as many **wavefronts** as the most distinct words any bank holds, and an instruction the
-  sum over its phases (Nsight Compute's ``l1tex__data_pipe_lsu_wavefronts_mem_shared``
-  counts these).
+  bytes (128 bytes of data a phase). In each phase, the threads that read one word get it
+  at once (broadcast); threads that reach *different* words of one bank are served one
+  after the other. A phase takes as many **wavefronts** as the most distinct words any bank
+  holds, and an instruction the sum over its phases (Nsight Compute's
+  ``l1tex__data_pipe_lsu_wavefronts_mem_shared`` counts these).
+* **One address, bigger phases** (measured): threads that all give *one* address are served
+  together up to 256 bytes of data: a whole warp of 8-byte accesses, a half-warp of 16-byte
+  ones. Where every thread of such an aligned group (the warp for 8 bytes, each half-warp for
+  16) gives the same address, the group is one phase, one wavefront; otherwise its threads
+  go in the phases above. (A 64-bit load of one address by a warp takes 1 wavefront, a
+  128-bit one 2; a half-warp that reads one 128-byte row in each quarter still takes 2.)
 * ``ldmatrix``/``stmatrix`` move 8x8 matrices of 16-bit elements: each matrix is 8 rows of
   16 bytes given by 8 lanes (lanes ``8j..8j+7`` for matrix ``j``; x1/x2/x4 move 1/2/4
   matrices) and is one phase (PTX ISA, "ldmatrix"): 8 rows x 16 bytes are 128 bytes, one
   wavefront when their 32 words fall in 32 banks.
-* ``cp.async`` of 4, 8 or 16 bytes writes shared memory as a store of that width.
+* **cp.async writes per global line** (measured): ``cp.async`` (SASS ``LDGSTS``) writes
+  shared memory as its data arrives, one 128-byte line of the *global* source at a time:
+  the threads whose source bytes lie in one 128-byte global line are one phase, whatever
+  their lanes, and an instruction takes, summed over the lines it reads, the most distinct
+  shared words any bank holds among that line's threads. So a warp that reads 32 rows of
+  a matrix writes 32 phases, swizzled or not; 8 threads reading one 128-byte row into one
+  128-byte shared row take one wavefront. The rule needs the global side: give
+  ``analyze_shared`` the source (``gmem=``); without it a ``cp.async`` is analysed as a
+  store of its width (the shared layout's own collisions).
+* The instructions are those the compiler issues: a thread's adjacent universal accesses
+  are merged into vectors of up to 16 bytes (:func:`~layoutalg.cost.access.vectorize_calls`),
+  and each instruction has its own width.
 
 ``ideal`` is the fewest wavefronts the bytes of an instruction need: its distinct words
 over 32, rounded up; ``conflict = wavefronts / ideal``. A bank that holds ``k`` distinct
@@ -25,12 +43,16 @@ words in a phase is a ``k``-way conflict; :attr:`SharedAnalysis.ways` is the wor
 
 >>> from layoutalg import CopyAtom, Layout, Swizzle, composition, make_tiled_copy
 >>> cp = make_tiled_copy(CopyAtom("UniversalCopy_32", "f32"), Layout((32, 1)), Layout((1, 1)))
->>> a = analyze_shared(cp, Layout((32, 32), (32, 1)), "D")   # a warp writes a column of a row-major tile
->>> a.instructions, a.wavefronts, a.ideal, a.conflict, a.ways     # 32 copies of one column: 32 bank-0 words each
+>>> rows = Layout((32, 32), (32, 1))                             # (32,32) -> offset, 128-byte rows
+>>> a = analyze_shared(cp, rows, "D", vectorize=False)          # as written: a warp stores a column at a time
+>>> a.instructions, a.wavefronts, a.ideal, a.conflict, a.ways     # 32 columns: 32 bank-0 words each
 (32, 1024, 32, 32.0, 32)
->>> s = analyze_shared(cp, composition(Swizzle(5, 0, 5), Layout((32, 32), (32, 1))), "D")
->>> s.wavefronts, s.conflict                                     # the swizzle spreads each column over 32 banks
-(32, 1.0)
+>>> v = analyze_shared(cp, rows, "D")                             # as compiled: 4 adjacent words a st.v4
+>>> v.instructions, v.wavefronts, v.ways                         # a quarter-warp's 8 rows share 4 banks
+(8, 256, 8)
+>>> s = analyze_shared(cp, composition(Swizzle(5, 0, 5), rows), "D")
+>>> s.instructions, s.wavefronts, s.conflict                     # the swizzle spreads each column over 32 banks
+(32, 32, 1.0)
 """
 
 from __future__ import annotations
@@ -40,15 +62,20 @@ from functools import cached_property
 
 import numpy as np
 
+from ..errors import LayoutError
 from .access import WARP, CopyAccesses, copy_accesses
 
 __all__ = [
     "analyze_shared", "SharedAnalysis", "WarpShared", "SharedInstruction", "BankCollision", "PerformanceWarning",
-    "NUM_BANKS", "BANK_BYTES", "phase_threads", "shared_costs",
+    "NUM_BANKS", "BANK_BYTES", "LINE_BYTES", "UNIFORM_BYTES", "phase_threads", "phase_groups", "shared_costs",
 ]
 
 NUM_BANKS = 32
 BANK_BYTES = 4
+#: The global line whose data one cp.async phase writes.
+LINE_BYTES = 128
+#: The data one phase of threads that all give one address can take.
+UNIFORM_BYTES = 256
 
 
 class PerformanceWarning(UserWarning):
@@ -56,8 +83,9 @@ class PerformanceWarning(UserWarning):
 
 
 def phase_threads(kind, width):
-    """Threads served together in one phase: 8 per ``ldmatrix``/``stmatrix`` matrix, else 32
-    for accesses of at most 4 bytes, 16 for 8 bytes, 8 for 16 bytes.
+    """Threads served together in one phase when their addresses differ: 8 per
+    ``ldmatrix``/``stmatrix`` matrix, else 32 for accesses of at most 4 bytes, 16 for 8
+    bytes, 8 for 16 bytes.
 
     >>> phase_threads("universal", 2), phase_threads("universal", 8), phase_threads("cp_async", 16), phase_threads("ldsm", 16)
     (32, 16, 8, 8)
@@ -67,42 +95,105 @@ def phase_threads(kind, width):
     return WARP // max(1, width // BANK_BYTES)
 
 
-def shared_costs(addr, width, lanes_per_phase):
+def phase_groups(kind, addr, widths, gaddr=None):
+    """The phase of each lane in each instruction: ``(warps*32, instructions)`` ints, equal
+    for the lanes of one phase of one instruction (-1 where a lane gives no address).
+
+    ``addr``: the shared byte addresses; ``widths``: the bytes of each instruction;
+    ``gaddr``: for ``cp.async``, the global byte addresses of the same accesses (a phase per
+    128-byte global line), else None. The rules are the module's.
+
+    >>> a = np.zeros((32, 1), dtype=np.int64)                       # a warp, one address
+    >>> phase_groups("universal", a, [16])[::8, 0].tolist()          # 16 bytes: a phase a half-warp
+    [32, 32, 33, 33]
+    >>> phase_groups("universal", a + np.arange(32)[:, None] * 16, [16])[::8, 0].tolist()
+    [0, 1, 2, 3]
+    """
+    addr = np.asarray(addr)
+    nlanes, calls = addr.shape
+    widths = np.broadcast_to(np.asarray(widths, dtype=np.int64), (calls,))
+    lane = np.broadcast_to((np.arange(nlanes) % WARP)[:, None], addr.shape)
+    ok = addr >= 0
+    if kind in ("ldsm", "stsm"):
+        out = lane // 8
+    elif kind == "cp_async" and gaddr is not None:
+        line = np.asarray(gaddr) // LINE_BYTES
+        out = np.zeros(addr.shape, dtype=np.int64)
+        warp = np.arange(nlanes)[:, None] // WARP + 0 * addr
+        inst = np.arange(calls)[None, :] + 0 * addr
+        key = np.stack([warp[ok], inst[ok], line[ok]])
+        _, inv = np.unique(key, axis=1, return_inverse=True)
+        out[ok] = inv.reshape(-1)
+    else:
+        base = np.maximum(1, WARP // np.maximum(1, widths // BANK_BYTES))          # lanes a phase
+        out = lane // base[None, :]
+        block = np.minimum(WARP, np.maximum(base, UNIFORM_BYTES // np.maximum(widths, 1)))   # lanes of one address
+        blk = lane // block[None, :]
+        a = addr.reshape(nlanes // WARP, WARP, calls)
+        o = ok.reshape(a.shape)
+        for g in range(calls):
+            if block[g] <= base[g]:
+                continue
+            n = WARP // block[g]
+            ag = a[:, :, g].reshape(-1, n, block[g])
+            og = o[:, :, g].reshape(-1, n, block[g])
+            hi = np.where(og, ag, np.iinfo(np.int64).min).max(axis=2)
+            lo = np.where(og, ag, np.iinfo(np.int64).max).min(axis=2)
+            uniform = (hi == lo) & og.any(axis=2)                             # (warps, blocks)
+            uni_lane = np.repeat(uniform, block[g], axis=1).reshape(-1)
+            col = out[:, g].copy()
+            col[uni_lane] = WARP + blk[uni_lane, g]
+            out[:, g] = col
+    return np.where(ok, out, -1)
+
+
+def _access_words(addr, widths, ok):
+    """The words each access touches: (access index, word) pairs of the accesses ``ok``."""
+    calls = addr.shape[1]
+    w = np.broadcast_to(np.asarray(widths, dtype=np.int64)[None, :], addr.shape)[ok]
+    a = addr[ok]
+    first = a // BANK_BYTES
+    n = (a + w + BANK_BYTES - 1) // BANK_BYTES - first
+    idx = np.repeat(np.arange(a.size), n)
+    start = np.repeat(np.cumsum(n) - n, n)
+    words = np.repeat(first, n) + (np.arange(idx.size) - start)
+    return idx, words
+
+
+def shared_costs(addr, widths, groups):
     """Wavefronts, ideal wavefronts and worst bank collision of each instruction of each warp.
 
-    ``addr``: ``(warps*32, instructions)`` byte addresses (-1: no address); each starts
-    ``width`` bytes. Returns int arrays ``(warps, instructions)``: wavefronts, ideal, ways.
+    ``addr``: ``(warps*32, instructions)`` byte addresses (-1: no address); ``widths``: the
+    bytes each address starts (one per instruction, or one for all); ``groups``: the phase
+    of each lane (:func:`phase_groups`). Returns int arrays ``(warps, instructions)``:
+    wavefronts, ideal, ways.
     """
+    addr = np.asarray(addr)
     nlanes, calls = addr.shape
     warps = nlanes // WARP
-    nwords = max(1, width // BANK_BYTES)
-    a = addr.reshape(warps, WARP, calls)
-    lane = np.arange(WARP)[None, :, None]
-    phase = np.broadcast_to(lane // lanes_per_phase, a.shape)
-    w = np.broadcast_to(np.arange(warps)[:, None, None], a.shape)
-    c = np.broadcast_to(np.arange(calls)[None, None, :], a.shape)
-    ok = a >= 0
-    words = (a[ok] // BANK_BYTES)[:, None] + np.arange(nwords)[None, :]        # (accesses, nwords)
-    nphase = WARP // lanes_per_phase
-    inst = (w[ok] * calls + c[ok])                                            # instruction id
-    ph = inst * nphase + phase[ok]                                            # phase id
-    ph = np.repeat(ph, nwords)
-    wd = words.reshape(-1)
-    wavefronts = np.zeros(warps * calls, dtype=np.int64)
-    ideal = np.zeros(warps * calls, dtype=np.int64)
-    ways = np.zeros(warps * calls, dtype=np.int64)
+    ok = addr >= 0
+    inst = (np.arange(nlanes)[:, None] // WARP * calls + np.arange(calls)[None, :] + 0 * addr)[ok]
+    grp = np.asarray(groups)[ok]
+    idx, wd = _access_words(addr, widths, ok)
+    n = warps * calls
+    wavefronts = np.zeros(n, dtype=np.int64)
+    ideal = np.zeros(n, dtype=np.int64)
+    ways = np.zeros(n, dtype=np.int64)
     if wd.size:
-        span = int(wd.max()) + 1
-        uniq = np.unique(ph * span + wd)                                      # distinct (phase, word)
-        uph, uwd = uniq // span, uniq % span
-        bank_key = uph * NUM_BANKS + uwd % NUM_BANKS
-        bk, per_bank = np.unique(bank_key, return_counts=True)               # distinct words per bank
-        phase_max = np.zeros(warps * calls * nphase, dtype=np.int64)
-        np.maximum.at(phase_max, bk // NUM_BANKS, per_bank)
-        wavefronts = phase_max.reshape(warps * calls, nphase).sum(axis=1)
-        ways = phase_max.reshape(warps * calls, nphase).max(axis=1)
-        iw = np.unique(np.repeat(inst, nwords) * span + wd) // span           # distinct words per instruction
-        counts = np.bincount(iw, minlength=warps * calls)
+        ii, gg = inst[idx], grp[idx]
+        _, phase = np.unique(np.stack([ii, gg]), axis=1, return_inverse=True)   # phase id over all instructions
+        phase = phase.reshape(-1)
+        nph = int(phase.max()) + 1
+        ph_inst = np.zeros(nph, dtype=np.int64)
+        ph_inst[phase] = ii
+        uniq = np.unique(np.stack([phase, wd]), axis=1)                          # distinct (phase, word)
+        bk, per_bank = np.unique(np.stack([uniq[0], uniq[1] % NUM_BANKS]), axis=1, return_counts=True)
+        phase_max = np.zeros(nph, dtype=np.int64)
+        np.maximum.at(phase_max, bk[0], per_bank)
+        np.add.at(wavefronts, ph_inst, phase_max)
+        np.maximum.at(ways, ph_inst, phase_max)
+        iw = np.unique(np.stack([ii, wd]), axis=1)[0]                            # distinct words per instruction
+        counts = np.bincount(iw, minlength=n)
         ideal = -(-counts // NUM_BANKS)
     return (wavefronts.reshape(warps, calls), ideal.reshape(warps, calls), ways.reshape(warps, calls))
 
@@ -131,6 +222,8 @@ class SharedInstruction:
 
     ``banks[p][b]``: for phase ``p`` and bank ``b``, a tuple of ``(word byte address,
     threads)`` pairs, one per distinct word (empty: the bank is not used).
+    ``phase_threads[p]``: the threads (of the tiled copy) of phase ``p``, in order;
+    ``width``: the bytes a thread moves.
     """
 
     warp: int
@@ -138,6 +231,8 @@ class SharedInstruction:
     wavefronts: int
     ideal: int
     banks: tuple
+    phase_threads: tuple = ()
+    width: int = 0
 
     @property
     def phases(self):
@@ -177,17 +272,24 @@ class SharedAnalysis:
     names are plain numbers for a copy of one warp, tuples (one entry per warp) otherwise;
     ``total_*`` sum over the warps. :meth:`instruction` gives one instruction's bank use
     and :attr:`collisions` every bank collision, with the threads that collide.
+    ``source``: for a ``cp.async`` given its global source, that side's
+    :class:`~layoutalg.cost.access.CopyAccesses` (its phases are the source's 128-byte
+    lines), else None.
     """
 
-    def __init__(self, acc: CopyAccesses):
+    def __init__(self, acc: CopyAccesses, source: CopyAccesses | None = None):
         self.access = acc
+        self.source = source
         self.copy = acc.copy
         self.layout = acc.layout
         self.side = acc.side
         self.kind = acc.kind
         self.width = acc.width
+        self.widths = acc.widths
         self.lanes_per_phase = phase_threads(acc.kind, acc.width)
-        wf, ideal, ways = shared_costs(acc.addr, acc.width, self.lanes_per_phase)
+        gaddr = source.addr if source is not None else None
+        self.groups = phase_groups(acc.kind, acc.addr, acc.widths, gaddr)
+        wf, ideal, ways = shared_costs(acc.addr, acc.widths, self.groups)
         self.per_instruction = {"wavefronts": wf, "ideal": ideal, "ways": ways}   # (warps, instructions)
         self.warps = tuple(WarpShared(w, acc.instructions, int(wf[w].sum()), int(ideal[w].sum()),
                                       int(ways[w].max(initial=0))) for w in range(acc.warps))
@@ -236,8 +338,17 @@ class SharedAnalysis:
 
     @property
     def phases(self):
-        """Phases of one instruction."""
+        """Phases of an instruction of the atom's width when its threads' addresses differ
+        (``cp.async`` given its source: a phase per global line, see :meth:`instruction`)."""
         return WARP // self.lanes_per_phase
+
+    @property
+    def rule(self):
+        """How the phases are formed: "lines" (``cp.async`` by its source's 128-byte lines),
+        "matrices" (``ldmatrix``/``stmatrix``) or "threads" (lanes, by the access width)."""
+        if self.source is not None:
+            return "lines"
+        return "matrices" if self.kind in ("ldsm", "stsm") else "threads"
 
     def instruction(self, warp, index):
         """Instruction ``index`` of warp ``warp``: its bank use phase by phase."""
@@ -245,19 +356,30 @@ class SharedAnalysis:
         if not 0 <= warp < acc.warps or not 0 <= index < acc.instructions:
             raise IndexError(f"SharedAnalysis.instruction: ({warp}, {index}) out of range "
                              f"({acc.warps} warps, {acc.instructions} instructions)")
-        nwords = max(1, self.width // BANK_BYTES)
-        banks = [[{} for _ in range(NUM_BANKS)] for _ in range(self.phases)]
-        for lane in range(WARP):
-            a = int(acc.addr[warp * WARP + lane, index])
+        width = int(acc.widths[index])
+        lanes = range(warp * WARP, (warp + 1) * WARP)
+        order = []                                          # phases by their first lane
+        members = {}
+        for t in lanes:
+            a = int(acc.addr[t, index])
             if a < 0:
                 continue
-            p = lane // self.lanes_per_phase
-            for k in range(nwords):
-                word = a // BANK_BYTES + k
-                banks[p][word % NUM_BANKS].setdefault(word * BANK_BYTES, []).append(warp * WARP + lane)
-        table = tuple(tuple(tuple((w, tuple(ts)) for w, ts in sorted(b.items())) for b in ph) for ph in banks)
+            p = int(self.groups[t, index])
+            if p not in members:
+                order.append(p)
+                members[p] = []
+            members[p].append(t)
+        banks = []
+        for p in order:
+            ph = [{} for _ in range(NUM_BANKS)]
+            for t in members[p]:
+                a = int(acc.addr[t, index])
+                for word in range(a // BANK_BYTES, (a + width + BANK_BYTES - 1) // BANK_BYTES):
+                    ph[word % NUM_BANKS].setdefault(word * BANK_BYTES, []).append(t)
+            banks.append(tuple(tuple((w, tuple(ts)) for w, ts in sorted(b.items())) for b in ph))
         return SharedInstruction(warp, index, int(self.per_instruction["wavefronts"][warp, index]),
-                                 int(self.per_instruction["ideal"][warp, index]), table)
+                                 int(self.per_instruction["ideal"][warp, index]), tuple(banks),
+                                 tuple(tuple(members[p]) for p in order), width)
 
     @cached_property
     def collisions(self):
@@ -271,6 +393,13 @@ class SharedAnalysis:
     def describe(self):
         """One line: what the copy does and what it costs."""
         return f"{self.access.describe()}: {self.summary()}"
+
+    def _excess(self):
+        """Why the wavefronts exceed the ideal without a bank collision."""
+        if self.source is not None:
+            return "from the global lines it reads (a phase per 128-byte line)"
+        widths = sorted({int(w) for w in self.widths})
+        return f"from the phases of {'/'.join(map(str, widths))}-byte accesses"
 
     def summary(self):
         """``"4 instructions, 16 wavefronts (ideal 4): 4-way bank conflicts"`` (per warp
@@ -288,18 +417,31 @@ class SharedAnalysis:
             return f"{head}: {self.ways}-way bank conflicts, {self.total_wavefronts / self.total_ideal:.2f}x the ideal"
         extra = self.total_wavefronts / self.total_ideal if self.total_ideal else 1.0
         if extra > 1:
-            return f"{head}: no bank conflict; {extra:.2f}x the ideal from the phases of {self.width}-byte accesses"
+            return f"{head}: no bank conflict; {extra:.2f}x the ideal {self._excess()}"
         return f"{head}: conflict-free"
 
     def __repr__(self):
         return f"SharedAnalysis({self.describe()})"
 
+    def _how(self):
+        acc = self.access
+        if self.source is not None:
+            return (f"  cp.async of {self.width} bytes a thread: a phase per 128-byte line of the global source "
+                    f"{self.source.layout}")
+        if self.kind in ("ldsm", "stsm"):
+            return f"  {self.kind}: a phase per 8x8 matrix (8 rows of 16 bytes)"
+        text = (f"  {self.kind} access of {self.width} bytes a thread: {self.phases} phase(s) of "
+                f"{self.lanes_per_phase} threads an instruction")
+        if acc.vectorized:
+            widths = ", ".join(f"{int((acc.widths == w).sum())} of {int(w)} bytes" for w in sorted(set(acc.widths)))
+            text += (f"; the compiler merges a thread's {acc.calls} adjacent calls into {acc.instructions} "
+                     f"instructions ({widths})")
+        return text
+
     def report(self, limit=8):
         """A text report: the summary, the warps (one line for warps that agree), and the
         first ``limit`` bank collisions with the threads that collide."""
-        lines = [self.describe()]
-        lines.append(f"  {self.kind} access of {self.width} bytes a thread: {self.phases} phase(s) of "
-                     f"{self.lanes_per_phase} threads an instruction")
+        lines = [self.describe(), self._how()]
         for ws in _runs(self.warps, lambda w: (w.instructions, w.wavefronts, w.ideal, w.ways)):
             w = ws[0]
             who = f"warp {w.warp}" if len(ws) == 1 else f"warps {w.warp}-{ws[-1].warp}, each"
@@ -324,7 +466,7 @@ def _runs(items, key):
     return out
 
 
-def analyze_shared(copy, smem, side="D", *, base=0):
+def analyze_shared(copy, smem, side="D", *, base=0, gmem=None, gmem_base=0, vectorize=True):
     """The bank conflicts of ``copy``'s shared side over the shared tensor ``smem``.
 
     ``copy``: a :class:`~layoutalg.TiledCopy` (universal loads and stores of 8 to 128 bits,
@@ -333,13 +475,18 @@ def analyze_shared(copy, smem, side="D", *, base=0):
     swizzled ``ComposedLayout`` or a plain ``Layout``), or a tensor; ``side``: "S" when
     shared memory is the copy's source, "D" when it is its destination; ``base``: the byte
     address of element offset 0 (a multiple of 128 by default, as ``make_shared_tensor``
-    gives).
+    gives). ``gmem`` (``cp.async`` only): the global source, a layout or tensor of the same
+    shape, at byte ``gmem_base``; the shared writes then go by its 128-byte lines, as the
+    hardware does them (this module's rules), else as stores of the copy's width.
+    ``vectorize``: the instructions the compiler makes of a universal copy (adjacent calls
+    merged, :func:`~layoutalg.cost.access.vectorize_calls`); False: one per atom call.
 
     The copy is repeated over the whole tensor as ``partition_S``/``partition_D`` of it
-    gives; each thread's instruction ``g`` is the ``g``-th atom call of its partition.
-    Pre: the copy tiles ``smem``; the side is in shared memory (``ldmatrix`` reads it,
-    ``stmatrix`` and ``cp.async`` write it). Raises :class:`~layoutalg.LayoutError` naming the
-    values otherwise. Post: see :class:`SharedAnalysis`; the model is this module's.
+    gives; each thread's instruction ``g`` is the ``g``-th atom call of its partition (or
+    the ``g``-th merged access). Pre: the copy tiles ``smem``; the side is in shared memory
+    (``ldmatrix`` reads it, ``stmatrix`` and ``cp.async`` write it). Raises
+    :class:`~layoutalg.LayoutError` naming the values otherwise. Post: see
+    :class:`SharedAnalysis`; the model is this module's.
 
     >>> from layoutalg import CopyAtom, Layout, Swizzle, composition, make_tiled_copy_A, make_tiled_mma, tile_to_shape
     >>> mma = make_tiled_mma("SM80_16x8x16_F32F16F16F32_TN")
@@ -350,6 +497,29 @@ def analyze_shared(copy, smem, side="D", *, base=0):
     >>> sw = tile_to_shape(composition(Swizzle(3, 3, 3), Layout((8, 64), (64, 1))), (16, 64))
     >>> analyze_shared(ldsm, sw, "S").wavefronts                            # Sw<3,3,3>: one wavefront a matrix
     16
+
+    ``cp.async`` by its source's lines: a thread a row of a wide matrix is a line a thread,
+    32 phases an instruction, with or without a swizzle; 8 threads a row, 4.
+
+    >>> from layoutalg import CopyAtom, make_tiled_copy
+    >>> rows = make_tiled_copy(CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", "f16"), Layout((32, 1)), Layout((1, 8)))
+    >>> g = Layout((32, 64), (4096, 1))                                     # (32,64) rows 8 KiB apart
+    >>> s32 = tile_to_shape(composition(Swizzle(3, 3, 3), Layout((8, 64), (64, 1))), (32, 64))
+    >>> a = analyze_shared(rows, s32, "D", gmem=g)                          # thread t: row t, 16 bytes
+    >>> a.instructions, a.wavefronts, a.ideal, a.ways
+    (8, 256, 32, 1)
+    >>> tile = make_tiled_copy(CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", "f16"), Layout((4, 8), (8, 1)), Layout((1, 8)))
+    >>> analyze_shared(tile, Layout((32, 64), (64, 1)), "D", gmem=g).wavefronts
+    32
     """
-    acc = copy_accesses("analyze_shared", copy, smem, side, base, space="smem")
-    return SharedAnalysis(acc)
+    op = "analyze_shared"
+    acc = copy_accesses(op, copy, smem, side, base, space="smem", vectorize=vectorize)
+    source = None
+    if gmem is not None:
+        if acc.kind != "cp_async":
+            raise LayoutError(f"{op}: gmem= is the global source of a cp.async; {copy.atom.name} is not one")
+        source = copy_accesses(op, copy, gmem, "S", gmem_base, space="gmem", vectorize=False)
+        if source.addr.shape != acc.addr.shape:
+            raise LayoutError(f"{op}: the global source {source.layout} gives {source.addr.shape[1]} instructions a "
+                              f"thread, the shared side {acc.layout} {acc.addr.shape[1]}: not one copy")
+    return SharedAnalysis(acc, source)

@@ -7,7 +7,11 @@ The model (checked against an H100's counters by ``benchmarks/bank_conflicts.py`
 * the request touches the 32-byte **sectors** that hold its threads' bytes, each once
   however many threads read it (``l1tex__t_sectors_pipe_lsu_mem_global_op_ld/st``);
 * the fewest sectors those bytes need (``ideal``) is their number of distinct bytes over
-  32, rounded up, instruction by instruction; ``efficiency = ideal / sectors``.
+  32, rounded up, instruction by instruction; ``efficiency = ideal / sectors``;
+* the instructions are the copy's atom calls: the compiler knows a global array's address
+  only to its element's alignment, so it does not merge a thread's adjacent scalar global
+  accesses into vectors (``vectorize=True`` models a base it knows to be 16-byte aligned;
+  shared memory's is, see :func:`~layoutalg.cost.access.vectorize_calls`).
 
 >>> from layoutalg import CopyAtom, Layout, make_tiled_copy
 >>> rows = make_tiled_copy(CopyAtom("UniversalCopy_128", "f32"), Layout((4, 8), (8, 1)), Layout((1, 4)))
@@ -18,6 +22,9 @@ The model (checked against an H100's counters by ``benchmarks/bank_conflicts.py`
 >>> c = analyze_global(cols, Layout((32, 8), (1024, 1)), "S")   # a warp reads a column: 32 rows apart
 >>> c.requests, c.sectors, c.ideal, c.efficiency
 (8, 256, 32, 0.125)
+>>> v = analyze_global(cols, Layout((32, 8), (1024, 1)), "S", vectorize=True)   # were the array 16-byte aligned
+>>> v.requests, v.sectors, v.ideal, v.access.widths.tolist()                    # ld.global.v4: half of each sector
+(2, 64, 32, [16, 16])
 """
 
 from __future__ import annotations
@@ -33,11 +40,12 @@ __all__ = ["analyze_global", "GlobalAnalysis", "WarpGlobal", "SECTOR_BYTES", "gl
 SECTOR_BYTES = 32
 
 
-def global_costs(addr, width):
+def global_costs(addr, widths):
     """Requests, sectors and ideal sectors of each instruction of each warp.
 
     ``addr``: ``(warps*32, instructions)`` byte addresses (-1: none), each the start of
-    ``width`` bytes aligned to ``width``. Returns int arrays ``(warps, instructions)``.
+    ``widths[g]`` bytes aligned to ``widths[g]`` (one width per instruction, or one for
+    all). Returns int arrays ``(warps, instructions)``.
     """
     nlanes, calls = addr.shape
     warps = nlanes // WARP
@@ -45,19 +53,18 @@ def global_costs(addr, width):
     ok = a >= 0
     inst = np.broadcast_to(np.arange(warps)[:, None, None] * calls + np.arange(calls)[None, None, :], a.shape)[ok]
     start = a[ok]
-    nsec = max(1, width // SECTOR_BYTES)                  # a 16-byte vector lies in one sector
-    secs = (start // SECTOR_BYTES)[:, None] + np.arange(nsec)[None, :]
+    width = np.broadcast_to(np.broadcast_to(np.asarray(widths, dtype=np.int64), (calls,))[None, None, :], a.shape)[ok]
     n = warps * calls
     requests = np.bincount(inst, minlength=n) > 0
     sectors = np.zeros(n, dtype=np.int64)
     ideal = np.zeros(n, dtype=np.int64)
     if start.size:
-        span = int(secs.max()) + 1
-        us = np.unique(np.repeat(inst, nsec) * span + secs.reshape(-1)) // span
+        nsec = np.maximum(1, width // SECTOR_BYTES)       # an aligned vector of up to 16 bytes lies in one sector
+        secs = np.repeat(start // SECTOR_BYTES, nsec) + (np.arange(nsec.sum()) - np.repeat(np.cumsum(nsec) - nsec, nsec))
+        us = np.unique(np.stack([np.repeat(inst, nsec), secs]), axis=1)[0]
         sectors = np.bincount(us, minlength=n)
-        span = int(start.max()) + 1
-        ua = np.unique(inst * span + start) // span       # distinct vectors (aligned: equal or disjoint)
-        nbytes = np.bincount(ua, minlength=n) * width
+        ua = np.unique(np.stack([inst, start, width]), axis=1)     # distinct vectors (aligned: equal or disjoint)
+        nbytes = np.bincount(ua[0], weights=ua[2], minlength=n).astype(np.int64)
         ideal = -(-nbytes // SECTOR_BYTES)
     return (requests.astype(np.int64).reshape(warps, calls), sectors.reshape(warps, calls),
             ideal.reshape(warps, calls))
@@ -88,7 +95,8 @@ class GlobalAnalysis:
         self.layout = acc.layout
         self.side = acc.side
         self.width = acc.width
-        req, sec, ideal = global_costs(acc.addr, acc.width)
+        self.widths = acc.widths
+        req, sec, ideal = global_costs(acc.addr, acc.widths)
         self.per_instruction = {"requests": req, "sectors": sec, "ideal": ideal}
         self.warps = tuple(WarpGlobal(w, int(req[w].sum()), int(sec[w].sum()), int(ideal[w].sum()))
                            for w in range(acc.warps))
@@ -153,17 +161,19 @@ class GlobalAnalysis:
         return "\n".join(lines)
 
 
-def analyze_global(copy, gmem, side="S", *, base=0):
+def analyze_global(copy, gmem, side="S", *, base=0, vectorize=False):
     """The coalescing of ``copy``'s global side over the global tensor ``gmem``.
 
     ``copy``: a :class:`~layoutalg.TiledCopy` (universal loads and stores, ``cp.async``);
     ``gmem``: a layout ``(M,N,...) -> element offset`` or a tensor; ``side``: "S" for loads
     (and ``cp.async``), "D" for stores; ``base``: the byte address of element offset 0
-    (default 0: a well-aligned allocation). The copy is repeated over the whole tensor as
-    for :func:`~layoutalg.cost.banks.analyze_shared`.
+    (default 0: a well-aligned allocation); ``vectorize``: False (default), one instruction
+    per atom call, as the compiler issues them for an array it knows only to be
+    element-aligned; True, adjacent calls merged as for a 16-byte aligned base. The copy is
+    repeated over the whole tensor as for :func:`~layoutalg.cost.banks.analyze_shared`.
 
     Pre: the side is not the atom's registers or shared memory (``ldmatrix``'s source is
     shared). Post: see :class:`GlobalAnalysis`.
     """
-    acc = copy_accesses("analyze_global", copy, gmem, side, base, space="gmem")
+    acc = copy_accesses("analyze_global", copy, gmem, side, base, space="gmem", vectorize=vectorize)
     return GlobalAnalysis(acc)

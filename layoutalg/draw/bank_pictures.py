@@ -2,14 +2,15 @@
 
 One grid per instruction of a warp: a row per phase (the threads served together: the whole
 warp for accesses of up to 4 bytes, half-warps for 8, quarter-warps for 16, one matrix for
-``ldmatrix``/``stmatrix``), a column per bank. A cell names the threads that reach that bank
+``ldmatrix``/``stmatrix``, one 128-byte line of the global source for ``cp.async``; see
+:mod:`layoutalg.cost.banks`), a column per bank. A cell names the threads that reach that bank
 in that phase and the word they reach; a bank that holds several distinct words in one
 phase is a conflict, drawn red and outlined with the number of words (the phase takes that
 many wavefronts). Other used banks are coloured by bank, as ``layoutalg draw --color bank`` does.
 
 >>> from layoutalg import CopyAtom, Layout, analyze_shared, make_tiled_copy
 >>> cp = make_tiled_copy(CopyAtom("UniversalCopy_32", "f32"), Layout((32, 1)), Layout((1, 1)))
->>> fig = bank_figure(analyze_shared(cp, Layout((32, 4), (8, 1)), "S"), instructions=1)
+>>> fig = bank_figure(analyze_shared(cp, Layout((32, 4), (8, 2)), "S"), instructions=1)
 >>> g = fig.grids[0]
 >>> g.shape, g[0, 0].lines, g[0, 1].lines                 # rows 32 bytes apart: banks 0, 8, 16, 24 hold 8 words each
 ((1, 32), ('T0+7', '8 words'), ())
@@ -36,6 +37,15 @@ def _threads_text(threads, base):
     return f"T{first}" if len(ts) == 1 else f"T{first}+{len(ts) - 1}"
 
 
+def _phase_label(threads, base):
+    """``T0-7`` for a run of threads, ``T0,4,8,..(8)`` otherwise."""
+    ts = sorted(threads)
+    if ts == list(range(ts[0], ts[-1] + 1)):
+        return f"T{ts[0] + base}" if len(ts) == 1 else f"T{ts[0] + base}-{ts[-1] + base}"
+    head = ",".join(str(t + base) for t in ts[:3])
+    return f"T{head},..({len(ts)})" if len(ts) > 3 else f"T{head}"
+
+
 def bank_grid(analysis: Any, warp: int, index: int, *, one_based: bool = False) -> Grid:
     """The grid of instruction ``index`` of ``warp``: phases by banks."""
     inst = analysis.instruction(warp, index)
@@ -43,8 +53,7 @@ def bank_grid(analysis: Any, warp: int, index: int, *, one_based: bool = False) 
     ways = inst.ways
     title = (f"warp {warp + base}, instruction {index + base}: {inst.wavefronts} wavefront"
              f"{'s' if inst.wavefronts != 1 else ''} (ideal {inst.ideal})" + (f", {ways}-way" if ways > 1 else ""))
-    lanes = analysis.lanes_per_phase
-    labels = [f"T{p * lanes + base}-{(p + 1) * lanes - 1 + base}" for p in range(inst.phases)]
+    labels = [_phase_label(ts, base) for ts in inst.phase_threads]
     g = Grid(inst.phases, 32, name=f"w{warp}i{index}", title=title, row_headers=labels, col_headers="index",
              index_base=0)
     for p, phase in enumerate(inst.banks):
