@@ -30,30 +30,31 @@ SETTINGS = dict(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 
 # ---- brute force of the written rules ------------------------------------------------------
 
-def brute_phases(addr, w, g, width, kind, gaddr=None):
+def brute_phases(addr, w, g, width, kind, gaddr=None, load=True):
     """The lanes of each phase of instruction ``g`` of warp ``w``, by the module's rules,
     written as plain loops."""
     lanes = [lane for lane in range(32) if addr[w * 32 + lane, g] >= 0]
     if kind in ("ldsm", "stsm"):
         return [[ln for ln in lanes if ln // 8 == m] for m in range(4)]
+    per = {1: 32, 2: 32, 4: 32, 8: 16, 16: 8}[width]
     if kind == "cp_async" and gaddr is not None:
         lines = {}
-        for ln in lanes:
-            lines.setdefault(int(gaddr[w * 32 + ln, g]) // 128, []).append(ln)
+        for ln in lanes:                             # a store phase's lanes, by their source's line
+            lines.setdefault((ln // per, int(gaddr[w * 32 + ln, g]) // 128), []).append(ln)
         return list(lines.values())
-    per = {1: 32, 2: 32, 4: 32, 8: 16, 16: 8}[width]
-    block = {8: 32, 16: 16}.get(width, per)          # up to 256 bytes of one address
+    block = {8: 32, 16: 16}.get(width, per) if load else per    # loads: up to 256 bytes of lanes
     phases = []
     for b0 in range(0, 32, block):
         mine = [ln for ln in lanes if b0 <= ln < b0 + block]
-        if mine and len({int(addr[w * 32 + ln, g]) for ln in mine}) == 1:
-            phases.append(mine)
+        subs = [[ln for ln in mine if ln // per == p] for p in range(b0 // per, (b0 + block) // per)]
+        if mine and all(len({int(addr[w * 32 + ln, g]) for ln in sub}) <= 1 for sub in subs):
+            phases.append(mine)                      # each phase one address: one phase
             continue
-        phases += [[ln for ln in mine if ln // per == p] for p in range(b0 // per, (b0 + block) // per)]
+        phases += subs
     return phases
 
 
-def brute_shared(addr, widths, kind, gaddr=None):
+def brute_shared(addr, widths, kind, gaddr=None, load=True):
     """(wavefronts, ideal, ways) per (warp, instruction), with plain loops."""
     lanes, calls = addr.shape
     widths = [widths] * calls if isinstance(widths, int) else list(widths)
@@ -62,16 +63,20 @@ def brute_shared(addr, widths, kind, gaddr=None):
         for g in range(calls):
             width = widths[g]
             wf, ways, words_all = 0, 0, set()
-            for phase in brute_phases(addr, w, g, width, kind, gaddr):
-                banks = {}
+            for phase in brute_phases(addr, w, g, width, kind, gaddr, load):
+                banks, lines = {}, set()
                 for lane in phase:
                     a = int(addr[w * 32 + lane, g])
                     for byte in range(a, a + width):
                         word = byte // 4
                         banks.setdefault(word % 32, set()).add(word)
                         words_all.add(word)
+                        lines.add(byte // 128)
                 most = max((len(s) for s in banks.values()), default=0)
-                wf += most
+                if kind == "cp_async" and gaddr is not None:       # a thread a wavefront, or a shared line
+                    wf += len(phase) if most > 1 else len(lines)
+                else:
+                    wf += most
                 ways = max(ways, most)
             out[w, g] = (wf, -(-len(words_all) // 32), ways)
     return out
@@ -102,7 +107,7 @@ def address_patterns(draw):
     addr = np.array(slots, dtype=np.int64).reshape(warps * 32, calls)
     addr = np.where(addr >= 0, addr * width, -1)
     if kind == "universal" and draw(st.booleans()):          # some groups of lanes give one address
-        block = draw(st.sampled_from([8, 16, 32]))
+        block = draw(st.sampled_from([4, 8, 16, 32]))
         for w in range(warps):
             for g in range(calls):
                 for b0 in range(0, 32, block):
@@ -117,16 +122,17 @@ def address_patterns(draw):
     if kind == "cp_async":
         lines = draw(st.lists(st.integers(0, 7), min_size=n, max_size=n))
         gaddr = np.array(lines, dtype=np.int64).reshape(addr.shape) * 128 + 16 * (np.arange(n).reshape(addr.shape) % 8)
-    return kind, width, addr, gaddr
+    load = kind != "cp_async" and draw(st.booleans())
+    return kind, width, addr, gaddr, load
 
 
 @settings(max_examples=300, deadline=None)
 @given(address_patterns())
 def test_wavefronts_equal_a_brute_force_of_the_rules(pattern):
-    kind, width, addr, gaddr = pattern
+    kind, width, addr, gaddr, load = pattern
     widths = [width] * addr.shape[1]
-    wf, ideal, ways = shared_costs(addr, widths, phase_groups(kind, addr, widths, gaddr))
-    want = brute_shared(addr, width, kind, gaddr)
+    wf, ideal, ways = shared_costs(addr, widths, phase_groups(kind, addr, widths, gaddr, load), gaddr is not None)
+    want = brute_shared(addr, width, kind, gaddr, load)
     for (w, g), (bw, bi, bways) in want.items():
         assert (wf[w, g], ideal[w, g], ways[w, g]) == (bw, bi, bways), (w, g)
 
@@ -134,7 +140,7 @@ def test_wavefronts_equal_a_brute_force_of_the_rules(pattern):
 @settings(max_examples=300, deadline=None)
 @given(address_patterns())
 def test_sectors_equal_a_brute_force(pattern):
-    _, width, addr, _ = pattern
+    _, width, addr, _, _ = pattern
     req, sec, ideal = global_costs(addr, width)
     for (w, g), (br, bs, bi) in brute_global(addr, width).items():
         assert (req[w, g], sec[w, g], ideal[w, g]) == (br, bs, bi), (w, g)
@@ -264,7 +270,7 @@ def test_analysis_of_a_copy_equals_the_brute_force(case, vectorize, ld):
     if vectorize and a.kind == "universal":
         addr, widths = vectorize_calls(addr, a.width, load=side == "S")
     gaddr = _partition_addresses(cp, gmem, "S") if gmem is not None else None
-    want = brute_shared(addr, widths, a.kind, gaddr)
+    want = brute_shared(addr, widths, a.kind, gaddr, load=side == "S" and a.kind != "cp_async")
     warps = addr.shape[0] // 32
     assert len(a.warps) == warps
     for w in range(warps):
@@ -371,16 +377,38 @@ def _v(bits, thr=(32, 1), thr_stride=None, vals=None):
     return make_tiled_copy(CopyAtom(f"UniversalCopy_{bits}", "f32"), Layout(thr, thr_stride), Layout(vals or (1, n)))
 
 
-def test_threads_of_one_address_share_a_phase_of_up_to_256_bytes():
+def test_loads_whose_phases_each_give_one_address_merge_up_to_256_bytes():
     assert analyze_shared(_v(64), Layout((32, 2), (0, 1)), "S").wavefronts == 1          # measured 1
     assert analyze_shared(_v(128), Layout((32, 8), (0, 1)), "S").wavefronts == 4         # measured 4 (2 instr.)
     halves = analyze_shared(_v(128), Layout(((16, 2), 4), ((0, 8), 1)), "S")              # a half-warp each address
     assert (halves.wavefronts, halves.instruction(0, 0).phase_threads) == (2, (tuple(range(16)), tuple(range(16, 32))))
     quarters = analyze_shared(_v(128), Layout(((8, 4), 4), ((0, 4), 1)), "S")             # a quarter-warp each
-    assert quarters.wavefronts == 4 and quarters.instruction(0, 0).phases == 4
+    assert quarters.wavefronts == 2 and quarters.instruction(0, 0).phases == 2           # measured 2 (second run)
+    # stores of one address do not merge: the documented phases (measured 2, and 8 for 2 instructions)
+    assert analyze_shared(_v(64), Layout((32, 2), (0, 1)), "D").wavefronts == 2
+    assert analyze_shared(_v(128), Layout((32, 8), (0, 1)), "D").wavefronts == 8
     # the same 128 bytes in each quarter (half) of the warp: no merging (measured 4 and 2)
     assert analyze_shared(_v(128, (4, 8), (8, 1)), Layout((4, 32), (0, 1)), "S").wavefronts == 4
     assert analyze_shared(_v(64, (2, 16), (16, 1)), Layout((2, 32), (0, 1)), "S").wavefronts == 2
+
+
+def test_cp_async_phases_are_a_quarter_warps_threads_of_one_global_line():
+    rows = make_tiled_copy(CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", "f16"), Layout((32, 1)), Layout((1, 8)))
+    # thread t: global line t % 4, shared row t % 8 (second run: 32; one phase per line would give 8)
+    across_s = Layout(((4, (2, 4)), 8), ((64, (256, 8)), 1))
+    across_g = Layout(((4, (2, 4)), 8), ((2048, (8, 16)), 1))
+    a = analyze_shared(rows, across_s, "D", gmem=across_g)
+    assert (a.wavefronts, a.instruction(0, 0).phases) == (32, 16)
+    # 8 threads a line, written down 8 shared rows 128 bytes apart: 8-way in each (measured 32)
+    line = Layout(((8, 4), 8), ((8, 2048), 1))                        # 8 threads a global line
+    col = analyze_shared(rows, Layout(((8, 4), 8), ((64, 8), 1)), "D", gmem=line)
+    assert (col.wavefronts, col.ways) == (32, 8)
+    # a phase with a collision: a wavefront a thread, 2-, 4- or 8-way (third run: 32 each)
+    for smem, ways in ((Layout(((4, 2, 4), 8), ((64, 8, 16), 1)), 4), (Layout(((2, 4, (2, 2)), 8), ((64, 8, (32, 128)), 1)), 2)):
+        a = analyze_shared(rows, smem, "D", gmem=line)
+        assert (a.wavefronts, a.ways) == (32, ways)
+    # without one: a wavefront per shared line (two rows: measured 8)
+    assert analyze_shared(rows, Layout(((4, 2, 4), 8), ((8, 96, 128), 1)), "D", gmem=line).wavefronts == 8
 
 
 def test_cp_async_writes_a_phase_per_line_of_its_global_source():

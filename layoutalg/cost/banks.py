@@ -14,23 +14,29 @@ and ``benchmarks/RESULTS.md`` give the evidence):
   after the other. A phase takes as many **wavefronts** as the most distinct words any bank
   holds, and an instruction the sum over its phases (Nsight Compute's
   ``l1tex__data_pipe_lsu_wavefronts_mem_shared`` counts these).
-* **One address, bigger phases** (measured): threads that all give *one* address are served
-  together up to 256 bytes of data: a whole warp of 8-byte accesses, a half-warp of 16-byte
-  ones. Where every thread of such an aligned group (the warp for 8 bytes, each half-warp for
-  16) gives the same address, the group is one phase, one wavefront; otherwise its threads
-  go in the phases above. (A 64-bit load of one address by a warp takes 1 wavefront, a
-  128-bit one 2; a half-warp that reads one 128-byte row in each quarter still takes 2.)
+* **Uniform phases of loads merge** (measured): a *load* whose phases each give one address
+  is served 256 bytes of lanes at a time: where every phase of an aligned group (the warp
+  for 8-byte accesses, each half-warp for 16-byte ones) gives a single address (the phases'
+  addresses may differ), the group is one phase; otherwise its threads go in the phases
+  above. (A 64-bit load of one address by a warp takes 1 wavefront, a 128-bit one 2, and
+  so does a 128-bit load whose quarter-warps each give their own address; a half-warp that
+  reads one 128-byte row in each quarter still takes 2.) Stores do not merge: a warp's
+  64-bit store of one address takes 2 wavefronts and its 128-bit store 4, the documented
+  phases.
 * ``ldmatrix``/``stmatrix`` move 8x8 matrices of 16-bit elements: each matrix is 8 rows of
   16 bytes given by 8 lanes (lanes ``8j..8j+7`` for matrix ``j``; x1/x2/x4 move 1/2/4
   matrices) and is one phase (PTX ISA, "ldmatrix"): 8 rows x 16 bytes are 128 bytes, one
   wavefront when their 32 words fall in 32 banks.
 * **cp.async writes per global line** (measured): ``cp.async`` (SASS ``LDGSTS``) writes
   shared memory as its data arrives, one 128-byte line of the *global* source at a time:
-  the threads whose source bytes lie in one 128-byte global line are one phase, whatever
-  their lanes, and an instruction takes, summed over the lines it reads, the most distinct
-  shared words any bank holds among that line's threads. So a warp that reads 32 rows of
+  a phase is the threads of one store phase (a quarter-warp for 16 bytes) whose source
+  bytes lie in one 128-byte global line. A phase without a bank collision takes one
+  wavefront for each 128-byte shared line it writes; a phase with one takes a wavefront
+  for each of its threads, however few ways the collision has (measured with 2-, 4- and
+  8-way collisions: 8 wavefronts for 8 threads each time). So a warp that reads 32 rows of
   a matrix writes 32 phases, swizzled or not; 8 threads reading one 128-byte row into one
-  128-byte shared row take one wavefront. The rule needs the global side: give
+  128-byte shared row take one wavefront, into two shared rows without a collision two; a
+  quarter-warp whose 8 threads read 4 lines is 4 phases. The rule needs the global side: give
   ``analyze_shared`` the source (``gmem=``); without it a ``cp.async`` is analysed as a
   store of its width (the shared layout's own collisions).
 * The instructions are those the compiler issues: a thread's adjacent universal accesses
@@ -95,16 +101,21 @@ def phase_threads(kind, width):
     return WARP // max(1, width // BANK_BYTES)
 
 
-def phase_groups(kind, addr, widths, gaddr=None):
+def phase_groups(kind, addr, widths, gaddr=None, load=True):
     """The phase of each lane in each instruction: ``(warps*32, instructions)`` ints, equal
     for the lanes of one phase of one instruction (-1 where a lane gives no address).
 
     ``addr``: the shared byte addresses; ``widths``: the bytes of each instruction;
     ``gaddr``: for ``cp.async``, the global byte addresses of the same accesses (a phase per
-    128-byte global line), else None. The rules are the module's.
+    128-byte global line in each store phase), else None; ``load``: whether the accesses
+    read shared memory (only loads merge uniform phases). The rules are the module's.
 
     >>> a = np.zeros((32, 1), dtype=np.int64)                       # a warp, one address
-    >>> phase_groups("universal", a, [16])[::8, 0].tolist()          # 16 bytes: a phase a half-warp
+    >>> phase_groups("universal", a, [16])[::8, 0].tolist()          # a 16-byte load: a phase a half-warp
+    [32, 32, 33, 33]
+    >>> phase_groups("universal", a, [16], load=False)[::8, 0].tolist()   # a store: a quarter-warp
+    [0, 1, 2, 3]
+    >>> phase_groups("universal", a + np.arange(32)[:, None] // 8 * 16, [16])[::8, 0].tolist()
     [32, 32, 33, 33]
     >>> phase_groups("universal", a + np.arange(32)[:, None] * 16, [16])[::8, 0].tolist()
     [0, 1, 2, 3]
@@ -114,6 +125,7 @@ def phase_groups(kind, addr, widths, gaddr=None):
     widths = np.broadcast_to(np.asarray(widths, dtype=np.int64), (calls,))
     lane = np.broadcast_to((np.arange(nlanes) % WARP)[:, None], addr.shape)
     ok = addr >= 0
+    base = np.maximum(1, WARP // np.maximum(1, widths // BANK_BYTES))          # lanes a phase
     if kind in ("ldsm", "stsm"):
         out = lane // 8
     elif kind == "cp_async" and gaddr is not None:
@@ -121,30 +133,32 @@ def phase_groups(kind, addr, widths, gaddr=None):
         out = np.zeros(addr.shape, dtype=np.int64)
         warp = np.arange(nlanes)[:, None] // WARP + 0 * addr
         inst = np.arange(calls)[None, :] + 0 * addr
-        key = np.stack([warp[ok], inst[ok], line[ok]])
+        key = np.stack([warp[ok], inst[ok], (lane // base[None, :])[ok], line[ok]])
         _, inv = np.unique(key, axis=1, return_inverse=True)
         out[ok] = inv.reshape(-1)
     else:
-        base = np.maximum(1, WARP // np.maximum(1, widths // BANK_BYTES))          # lanes a phase
         out = lane // base[None, :]
-        block = np.minimum(WARP, np.maximum(base, UNIFORM_BYTES // np.maximum(widths, 1)))   # lanes of one address
-        blk = lane // block[None, :]
-        a = addr.reshape(nlanes // WARP, WARP, calls)
-        o = ok.reshape(a.shape)
-        for g in range(calls):
-            if block[g] <= base[g]:
-                continue
-            n = WARP // block[g]
-            ag = a[:, :, g].reshape(-1, n, block[g])
-            og = o[:, :, g].reshape(-1, n, block[g])
-            hi = np.where(og, ag, np.iinfo(np.int64).min).max(axis=2)
-            lo = np.where(og, ag, np.iinfo(np.int64).max).min(axis=2)
-            uniform = (hi == lo) & og.any(axis=2)                             # (warps, blocks)
-            uni_lane = np.repeat(uniform, block[g], axis=1).reshape(-1)
-            col = out[:, g].copy()
-            col[uni_lane] = WARP + blk[uni_lane, g]
-            out[:, g] = col
+        if load:
+            block = np.minimum(WARP, np.maximum(base, UNIFORM_BYTES // np.maximum(widths, 1)))   # lanes that may merge
+            for g in range(calls):
+                if block[g] > base[g]:
+                    _merge_uniform(out[:, g], addr[:, g], ok[:, g], int(base[g]), int(block[g]))
     return np.where(ok, out, -1)
+
+
+def _merge_uniform(out, addr, ok, base, block):
+    """Make each ``block`` of lanes whose phases (of ``base`` lanes) each give one address
+    one phase (numbered from ``WARP`` up), in place."""
+    lanes = out.size
+    a = addr.reshape(-1, block // base, base)
+    o = ok.reshape(a.shape)
+    hi = np.where(o, a, np.iinfo(np.int64).min).max(axis=2)
+    lo = np.where(o, a, np.iinfo(np.int64).max).min(axis=2)
+    single = (hi == lo) | ~o.any(axis=2)                                   # each phase: one address or none
+    uniform = single.all(axis=1) & o.reshape(-1, block).any(axis=1)       # (warps * blocks,)
+    uni_lane = np.repeat(uniform, block)
+    blk = (np.arange(lanes) % WARP) // block
+    out[uni_lane] = WARP + blk[uni_lane]
 
 
 def _access_words(addr, widths, ok):
@@ -160,13 +174,15 @@ def _access_words(addr, widths, ok):
     return idx, words
 
 
-def shared_costs(addr, widths, groups):
+def shared_costs(addr, widths, groups, lines=False):
     """Wavefronts, ideal wavefronts and worst bank collision of each instruction of each warp.
 
     ``addr``: ``(warps*32, instructions)`` byte addresses (-1: no address); ``widths``: the
     bytes each address starts (one per instruction, or one for all); ``groups``: the phase
-    of each lane (:func:`phase_groups`). Returns int arrays ``(warps, instructions)``:
-    wavefronts, ideal, ways.
+    of each lane (:func:`phase_groups`); ``lines``: the phases are a ``cp.async``'s global
+    lines (a phase with a bank collision takes a wavefront a thread, one without a
+    wavefront per 128-byte shared line it writes). Returns int arrays ``(warps,
+    instructions)``: wavefronts, ideal, ways.
     """
     addr = np.asarray(addr)
     nlanes, calls = addr.shape
@@ -190,7 +206,13 @@ def shared_costs(addr, widths, groups):
         bk, per_bank = np.unique(np.stack([uniq[0], uniq[1] % NUM_BANKS]), axis=1, return_counts=True)
         phase_max = np.zeros(nph, dtype=np.int64)
         np.maximum.at(phase_max, bk[0], per_bank)
-        np.add.at(wavefronts, ph_inst, phase_max)
+        cost = phase_max
+        if lines:
+            threads = np.bincount(np.unique(np.stack([phase, idx]), axis=1)[0], minlength=nph)
+            seg = np.bincount(np.unique(np.stack([uniq[0], uniq[1] * BANK_BYTES // LINE_BYTES]), axis=1)[0],
+                              minlength=nph)
+            cost = np.where(phase_max > 1, threads, seg)
+        np.add.at(wavefronts, ph_inst, cost)
         np.maximum.at(ways, ph_inst, phase_max)
         iw = np.unique(np.stack([ii, wd]), axis=1)[0]                            # distinct words per instruction
         counts = np.bincount(iw, minlength=n)
@@ -288,8 +310,9 @@ class SharedAnalysis:
         self.widths = acc.widths
         self.lanes_per_phase = phase_threads(acc.kind, acc.width)
         gaddr = source.addr if source is not None else None
-        self.groups = phase_groups(acc.kind, acc.addr, acc.widths, gaddr)
-        wf, ideal, ways = shared_costs(acc.addr, acc.widths, self.groups)
+        load = acc.side == "S" and acc.kind != "cp_async"       # the copy reads shared memory
+        self.groups = phase_groups(acc.kind, acc.addr, acc.widths, gaddr, load)
+        wf, ideal, ways = shared_costs(acc.addr, acc.widths, self.groups, lines=gaddr is not None)
         self.per_instruction = {"wavefronts": wf, "ideal": ideal, "ways": ways}   # (warps, instructions)
         self.warps = tuple(WarpShared(w, acc.instructions, int(wf[w].sum()), int(ideal[w].sum()),
                                       int(ways[w].max(initial=0))) for w in range(acc.warps))
