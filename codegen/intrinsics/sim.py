@@ -646,8 +646,10 @@ def _warp_function(key, lanes):
             out.append(vals[src] if 0 <= src < n else v)
         return out
     bits = sum(1 << i for i, v in enumerate(vals) if v)
-    res = {"ballot_sync": bits, "all_sync": int(bits == every), "any_sync": int(bits != 0),
-           "eq_sync": int(bits in (0, every)), "syncwarp": None}[name]
+    # the types numba gives them on the GPU: ballot a signed 32-bit word (lane 31 makes it
+    # negative), the votes booleans
+    res = {"ballot_sync": np.int32(bits - (1 << 32) if bits >> 31 else bits), "all_sync": bits == every,
+           "any_sync": bits != 0, "eq_sync": bits in (0, every), "syncwarp": None}[name]
     return [res] * n
 
 

@@ -132,7 +132,7 @@ def k_shuffle(out, fout):
     out[t, 1] = cuda.shfl_up_sync(FULL, v, 2)
     out[t, 2] = cuda.shfl_down_sync(FULL, v, 3)
     out[t, 3] = cuda.shfl_xor_sync(FULL, v, 5)
-    out[t, 4] = cuda.ballot_sync(FULL, t & 1)
+    out[t, 4] = cuda.ballot_sync(FULL, t & 1)                          # numba: a signed int32
     out[t, 5] = cuda.all_sync(FULL, t < 40) + 2 * cuda.any_sync(FULL, t == 7)
     cuda.syncwarp(FULL)
     x = np.float32(t) + np.float32(0.5)
@@ -149,7 +149,7 @@ def check_shuffle():
     cuda.jit(k_shuffle)[1, 32](out, fout)
     t = np.arange(32)
     want = np.stack([((t + 1) & 31) * 10, np.where(t >= 2, t - 2, t) * 10, np.where(t + 3 < 32, t + 3, t) * 10,
-                     (t ^ 5) * 10, np.full(32, 0xAAAAAAAA), np.full(32, 3)], axis=1)
+                     (t ^ 5) * 10, np.full(32, np.int32(-0x55555556)), np.full(32, 3)], axis=1)
     ok = np.array_equal(out, want) and np.all(fout == 512.0)
     return ok, f"shfl idx/up/down/xor, ballot, all/any, a warp sum: {ok}"
 
