@@ -339,9 +339,25 @@ class _Setup:
     N: int
 
 
-def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0):
-    """Validate everything that does not change between calls with the same signature,
-    choose the plan and compile it."""
+@dataclass(frozen=True)
+class _Checked:
+    """The operands of a call once checked: A and B as the kernel reads them (8-bit floats
+    as their bits), the sizes, the computation's type, B's 8-bit type and C's type (None:
+    the default)."""
+
+    a: object
+    b: object
+    M: int
+    N: int
+    K: int
+    kind: str
+    b_fp8: str | None
+    out: str | None
+
+
+def _check_operands(C, a, b, c, config, out_dtype, precision, op):
+    """Every check of the arrays, the config and the output type that a call makes, empty
+    problems included; raises :class:`GemmError` naming the values."""
     ka, kb = a.kind, b.kind
     if ka != kb and not ({ka, kb} <= {"cupy", "cuda"}):
         raise GemmError(f"{op}: A is a {ka} array but B is a {kb} array; pass arrays of one kind")
@@ -374,6 +390,14 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0):
         out = c.etype.name
     if kind in FP8 and out == "f64":
         raise GemmError(f"{op}: 8-bit float inputs give an f16, bf16 or f32 C (bf16 by default), got f64")
+    return _Checked(a, b, M, N, K, kind, b_fp8, out)
+
+
+def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0):
+    """Validate everything that does not change between calls with the same signature,
+    choose the plan and compile it."""
+    chk = _check_operands(C, a, b, c, config, out_dtype, precision, op)
+    a, b, M, N, K, kind, b_fp8, out = chk.a, chk.b, chk.M, chk.N, chk.K, chk.kind, chk.b_fp8, chk.out
     chosen = config is None
     if chosen:
         config = GemmConfig.default(kind, M, N, K, out, b_dtype=b_fp8)
@@ -657,29 +681,13 @@ class _Beta:
 def _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op):
     """A GEMM with M, N or K = 0, checked as any other: the launch sets C to ``beta * C`` (K = 0)
     or leaves the empty C (M or N = 0); a new C is zeros of the output type."""
-    ka, kb = a.kind, b.kind
-    if ka != kb and not ({ka, kb} <= {"cupy", "cuda"}):
-        raise GemmError(f"{op}: A is a {ka} array but B is a {kb} array; pass arrays of one kind")
-    a, b = _fp8_bits(a, b, precision, config, op)
-    if a.etype != b.etype and not (a.etype.name in FP8 and b.etype.name in FP8):
-        raise GemmError(f"{op}: A is {a.etype} but B is {b.etype}; convert one (supported: {', '.join(_SUPPORTED_IN)})")
-    M, K = a.shape
-    K2, N = b.shape
-    if K != K2:
-        raise GemmError(f"{op}: inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
-    kind = _precision(precision, a)
-    if config is not None and not isinstance(config, GemmConfig):
-        raise GemmError(f"{op}: config must be a codegen.GemmConfig, got {config!r}")
-    out = _out_name(out_dtype, op)
-    if c is not None:
-        _check_c(C, c, M, N, op)
-        if out is not None and out != c.etype.name:
-            raise GemmError(f"{op}: C is {c.etype.name} but out_dtype is {out}; pass one or make them agree")
-    else:
+    chk = _check_operands(C, a, b, c, config, out_dtype, precision, op)
+    M, N, kind, out = chk.M, chk.N, chk.kind, chk.out
+    if c is None:
         name = out or (config.out if config is not None else
                        "bf16" if kind in FP8 else "f32" if kind == "tf32" else kind)
-        C = _new_out(A, ka, (M, N), element_type(name))
-        if ka != "numpy":
+        C = _new_out(A, a.kind, (M, N), element_type(name))
+        if a.kind != "numpy":
             _Beta(C, 0.0)(0, 0, 0, 0.0, 0.0)            # torch/cupy/numba's empty: zeros, as numpy's
         beta = 0.0
     return GemmLaunch(_Beta(C, beta), (0, 0, 0), 1.0, beta, 0, C)
