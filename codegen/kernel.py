@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from .config import GemmConfig
 from .emit import KERNEL_NAME, emit_source
 from .plan import GemmPlan, make_plan
+from .simulation import simulating
 
 __all__ = ["CompiledGemm", "KernelKey", "get_kernel", "cache_dir", "kernel_signature", "compile_ptx_text", "gc_paused"]
 
@@ -150,18 +151,6 @@ def _load_module(source):
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
-
-
-def simulating():
-    """True when numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1``).
-
-    Read from numba once numba is imported (it fixes the mode then), else from the
-    environment, so that loading a cached kernel does not import numba."""
-    if "numba.cuda" in sys.modules:
-        from numba.cuda import config as ncfg
-
-        return bool(getattr(ncfg, "ENABLE_CUDASIM", 0))
-    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
 
 def get_kernel(key: KernelKey, jit=True):

@@ -45,24 +45,15 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import sys
+
+from ..simulation import simulating
 
 __all__ = ["device_object", "device", "device_function", "is_device_object", "late_import", "activate",
            "SIMULATED"]
 
 
-def _simulator_enabled():
-    """numba's simulator switch (``NUMBA_ENABLE_CUDASIM``), read without importing numba."""
-    config = sys.modules.get("numba.cuda.config")
-    flag = getattr(config, "ENABLE_CUDASIM", None) if config is not None else None
-    if flag is None:
-        flag = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
-    return bool(flag)
-
-
-#: True when kernels run in numba's simulator (``NUMBA_ENABLE_CUDASIM=1``).
-SIMULATED = _simulator_enabled()
+SIMULATED = simulating()
 
 #: The classes decorated with :func:`device_object`.
 _CLASSES = set()

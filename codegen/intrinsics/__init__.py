@@ -46,20 +46,13 @@ values keep the lower-index element in bits 0-15):
 
 from __future__ import annotations
 
-import os
+from numba.cuda import config as _config  # noqa: F401  (numba fixes the mode as it is imported)
 
-from numba.cuda import config as _config
-
-
-def _simulator_enabled() -> bool:
-    flag = getattr(_config, "ENABLE_CUDASIM", None)
-    if flag is None:
-        flag = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
-    return bool(flag)
+from ..simulation import simulating
 
 
 #: True when the atoms are the simulator twins (NUMBA_ENABLE_CUDASIM=1).
-SIMULATED: bool = _simulator_enabled()
+SIMULATED: bool = simulating()
 
 if SIMULATED:
     from . import sim as _backend
