@@ -164,7 +164,6 @@ def activate():
 def _simulated(fn):
     """``fn`` run as numba's simulator runs a device function: with the simulated ``cuda``
     module (thread indices, shared and local arrays) in place of its module's ``cuda``."""
-    import functools
 
     @functools.wraps(fn)
     def method(*args, **kwargs):
