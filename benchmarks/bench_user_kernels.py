@@ -16,7 +16,12 @@ In one process, on the same operands:
 * the swizzled transpose (examples/transpose.py) against a device-to-device copy of the
   same bytes (``dst.copy_(src)``), GB/s read + written; target: at least 85% of the copy;
 * the cold compile time of one user kernel (the f16 GEMM) in a new process: typing,
-  lowering, NVVM, ptxas and loading, up to the end of its first launch; target: 10 s.
+  lowering, NVVM, ptxas and loading, up to the end of its first launch; target: 10 s;
+* the run-time-shape f16 GEMM (examples/f16_runtime_shape.py: step 4's kernel over layouts
+  of the kernel's arguments, residues by predicates) at every size of ``--runtime``, one
+  compilation for all, against step 4's kernel compiled for each size (where the size is a
+  multiple of its tile), the generated GEMM and cuBLAS on the same operands, interleaved in
+  bursts (``--only-runtime``).
 
 Prints a table and writes the figures as JSON to ``--json`` and to ``$OUT/bench_user_kernels.json``.
 """
@@ -122,6 +127,63 @@ def hopper_figures(n, rounds=10):
             "user_rel_err": err, "wait_timed_out": timed_out, "target_user_vs_generated": 0.95}
 
 
+def runtime_shape_figures(shapes, rounds=10):
+    """The run-time-shape f16 GEMM (one compilation) against the per-size static kernel of
+    step 4, the generated GEMM and cuBLAS, interleaved, at each ``(M, N, K)``."""
+    import statistics
+    import time
+
+    import torch
+    from numba import cuda
+
+    import codegen
+
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    rt, f16 = load("f16_runtime_shape"), load("f16_multistage")
+    stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
+    rows = []
+    for M, N, K in shapes:
+        A = torch.randn(M, K, device="cuda", dtype=torch.float16)
+        Bnk = torch.randn(N, K, device="cuda", dtype=torch.float16)    # (N,K), K-major
+        C = torch.empty(M, N, device="cuda", dtype=torch.float16)
+        a, b, c = (cuda.as_cuda_array(t) for t in (A, Bnk, C))
+        t0 = time.perf_counter()
+        rt.launch(a, b, c, stream)
+        torch.cuda.synchronize()
+        first = time.perf_counter() - t0
+        ref = A.float() @ Bnk.float().t()
+        err = ((C.float() - ref).abs().max() / ref.abs().max()).item()
+        grid = (-(-M // rt.BM) * -(-N // rt.BN),)
+        kern = rt.f16_gemm[grid, rt.MMA.size, stream, rt.SMEM_BYTES]
+        args = (a, b, c, M, N, K, K, K, N)
+        calls = {"runtime_shape": lambda: kern(*args)}
+        if M % f16.BM == 0 and N % f16.BN == 0 and K % f16.BK == 0:
+            g = f16.make_gemm(M, N, K)
+            f16.launch(g, a, b, c, stream)                              # compile, raise the smem limit
+            st = g.kernel[g.grid, g.block, stream, g.smem_bytes]
+            calls["static_shape"] = lambda: st(a, b, c)
+        gen = codegen.prepare(A, Bnk.t())
+        gen()
+        calls["generated"] = gen
+        calls["cublas"] = lambda: torch.matmul(A, Bnk.t())
+        torch.cuda.synchronize()
+        names = list(calls)
+        times = bursts([calls[k] for k in names], rounds)
+        flop = 2.0 * M * N * K
+        row = {"shape": [M, N, K], "first_call_s": first, "rel_err": err,
+               "compilations": len(rt.f16_gemm.overloads)}
+        for k, t in zip(names, times):
+            row[f"{k}_tflops"] = flop / statistics.median(t) / 1e12
+            if k != "runtime_shape":
+                row[f"runtime_vs_{k}"] = statistics.median(x / y for x, y in zip(t, times[0]))
+        rows.append(row)
+        print(f"run-time-shape f16 GEMM {M}x{N}x{K}: " + ", ".join(
+            f"{k} {row[k + '_tflops']:.0f}" for k in names) + " TFLOP/s; " + ", ".join(
+            f"vs {k} {row['runtime_vs_' + k]:.3f}" for k in names[1:]) +
+            f"; first call {first:.2f} s, compilations so far {row['compilations']}, rel err {err:.1e}", flush=True)
+    return rows
+
+
 def transpose_figures(n):
     import torch
     from numba import cuda
@@ -186,12 +248,21 @@ def main(argv=None):
     p.add_argument("--transpose", type=int, default=8192)
     p.add_argument("--hopper", default="4096,8192", help="sizes of the Hopper comparison ('' to skip)")
     p.add_argument("--only-hopper", action="store_true")
+    p.add_argument("--runtime", default="1000x1000x1000,2048x2048x2048,4096x4096x4096,8192x8192x8192,"
+                                         "4000x3000x2056,8192x200x4096",
+                   help="(M x N x K),... of the run-time-shape GEMM ('' to skip)")
+    p.add_argument("--only-runtime", action="store_true")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     import torch
 
     res = {"device": torch.cuda.get_device_name()}
     print(f"device: {res['device']}")
+    if args.runtime:
+        res["runtime_shape_f16"] = runtime_shape_figures(
+            [tuple(int(x) for x in s.split("x")) for s in args.runtime.split(",")])
+    if args.only_runtime:
+        args.hopper, args.only_hopper = "", True
     if args.hopper:
         res["hopper_f16"] = [hopper_figures(int(n)) for n in args.hopper.split(",")]
         for h in res["hopper_f16"]:

@@ -111,6 +111,7 @@ INSTRUCTIONS = {
     "bf16_mma": ["ldmatrix.sync.aligned.m8n8.x4.shared.b16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"],
     "partition": [],
     "device_function": ["fma.rn.f32"],
+    "runtime_shape": ["fma.rn.f32", "mul.lo.s64"],      # a row step: one multiply by the run-time ld
 }
 
 
@@ -147,7 +148,7 @@ def test_one_tuple_projection_partitions_by_mode_as_on_the_host():
     from layoutalg import local_partition, make_tensor
 
     for lay, proj in ((K.LP, (1, None)), (Layout((64, 4), (4, 1)), (None, 1))):   # the kept tile: mode 0
-        sub, _ = _partition_spec("local_partition", TensorType(nt.float32, "gmem", None, lay), K.THR, proj)
+        sub = _partition_spec("local_partition", TensorType(nt.float32, "gmem", None, lay), K.THR, proj).sub
         host = local_partition(make_tensor(np.zeros(256, np.float32), lay), K.THR, 5, proj)
         assert str(sub) == str(host.layout)
         assert isinstance(sub.shape, tuple) and len(sub.shape) == 2

@@ -9,7 +9,7 @@ numba's simulator, :mod:`codegen.cute` exports the twins of :mod:`codegen.cute.s
 from __future__ import annotations
 
 __all__ = [
-    "make_tensor", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
+    "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
     "local_tile", "local_partition", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C",
 ]
@@ -29,8 +29,22 @@ make_tensor = _device_only("make_tensor")
 make_tensor.__doc__ = """``make_tensor(array, layout)``: the array's flat memory indexed by ``layout``.
 
 ``layout`` (a ``Layout`` or a swizzled ``ComposedLayout``) is a compile-time constant (a
-global of the kernel's module); the array's own shape and strides are not used.
+global of the kernel's module), or a layout of run-time integers from ``make_layout``; the
+array's own shape and strides are not used.
 """
+make_layout = _device_only("make_layout")
+make_layout.__doc__ = """``make_layout(shape, stride)``: a layout of the kernel's run-time integers
+(CuTe's dynamic integers) beside compile-time ones: ``make_layout((M, K), (ldA, 1))``.  Only
+the run-time ones are data; the rest folds as in a constant layout.  A tensor over it tiles
+with CuTe's residue semantics: ``local_tile`` of a run-time extent ``M`` by ``t`` gives
+``ceil_div(M, t)`` tiles, the last one partial, to be guarded by an identity tensor's
+predicates.  Strides are given explicitly; a run-time stride that the copies must treat as
+aligned is wrapped in ``assume``."""
+assume = _device_only("assume")
+assume.__doc__ = """``assume(x, divby)``: the run-time integer ``x``, promised to be a multiple of the
+constant ``divby`` (CuTe DSL's ``assume``), for the strides of ``make_layout``: vector copies
+(16-byte ``cp.async``) need every run-time stride of their rows to be a multiple of the
+vector.  The GPU trusts the promise; the simulator checks it."""
 make_shared_tensor = _device_only("make_shared_tensor")
 make_shared_tensor.__doc__ = """``make_shared_tensor(dtype, layout)``: a fresh static shared array of
 ``cosize(layout)`` elements (128-byte aligned) viewed through ``layout``."""
@@ -50,8 +64,8 @@ local_partition = _device_only("local_partition")
 local_partition.__doc__ = """``local_partition(tensor, thr_layout, idx[, proj])``: thread ``idx``'s
 elements when the threads of ``thr_layout`` tile ``tensor``."""
 size = _device_only("size")
-size.__doc__ = """``size(x[, mode])``: the number of elements of a tensor or layout (or of one mode),
-a compile-time constant."""
+size.__doc__ = """``size(x[, mode])``: the number of elements of a tensor or layout (or of one mode):
+a compile-time constant, or a run-time integer where the extents are (``make_layout``)."""
 copy = _device_only("copy")
 copy.__doc__ = """``copy(tiled_copy, src, dst)``: the copy atom over the partitioned tensors
 ``(CPY, CPY_M, CPY_N, ...)``; ``copy(src, dst)`` copies element by element."""

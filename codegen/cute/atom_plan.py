@@ -23,21 +23,29 @@ import layoutalg as la
 from layoutalg import Layout, Swizzle
 
 from ..atom_intrinsics import MMA_INTRINSICS
+from .dynamic import decode_linear, linear_divisor
 from .errors import CuteError
 
 __all__ = ["TensorInfo", "CopyStep", "CopyPlan", "copy_plan", "copy_if_plan", "convert_plan", "CONVERSIONS", "MMAStep",
            "MMAPlan", "mma_plan", "MMA_TYPES"]
 
 
+#: ``TensorInfo.align`` of a tensor whose run-time offset is 0 (a divisor of every offset).
+ALIGN_ANY = 1 << 30
+
+
 @dataclass(frozen=True)
 class TensorInfo:
-    """The static facts of a tensor: memory space, element bits, swizzle, layout."""
+    """The static facts of a tensor: memory space, element bits, swizzle, layout, and
+    ``align``, a divisor of its run-time offset in elements (the thread's part of a
+    partition; the pointer itself is taken to be 16-byte aligned, as allocators give)."""
 
     space: str                      # "gmem", "smem", "rmem" or "coord"
     bits: int
     swizzle: Swizzle | None
     layout: Layout
     dtype: str = ""
+    align: int = ALIGN_ANY
 
     def describe(self):
         sw = f"{self.swizzle} o " if self.swizzle is not None else ""
@@ -64,6 +72,11 @@ class CopyPlan:
     steps: tuple
 
 
+def _offset_str(x):
+    s, parts = decode_linear(x)
+    return "+".join([f"{c}*d{i}" for i, c in parts.items()] + ([str(s)] if s or not parts else []))
+
+
 def _contiguous(offs):
     return all(o == offs[0] + j for j, o in enumerate(offs))
 
@@ -73,11 +86,21 @@ def _vector_ok(op, info, offs, vec, what, atom_name):
     if not _contiguous(offs):
         raise CuteError(
             f"{op}: {atom_name} moves {vec} values ({vec * info.bits} bits) as one vector, but the "
-            f"{what} {info.describe()} holds them at offsets {list(offs)}: not contiguous")
-    if offs[0] % vec:
+            f"{what} {info.describe()} holds them at offsets [{', '.join(_offset_str(o) for o in offs)}]: "
+            f"not contiguous")
+    if linear_divisor(offs[0]) % vec:
         raise CuteError(
             f"{op}: {atom_name} moves {vec}-value vectors, but the {what} {info.describe()} starts "
-            f"one at offset {offs[0]}, not a multiple of {vec} (misaligned)")
+            f"one at offset {_offset_str(offs[0])}, not a multiple of {vec} (misaligned"
+            + (f"; a run-time stride must be promised a multiple of {vec} with cute.assume(ld, {vec})"
+               if decode_linear(offs[0])[1] else "") + ")")
+    if info.align % vec:
+        raise CuteError(
+            f"{op}: {atom_name} moves {vec}-value vectors, but the {what} {info.describe()} is a "
+            f"partition whose run-time offset (the thread's, the tile's) is known to be a multiple of "
+            f"only {info.align} elements, not {vec} (misaligned for some thread; the strides of the "
+            f"partitioned modes must be multiples of {vec}, a run-time stride promised so with "
+            f"cute.assume(ld, {vec}))")
     sw = info.swizzle
     if sw is not None and (1 << sw.base) < vec:
         raise CuteError(

@@ -16,8 +16,9 @@ import layoutalg as la
 from ..intrinsics import ptx as _ptx
 from . import api
 from .atom_plan import TensorInfo, convert_plan, copy_if_plan, copy_plan, mma_plan
-from .device_tensor import element_pointer, tensor_proxy, typing_error
-from .offsets import CuteError, add_offset, emit_swizzle
+from .device_tensor import dyn_values, element_pointer, tensor_proxy, typing_error
+from .dynamic import has_dynamic_shape
+from .offsets import CuteError, add_offset, dyn_linear, emit_swizzle
 from .types import CoordTensorType, TensorType, TiledCopyType, TiledMMAType
 
 __all__ = ["tensor_info", "call_intrinsic"]
@@ -27,10 +28,15 @@ _I64 = ir.IntType(64)
 
 
 def tensor_info(ty):
-    """The :class:`TensorInfo` of a device tensor type."""
+    """The :class:`TensorInfo` of a device tensor type (whose shape must be static: a copy
+    or an MMA has a fixed number of calls)."""
+    if isinstance(ty, (TensorType, CoordTensorType)) and has_dynamic_shape(ty.layout):
+        raise CuteError(f"the {ty.describe()} has a mode of run-time extent: index it first (e.g. "
+                        f"the k-tile mode in a loop over cute.size(t, mode)); copies and MMAs have a "
+                        f"static number of calls")
     if isinstance(ty, CoordTensorType):
         return TensorInfo("coord", 64, None, ty.layout, "coord")
-    return TensorInfo(ty.space, ty.dtype.bitwidth, ty.swizzle, ty.layout, str(ty.dtype))
+    return TensorInfo(ty.space, ty.dtype.bitwidth, ty.swizzle, ty.layout, str(ty.dtype), ty.align)
 
 
 def call_intrinsic(context, builder, name, argtys, args):
@@ -66,8 +72,10 @@ class _Mem:
         self.context = context
         t = tensor_proxy(context, builder, ty, val)
         self.ptr, self.off = t.ptr, t.off
+        self.dyn = dyn_values(builder, ty, t)
 
     def at(self, off):
+        off = dyn_linear(self.builder, off, self.dyn)           # run-time strides, if any
         return element_pointer(self.context, self.builder, self.ty,
                                self.ptr, add_offset(self.builder, self.off, off))
 
@@ -83,7 +91,7 @@ class _Mem:
         return b.add(base, b.mul(x, ir.Constant(_I32, nbytes)))
 
     def gmem_addr(self, off):
-        p = self.at(off)
+        p = self.at(off)                                        # (run-time strides: in at)
         g = self.builder.addrspacecast(p, ir.PointerType(p.type.pointee, 1))
         return self.builder.ptrtoint(g, _I64)
 

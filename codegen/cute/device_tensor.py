@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+from dataclasses import dataclass
 
 import numpy as np
 from llvmlite import ir
@@ -20,15 +21,19 @@ from numba.cuda.cudaimpl import registry as _ireg
 from numba.cuda.typing.templates import AbstractTemplate, AttributeTemplate, bound_function, signature
 
 import layoutalg as la
+from layoutalg.inttuple import flat_tuple
 from layoutalg import ComposedLayout, Layout, Swizzle
 
 from . import api
 from .checks import check_divides, shared_cosize
+from .dynamic import (
+    DynSlot, has_dynamic_shape, is_dynamic_shape, linear_divisor, shape_placeholder, stride_placeholder,
+)
 from .offsets import (
-    CuteError, I64, Leaf, add_offset, as_ir, emit_swizzle, emit_terms, leaves, slice_spec,
+    CuteError, I64, Leaf, add_offset, as_ir, dyn_linear, dyn_shape, emit_swizzle, emit_terms, leaves, slice_spec,
     spec_of_type,
 )
-from .types import ALIGN_ZERO, CoordTensorType, LayoutType, TensorType
+from .types import ALIGN_ZERO, AssumedIntType, CoordTensorType, DynLayoutType, LayoutType, TensorType
 
 __all__ = ["typing_error", "tensor_proxy", "make_tensor_value", "element_pointer", "lower_slice",
            "SHARED_ALIGN"]
@@ -72,8 +77,9 @@ def tensor_proxy(context, builder, ty, val=None):
     return cgutils.create_struct_proxy(ty)(context, builder, value=val)
 
 
-def make_tensor_value(context, builder, ty, ptr=None, off=None):
-    """A tensor value of type ``ty`` from a pointer and an offset (an int or i64 IR)."""
+def make_tensor_value(context, builder, ty, ptr=None, off=None, dyn=()):
+    """A tensor value of type ``ty`` from a pointer, an offset (an int or i64 IR) and the
+    values of its run-time extents and strides (i64 IR, one per slot of ``ty.dyn``)."""
     t = cgutils.create_struct_proxy(ty)(context, builder)
     if isinstance(ty, CoordTensorType):
         offs = off if off is not None else [0] * ty.rank
@@ -81,7 +87,14 @@ def make_tensor_value(context, builder, ty, ptr=None, off=None):
     else:
         t.ptr = ptr
         t.off = as_ir(off if off is not None else 0)
+    if ty.dyn:
+        t.dyn = context.make_tuple(builder, types.UniTuple(types.int64, len(ty.dyn)), [as_ir(v) for v in dyn])
     return t._getvalue()
+
+
+def dyn_values(builder, ty, struct):
+    """The i64 values of the run-time extents and strides of a tensor or dynamic layout."""
+    return [builder.extract_value(struct.dyn, i) for i in range(len(ty.dyn))] if ty.dyn else []
 
 
 def element_pointer(context, builder, ty, ptr, off):
@@ -90,19 +103,21 @@ def element_pointer(context, builder, ty, ptr, off):
     return builder.gep(ptr, [as_ir(off)])
 
 
-def lower_slice(context, builder, in_ty, in_val, out_ty, terms, values):
-    """The value of ``out_ty`` (a tensor, or an element) at ``in_val``'s offset plus ``terms``."""
+def lower_slice(context, builder, in_ty, in_val, out_ty, terms, values, new_dyn=()):
+    """The value of ``out_ty`` (a tensor, or an element) at ``in_val``'s offset plus ``terms``;
+    ``new_dyn``: values of the run-time extents the result adds (``local_tile``'s tile counts)."""
     t = tensor_proxy(context, builder, in_ty, in_val)
+    dyn = dyn_values(builder, in_ty, t) + list(new_dyn)
     if isinstance(in_ty, CoordTensorType):
         base = [builder.extract_value(t.off, i) for i in range(in_ty.rank)]
-        rel = emit_terms(builder, terms, values, in_ty.rank)
+        rel = emit_terms(builder, terms, values, in_ty.rank, dyn)
         offs = [add_offset(builder, b, r) for b, r in zip(base, rel)]
         if isinstance(out_ty, CoordTensorType):
-            return make_tensor_value(context, builder, out_ty, off=offs)
+            return make_tensor_value(context, builder, out_ty, off=offs, dyn=dyn[:len(out_ty.dyn)])
         return context.make_tuple(builder, out_ty, [as_ir(o) for o in offs])
-    off = add_offset(builder, t.off, emit_terms(builder, terms, values))
+    off = add_offset(builder, t.off, emit_terms(builder, terms, values, None, dyn))
     if isinstance(out_ty, TensorType):
-        return make_tensor_value(context, builder, out_ty, t.ptr, off)
+        return make_tensor_value(context, builder, out_ty, t.ptr, off, dyn[:len(out_ty.dyn)])
     return builder.load(element_pointer(context, builder, in_ty, t.ptr, off))
 
 
@@ -112,13 +127,14 @@ def _element_type(ty):
     return ty.dtype
 
 
-def _sliced_type(ty, sub, terms=()):
-    """The element type, or the sub-tensor's type (with the alignment the terms keep)."""
+def _sliced_type(ty, sub, terms=(), dyn=None):
+    """The element type, or the sub-tensor's type (with the alignment the terms keep and
+    the run-time extents and strides, ``dyn``, when the slicing added some)."""
     if sub is None:
         return _element_type(ty)
     if isinstance(ty, CoordTensorType):
-        return ty.with_layout(sub)
-    return ty.with_layout(sub, offset_alignment(ty.align, terms))
+        return ty.with_layout(sub, dyn=dyn)
+    return ty.with_layout(sub, offset_alignment(ty.align, terms), dyn)
 
 
 def offset_alignment(align, terms):
@@ -129,11 +145,11 @@ def offset_alignment(align, terms):
 
     for t in terms:
         if t.leaf.value is not None:
-            align = gcd(align, abs(host_offset([t])))
+            align = gcd(align, linear_divisor(host_offset([t])))
         else:
             for s, _, d in _mode_leaves(t.shape, t.stride):
-                if s > 1 and isinstance(d, int):
-                    align = gcd(align, abs(d))
+                if s != 1 and isinstance(d, int):
+                    align = gcd(align, linear_divisor(d))
     return align or ALIGN_ZERO
 
 
@@ -194,8 +210,11 @@ class _MakeTensor(AbstractTemplate):
     def generic(self, args, kws):
         if len(args) != 2 or not isinstance(args[0], types.Array):
             raise CuteError(f"make_tensor: expected (array, layout), got {args}")
-        sw, _, inner = _layout_of("make_tensor", args[1])
-        return signature(TensorType(args[0].dtype, "gmem", sw, inner), *args)
+        if isinstance(args[1], DynLayoutType):
+            # a layout made in the kernel: run-time extents tile with CuTe's residue (ceil) semantics
+            return signature(TensorType(args[0].dtype, "gmem", None, args[1].layout, ALIGN_ZERO, args[1].dyn), *args)
+        sw, off, inner = _layout_of("make_tensor", args[1])
+        return signature(TensorType(args[0].dtype, "gmem", sw, inner, _gcd(ALIGN_ZERO, off)), *args)
 
 
 @_ireg.lower(api.make_tensor, types.Array, LayoutType)
@@ -203,6 +222,133 @@ def _lower_make_tensor(context, builder, sig, args):
     ary = context.make_array(sig.args[0])(context, builder, args[0])
     _, off, _ = _layout_of("make_tensor", sig.args[1])
     return make_tensor_value(context, builder, sig.return_type, ary.data, off)
+
+
+@_ireg.lower(api.make_tensor, types.Array, DynLayoutType)
+def _lower_make_tensor_dyn(context, builder, sig, args):
+    ary = context.make_array(sig.args[0])(context, builder, args[0])
+    lay = cgutils.create_struct_proxy(sig.args[1])(context, builder, value=args[1])
+    return make_tensor_value(context, builder, sig.return_type, ary.data, 0,
+                             dyn_values(builder, sig.args[1], lay))
+
+
+# ---- make_layout / assume: layouts of run-time integers ------------------------------------
+
+def _int_leaves(op, ty, what):
+    """The leaves of a shape or stride's numba type in order: an int (a literal) or the type
+    of a run-time integer."""
+    if isinstance(ty, types.IntegerLiteral):
+        return int(ty.literal_value)
+    if isinstance(ty, (types.Integer, AssumedIntType)):
+        return ty
+    if isinstance(ty, types.BaseTuple) and len(ty.types):
+        return tuple(_int_leaves(op, t, what) for t in ty.types)
+    raise CuteError(f"{op}: the {what} must be made of integers and tuples, got {ty}")
+
+
+def dyn_layout_type(op, shape_ty, stride_ty):
+    """The type of ``make_layout(shape, stride)``: a ``LayoutType`` when every integer is a
+    compile-time constant, else a :class:`DynLayoutType` with one slot per run-time integer
+    (the shape's first, then the stride's, in the order they are written)."""
+    slots = []
+
+    def shape_leaf(t):
+        if isinstance(t, int):
+            if t <= 0:
+                raise CuteError(f"{op}: extent {t} must be positive")
+            return t
+        slots.append(DynSlot("shape", 1, f"d{len(slots)}"))
+        return shape_placeholder(len(slots) - 1)
+
+    def stride_leaf(t):
+        if isinstance(t, int):
+            return t
+        divby = t.divby if isinstance(t, AssumedIntType) else 1
+        slots.append(DynSlot("stride", divby, f"d{len(slots)}"))
+        return stride_placeholder(len(slots) - 1, divby)
+
+    def walk(x, leaf):
+        return tuple(walk(y, leaf) for y in x) if isinstance(x, tuple) else leaf(x)
+
+    shape = walk(_int_leaves(op, shape_ty, "shape"), shape_leaf)
+    if stride_ty is None:
+        if slots:
+            raise CuteError(f"{op}: a shape of run-time extents needs explicit strides, "
+                            f"e.g. make_layout((M, K), (ldA, 1))")
+        return LayoutType(Layout(shape))
+    stride = walk(_int_leaves(op, stride_ty, "stride"), stride_leaf)
+    try:
+        lay = Layout(shape, stride)
+    except la.LayoutError as e:
+        raise CuteError(f"{op}: {e}") from None
+    return DynLayoutType(lay, slots) if slots else LayoutType(lay)
+
+
+@_treg.register_global(api.make_layout)
+class _MakeLayout(AbstractTemplate):
+    prefer_literal = True
+    @_typed("make_layout")
+    def generic(self, args, kws):
+        if len(args) not in (1, 2):
+            raise CuteError(f"make_layout: expected (shape[, stride]), got {args}")
+        return signature(dyn_layout_type("make_layout", args[0], args[1] if len(args) == 2 else None), *args)
+
+
+def _dyn_leaf_values(builder, ty, val):
+    """The run-time leaves of a shape or stride value, with the divisor of assumed ones."""
+    out = []
+
+    def go(t, v):
+        if isinstance(t, types.IntegerLiteral):
+            return
+        if isinstance(t, AssumedIntType):
+            out.append((v, t.divby))
+        elif isinstance(t, types.Integer):
+            out.append((leaves(builder, t, v)[0], 1))
+        else:
+            for i, tt in enumerate(t.types):
+                go(tt, builder.extract_value(v, i))
+
+    go(ty, val)
+    return out
+
+
+@_ireg.lower(api.make_layout, types.Any)
+@_ireg.lower(api.make_layout, types.Any, types.Any)
+def _lower_make_layout(context, builder, sig, args):
+    ty = sig.return_type
+    if not isinstance(ty, DynLayoutType):
+        return context.get_dummy_value()
+    vals = [v for t, a in zip(sig.args, args) for v in _dyn_leaf_values(builder, t, a)]
+    # a stride slot keeps value / divby (exact: the kernel assumed it), see codegen.cute.dynamic
+    dyn = [builder.sdiv(v, ir.Constant(I64, d)) if d != 1 else v for v, d in vals]
+    lay = cgutils.create_struct_proxy(ty)(context, builder)
+    lay.dyn = context.make_tuple(builder, types.UniTuple(types.int64, len(ty.dyn)), dyn)
+    return lay._getvalue()
+
+
+@_treg.register_global(api.assume)
+class _Assume(AbstractTemplate):
+    prefer_literal = True
+    @_typed("assume")
+    def generic(self, args, kws):
+        if len(args) != 2 or not isinstance(args[0], types.Integer):
+            raise CuteError(f"assume: expected (integer, divby), got {args}")
+        d = _literal_ints("assume", args[1], "divby")
+        if not isinstance(d, int) or d <= 0:
+            raise CuteError(f"assume: divby must be a positive int constant, got {d!r}")
+        if isinstance(args[0], types.IntegerLiteral):
+            if args[0].literal_value % d:
+                raise CuteError(f"assume: {args[0].literal_value} is not a multiple of {d}")
+            return signature(args[0], *args)
+        return signature(AssumedIntType(d), *args)
+
+
+@_ireg.lower(api.assume, types.Integer, types.Any)
+def _lower_assume(context, builder, sig, args):
+    if isinstance(sig.return_type, types.IntegerLiteral):
+        return context.get_constant(sig.args[0], sig.return_type.literal_value)
+    return leaves(builder, sig.args[0], args[0])[0]
 
 
 @_treg.register_global(api.make_shared_tensor)
@@ -275,6 +421,9 @@ def _lower_dynamic_shared(context, builder, sig, args):
 
 def fragment_type(op, layout, dtype):
     """The register tensor type CuTe's ``make_fragment_like`` gives for ``layout``."""
+    if has_dynamic_shape(layout):
+        raise CuteError(f"{op}: a register fragment needs a static shape; index the modes of run-time "
+                        f"extent first (e.g. the k-tile mode of a local_tile)")
     frag = la.make_fragment_like(layout, np.float32).layout
     return TensorType(dtype, "rmem", None, frag, ALIGN_ZERO)
 
@@ -321,15 +470,23 @@ class _MakeIdentity(AbstractTemplate):
     def generic(self, args, kws):
         if len(args) != 1:
             raise CuteError(f"make_identity_tensor: expected (shape), got {args}")
-        shape = _literal_ints("make_identity_tensor", args[0], "the shape")
-        if not isinstance(shape, tuple) or any(not isinstance(s, int) for s in shape):
-            raise CuteError(f"make_identity_tensor: shape must be a flat tuple of ints, got {shape!r}")
-        return signature(CoordTensorType(la.make_identity_layout(shape), len(shape)), *args)
+        shape = _int_leaves("make_identity_tensor", args[0], "the shape")
+        if not isinstance(shape, tuple) or any(isinstance(s, tuple) for s in shape):
+            raise CuteError(f"make_identity_tensor: shape must be a flat tuple of ints, got {args[0]}")
+        slots, static = [], []
+        for x in shape:
+            if isinstance(x, int):
+                static.append(x)
+            else:                                  # a run-time extent (CuTe's residue semantics)
+                slots.append(DynSlot("shape", 1, f"d{len(slots)}"))
+                static.append(shape_placeholder(len(slots) - 1))
+        return signature(CoordTensorType(la.make_identity_layout(tuple(static)), len(shape), slots), *args)
 
 
 @_ireg.lower(api.make_identity_tensor, types.Any)
 def _lower_identity(context, builder, sig, args):
-    return make_tensor_value(context, builder, sig.return_type)
+    dyn = [v for v, _ in _dyn_leaf_values(builder, sig.args[0], args[0])]
+    return make_tensor_value(context, builder, sig.return_type, dyn=dyn)
 
 
 # ---- indexing --------------------------------------------------------------------------
@@ -389,12 +546,21 @@ def _lower_setitem(context, builder, sig, args):
     ty, idx, valty = sig.args
     _, terms = slice_spec("setitem", ty.layout, spec_of_type(idx))
     t = tensor_proxy(context, builder, ty, args[0])
-    off = add_offset(builder, t.off, emit_terms(builder, terms, leaves(builder, idx, args[1])))
+    dyn = dyn_values(builder, ty, t)
+    off = add_offset(builder, t.off, emit_terms(builder, terms, leaves(builder, idx, args[1]), None, dyn))
     builder.store(args[2], element_pointer(context, builder, ty, t.ptr, off))
     return context.get_dummy_value()
 
 
 # ---- size ------------------------------------------------------------------------------
+
+def _size_layout(x):
+    if isinstance(x, (TensorType, CoordTensorType, DynLayoutType)):
+        return x.layout
+    if isinstance(x, LayoutType):
+        return _layout_of("size", x)[2]
+    raise CuteError(f"size: expected a tensor or a layout, got {x}")
+
 
 @_treg.register_global(api.size)
 class _Size(AbstractTemplate):
@@ -403,13 +569,7 @@ class _Size(AbstractTemplate):
     def generic(self, args, kws):
         if len(args) not in (1, 2):
             raise CuteError(f"size: expected (tensor or layout[, mode]), got {args}")
-        x = args[0]
-        if isinstance(x, ANY_TENSOR):
-            lay = x.layout
-        elif isinstance(x, LayoutType):
-            lay = _layout_of("size", x)[2]
-        else:
-            raise CuteError(f"size: expected a tensor or a layout, got {x}")
+        lay = _size_layout(args[0])
         if len(args) == 2:
             mode = _literal_ints("size", args[1], "the mode")
             if not isinstance(mode, int) or not 0 <= mode < la.rank(lay):
@@ -417,18 +577,22 @@ class _Size(AbstractTemplate):
         return signature(types.intp, *args)
 
 
-def _size_value(sig):
-    x = sig.args[0]
-    lay = x.layout if isinstance(x, ANY_TENSOR) else _layout_of("size", x)[2]
-    if len(sig.args) == 2:
-        lay = lay[int(sig.args[1].literal_value)] if la.rank(lay) > 1 else lay
-    return la.size(lay)
-
-
 @_ireg.lower(api.size, types.Any)
 @_ireg.lower(api.size, types.Any, types.Any)
 def _lower_size(context, builder, sig, args):
-    return context.get_constant(types.intp, _size_value(sig))
+    """A constant, or for run-time extents the product of their values (CuTe's dynamic size)."""
+    x = sig.args[0]
+    lay = _size_layout(x)
+    if len(sig.args) == 2:
+        lay = lay[int(sig.args[1].literal_value)] if la.rank(lay) > 1 else lay
+    if not has_dynamic_shape(lay):
+        return context.get_constant(types.intp, la.size(lay))
+    dyn = dyn_values(builder, x, tensor_proxy(context, builder, x, args[0]))
+    acc = 1
+    for e in flat_tuple(lay.shape):
+        v = dyn_shape(builder, e, dyn)
+        acc = acc * v if isinstance(acc, int) and isinstance(v, int) else builder.mul(as_ir(acc), as_ir(v))
+    return as_ir(acc)
 
 
 # ---- local_tile / local_partition --------------------------------------------------------
@@ -447,19 +611,88 @@ def _dice(proj, x):
     return tuple(v for p, v in zip(proj, items) if p is not None)     # a 1-tuple stays a tuple, as CuTe's dice
 
 
+@dataclass(frozen=True)
+class TileSpec:
+    """What ``local_tile``/``local_partition`` make of a tensor: the kept sub-layout, the
+    offset's terms, and the run-time extents they add: ``ceil_div(dyn[src], tile)`` for each
+    ``(src, tile)`` of ``new``, appended to the tensor's slots (``dyn``)."""
+
+    sub: object
+    terms: tuple
+    dyn: tuple
+    new: tuple
+
+
+def split_residues(op, ty, tiler):
+    """``(layout, dyn, new)``: ``ty``'s layout with each single-extent mode that ``tiler``
+    tiles with a remainder split into ``(tile, ceil_div(extent, tile))`` first, as CuTe's
+    ``logical_divide`` rounds up.  A run-time extent is always split (into a new slot); a static
+    one only for tensors with CuTe's residue semantics (identity tensors, and tensors over
+    layouts of run-time integers); other static tiles must divide (``check_divides``)."""
+    lay, dyn, new = ty.layout, list(ty.dyn), []
+    tl = tiler if isinstance(tiler, tuple) else (tiler,)
+    one = not isinstance(lay.shape, tuple)
+    shapes = [lay.shape] if one else list(lay.shape)
+    strides = [lay.stride] if one else list(lay.stride)
+    residue = isinstance(ty, CoordTensorType) or bool(ty.dyn)
+    for i, t in enumerate(tl[:len(shapes)]):
+        e, d = shapes[i], strides[i]
+        if t is None:
+            continue
+        if isinstance(e, tuple):
+            if any(is_dynamic_shape(x) for x in flat_tuple(e)):
+                raise CuteError(f"{op}: mode {i} of {ty.describe()} nests a run-time extent; tile modes of "
+                                f"one run-time extent each")
+            continue
+        dynamic = is_dynamic_shape(e)
+        if not dynamic and (not residue or e % (t if isinstance(t, int) else la.size(t)) == 0):
+            continue
+        if not isinstance(t, int):
+            raise CuteError(f"{op}: tile {tiler} over the mode {i} of run-time extent of {ty.describe()}: "
+                            f"tile such a mode by an int")
+        if dynamic:
+            src = decode_shape_slot(e)
+            dyn.append(DynSlot("shape", 1, f"ceil({dyn[src].origin or f'd{src}'}/{t})"))
+            new.append((src, t))
+            rest = shape_placeholder(len(dyn) - 1)
+        else:
+            rest = -(-e // t)
+        shapes[i], strides[i] = (t, rest), (d, d * t)
+    if not new and not residue:
+        return lay, ty.dyn, ()
+    lay = Layout._make(shapes[0], strides[0]) if one else Layout._make(tuple(shapes), tuple(strides))
+    return lay, tuple(dyn), tuple(new)
+
+
+def decode_shape_slot(e):
+    from .dynamic import decode_shape
+
+    return decode_shape(e)[1]
+
+
 def _tile_spec(op, ty, tiler_ty, coord_ty, proj_ty):
     tiler = _literal_ints(op, tiler_ty, "the tiler")
     proj = _projection(op, proj_ty) if proj_ty is not None else None
     spec = spec_of_type(coord_ty, what=op)
     if proj is not None:
         tiler, spec = _dice(proj, tiler), _dice(proj, spec)
-    check_divides(op, ty.layout, tiler)
-    z = la.zipped_divide(ty.layout, tiler)                # ((TileM,TileN,...),(RestM,RestN,...))
+    lay, dyn, new = split_residues(op, ty, tiler)
+    check_divides(op, lay, tiler)
+    z = la.zipped_divide(lay, tiler)                      # ((TileM,TileN,...),(RestM,RestN,...))
     rest = z[1]
     if isinstance(spec, tuple) and isinstance(rest.shape, tuple):
         spec = spec + (None,) * (la.rank(rest) - len(spec))
     sub, terms = slice_spec(op, z, (_mode_slots(z[0]), spec))
-    return sub, terms
+    return TileSpec(sub, tuple(terms), dyn, new)
+
+
+def new_extents(builder, ty, tval, spec):
+    """The values of the run-time extents ``spec`` adds: ``ceil_div(dyn[src], tile)``."""
+    if not spec.new:
+        return []
+    dyn = dyn_values(builder, ty, tval)
+    return [builder.udiv(builder.add(dyn[src], ir.Constant(I64, t - 1)), ir.Constant(I64, t))
+            for src, t in spec.new]
 
 
 @_treg.register_global(api.local_tile)
@@ -469,18 +702,18 @@ class _LocalTile(AbstractTemplate):
     def generic(self, args, kws):
         if len(args) not in (3, 4) or not isinstance(args[0], ANY_TENSOR):
             raise CuteError(f"local_tile: expected (tensor, tiler, coord[, proj]), got {args}")
-        sub, terms = _tile_spec("local_tile", args[0], args[1], args[2], args[3] if len(args) == 4 else None)
-        return signature(_sliced_type(args[0], sub, terms), *args)
+        ts = _tile_spec("local_tile", args[0], args[1], args[2], args[3] if len(args) == 4 else None)
+        return signature(_sliced_type(args[0], ts.sub, ts.terms, ts.dyn), *args)
 
 
 @_ireg.lower(api.local_tile, types.Any, types.Any, types.Any)
 @_ireg.lower(api.local_tile, types.Any, types.Any, types.Any, types.Any)
 def _lower_local_tile(context, builder, sig, args):
     ty = sig.args[0]
-    _, terms = _tile_spec("local_tile", ty, sig.args[1], sig.args[2],
-                          sig.args[3] if len(sig.args) == 4 else None)
-    return lower_slice(context, builder, ty, args[0], sig.return_type, terms,
-                       leaves(builder, sig.args[2], args[2]))
+    ts = _tile_spec("local_tile", ty, sig.args[1], sig.args[2], sig.args[3] if len(sig.args) == 4 else None)
+    extra = new_extents(builder, ty, tensor_proxy(context, builder, ty, args[0]), ts)
+    return lower_slice(context, builder, ty, args[0], sig.return_type, ts.terms,
+                       leaves(builder, sig.args[2], args[2]), extra)
 
 
 def flat_coord_values(builder, thr_layout, idx):
@@ -513,10 +746,11 @@ def _partition_spec(op, ty, thr_layout, proj):
     crd = tuple(Leaf(slot=i) for i in keep)
     if not isinstance(thr_layout.shape, tuple):        # a rank-1 thread layout tiles the whole tensor;
         tiler, crd = tiler[0], crd[0]                  # a tuple one (or a projection) tiles by mode
-    check_divides(op, ty.layout, tiler)
-    z = la.zipped_divide(ty.layout, tiler)               # ((ThrM,ThrN,...),(RestM,RestN,...))
+    lay, dyn, new = split_residues(op, ty, tiler)
+    check_divides(op, lay, tiler)
+    z = la.zipped_divide(lay, tiler)                     # ((ThrM,ThrN,...),(RestM,RestN,...))
     sub, terms = slice_spec(op, z, (crd, _mode_slots(z[1])))
-    return sub, terms
+    return TileSpec(sub, tuple(terms), dyn, new)
 
 
 @_treg.register_global(api.local_partition)
@@ -530,8 +764,8 @@ class _LocalPartition(AbstractTemplate):
             raise CuteError(f"local_partition: thread index must be an integer, got {args[2]}")
         thr = _layout_of("local_partition", args[1])[2]
         proj = _projection("local_partition", args[3]) if len(args) == 4 else None
-        sub, terms = _partition_spec("local_partition", args[0], thr, proj)
-        return signature(_sliced_type(args[0], sub, terms), *args)
+        ts = _partition_spec("local_partition", args[0], thr, proj)
+        return signature(_sliced_type(args[0], ts.sub, ts.terms, ts.dyn), *args)
 
 
 @_ireg.lower(api.local_partition, types.Any, types.Any, types.Any)
@@ -540,16 +774,22 @@ def _lower_local_partition(context, builder, sig, args):
     ty = sig.args[0]
     thr = _layout_of("local_partition", sig.args[1])[2]
     proj = _projection("local_partition", sig.args[3]) if len(sig.args) == 4 else None
-    _, terms = _partition_spec("local_partition", ty, thr, proj)
+    ts = _partition_spec("local_partition", ty, thr, proj)
     idx = leaves(builder, sig.args[2], args[2])
     idx = idx[0] if idx else int(sig.args[2].literal_value)
     if isinstance(idx, int):
         idx = ir.Constant(I64, idx)
     values = flat_coord_values(builder, thr, idx)
-    return lower_slice(context, builder, ty, args[0], sig.return_type, terms, values)
+    extra = new_extents(builder, ty, tensor_proxy(context, builder, ty, args[0]), ts)
+    return lower_slice(context, builder, ty, args[0], sig.return_type, ts.terms, values, extra)
 
 
 # ---- clear / fill ------------------------------------------------------------------------
+
+def _static_shape(op, ty):
+    if has_dynamic_shape(ty.layout):
+        raise CuteError(f"{op}: the {ty.describe()} has a mode of run-time extent; index it first "
+                        f"(a loop over cute.size(t, mode))")
 
 @_treg.register_global(api.clear)
 class _Clear(AbstractTemplate):
@@ -558,6 +798,7 @@ class _Clear(AbstractTemplate):
     def generic(self, args, kws):
         if len(args) != 1 or not isinstance(args[0], TensorType):
             raise CuteError(f"clear: expected (tensor), got {args}")
+        _static_shape("clear", args[0])
         return signature(types.none, *args)
 
 
@@ -568,13 +809,15 @@ class _Fill(AbstractTemplate):
     def generic(self, args, kws):
         if len(args) != 2 or not isinstance(args[0], TensorType) or not isinstance(args[1], types.Number):
             raise CuteError(f"fill: expected (tensor, number), got {args}")
+        _static_shape("fill", args[0])
         return signature(types.none, *args)
 
 
 def _fill(context, builder, ty, tval, value):
     t = tensor_proxy(context, builder, ty, tval)
+    dyn = dyn_values(builder, ty, t)
     for i in range(la.size(ty.layout)):
-        off = add_offset(builder, t.off, ty.layout(i))
+        off = add_offset(builder, t.off, dyn_linear(builder, ty.layout(i), dyn))
         builder.store(value, element_pointer(context, builder, ty, t.ptr, off))
 
 

@@ -30,7 +30,7 @@ from .errors import CuteError
 
 __all__ = [
     "Leaf", "Term", "spec_of_type", "slice_spec", "host_offset", "emit_terms", "leaves",
-    "emit_swizzle", "I64", "const64", "CuteError",
+    "emit_swizzle", "I64", "const64", "CuteError", "dyn_shape", "dyn_linear",
 ]
 
 I64 = ir.IntType(64)
@@ -190,17 +190,21 @@ def host_offset(terms, values=(), rank=None):
 
 
 def const64(v):
-    return ir.Constant(I64, int(v))
+    from .dynamic import check_static
+
+    return ir.Constant(I64, int(check_static(v, "an offset")))
 
 
 def _mul(b, x, k):
-    if isinstance(x, int):
+    if isinstance(x, int) and isinstance(k, int):
         return x * k
-    if k == 0:
-        return 0
-    if k == 1:
-        return x
-    return b.mul(x, const64(k))
+    if isinstance(k, int):
+        if k == 0:
+            return 0
+        return x if k == 1 else b.mul(x, const64(k))
+    if isinstance(x, int):
+        return _mul(b, k, x)
+    return b.mul(x, k)
 
 
 def _add(b, x, y):
@@ -217,11 +221,48 @@ def as_ir(x):
     return const64(x) if isinstance(x, int) else x
 
 
-def emit_terms(builder, terms, values, rank=None):
+def dyn_shape(builder, x, dyn):
+    """An extent of a layout as an int, or (a run-time one) the i64 of its slot in ``dyn``."""
+    from .dynamic import decode_shape
+
+    d = decode_shape(x)
+    return dyn[d[1]] if isinstance(d, tuple) else d
+
+
+def dyn_linear(builder, x, dyn):
+    """An encoded stride or offset (:mod:`codegen.cute.dynamic`) as an int or i64 IR:
+    its static part plus each coefficient times its slot's value in ``dyn``."""
+    from .dynamic import STATIC_LIMIT, decode_linear
+
+    if isinstance(x, int) and abs(x) < STATIC_LIMIT:
+        return x
+    s, parts = decode_linear(x)
+    acc = s
+    for i, c in parts.items():
+        acc = _add(builder, acc, _mul(builder, dyn[i], c))
+    return acc
+
+
+def _div(b, x, k):
+    if isinstance(x, int) and isinstance(k, int):
+        return x // k
+    if isinstance(k, int) and k == 1:
+        return x
+    return b.udiv(as_ir(x), as_ir(k))
+
+
+def _rem(b, x, k):
+    if isinstance(x, int) and isinstance(k, int):
+        return x % k
+    return b.urem(as_ir(x), as_ir(k))
+
+
+def emit_terms(builder, terms, values, rank=None, dyn=()):
     """The offset of ``terms`` as i64 IR (or Python ints where everything is known).
 
-    ``values[slot]`` are the run-time leaves (i64).  Returns one value, or a list of
-    ``rank`` values for coordinate (basis) strides.
+    ``values[slot]`` are the run-time leaves (i64); ``dyn`` the values of the tensor's
+    run-time extents and strides.  Returns one value, or a list of ``rank`` values for
+    coordinate (basis) strides.
     """
     acc = [0] * (rank or 1)
     for t in terms:
@@ -231,12 +272,11 @@ def emit_terms(builder, terms, values, rank=None):
             comp, f = _component(d, rank)
             if f == 0 or s == 1:
                 continue
-            if isinstance(v, int):
-                c = v // pre if k == len(leaves_) - 1 else (v // pre) % s
-            else:
-                c = v if pre == 1 else builder.udiv(v, const64(pre))
-                if k != len(leaves_) - 1:
-                    c = builder.urem(c, const64(s))
+            f = dyn_linear(builder, f, dyn)
+            last = k == len(leaves_) - 1
+            c = _div(builder, v, dyn_shape(builder, pre, dyn))
+            if not last:
+                c = _rem(builder, c, dyn_shape(builder, s, dyn))
             acc[comp] = _add(builder, acc[comp], _mul(builder, c, f))
     return acc if rank is not None else acc[0]
 

@@ -21,12 +21,12 @@ from layoutalg import ComposedLayout, Layout, Swizzle, Tensor
 from layoutalg.tensor import ArrayEngine, CoordEngine, RegisterEngine
 
 from ..intrinsics import sim as _atoms
-from .atom_plan import TensorInfo, convert_plan, copy_if_plan, copy_plan, mma_plan
+from .atom_plan import ALIGN_ANY, TensorInfo, convert_plan, copy_if_plan, copy_plan, mma_plan
 from .checks import check_divides, shared_cosize
 from .errors import CuteError
 
 __all__ = [
-    "SimEngine", "make_tensor", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
+    "SimEngine", "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
     "local_tile", "local_partition", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C",
 ]
@@ -37,12 +37,12 @@ class SimEngine(ArrayEngine):
 
     __slots__ = ("space",)
 
-    def __init__(self, array, offset=0, space="gmem"):
-        super().__init__(array, offset)
+    def __init__(self, array, offset=0, space="gmem", residue=False):
+        super().__init__(array, offset, residue)
         self.space = space
 
     def __add__(self, k):
-        return SimEngine(self.array, self.offset + k, self.space)
+        return SimEngine(self.array, self.offset + k, self.space, self.residue)
 
     def __repr__(self):
         return f"SimEngine({self.space} {self.array.dtype}[{self.array.size}] + {self.offset})"
@@ -74,11 +74,33 @@ def _np_dtype(dtype):
         return numpy_support.as_dtype(dtype)
 
 
+class KernelLayout(Layout):
+    """A layout made in a kernel by ``make_layout``: on the GPU its integers may be run-time
+    ones, so a tensor over it has CuTe's residue semantics (partial last tiles)."""
+
+
+def make_layout(shape, stride=None):
+    """``make_layout(shape, stride)``: a layout of the kernel's (run-time) integers."""
+    try:
+        return KernelLayout(shape, stride)
+    except la.LayoutError as e:
+        raise CuteError(f"make_layout: {e}") from None
+
+
+def assume(x, divby):
+    """``assume(x, divby)``: ``x``, checked to be a multiple of ``divby`` (the GPU trusts it)."""
+    if isinstance(divby, bool) or not isinstance(divby, int) or divby <= 0:
+        raise CuteError(f"assume: divby must be a positive int constant, got {divby!r}")
+    if int(x) % divby:
+        raise CuteError(f"assume: {int(x)} is not a multiple of {divby} (the kernel promised it is)")
+    return int(x)
+
+
 def make_tensor(array, layout):
     """``make_tensor(array, layout)``: the array's flat memory indexed by ``layout``."""
     if not isinstance(layout, (Layout, ComposedLayout)):
         raise CuteError(f"make_tensor: expected a Layout or ComposedLayout, got {layout!r}")
-    return Tensor(SimEngine(_numpy(array), 0, "gmem"), layout)
+    return Tensor(SimEngine(_numpy(array), 0, "gmem", isinstance(layout, KernelLayout)), layout)
 
 
 def make_shared_tensor(dtype, layout):
@@ -141,18 +163,24 @@ def _inner(t):
     return lay.inner if isinstance(lay, ComposedLayout) else lay
 
 
+def _residue(tensor):
+    """Tensors with CuTe's residue semantics: identity tensors, and tensors over layouts
+    made in the kernel (``make_layout``), whose extents may be run-time ones on the GPU."""
+    eng = tensor.engine
+    return isinstance(eng, CoordEngine) or getattr(eng, "residue", False)
+
+
 def local_tile(tensor, tiler, coord, proj=None):
-    if proj is not None:
-        check_divides("local_tile", _inner(tensor), la.dice(proj, tiler))
-    else:
-        check_divides("local_tile", _inner(tensor), tiler)
+    if not _residue(tensor):
+        check_divides("local_tile", _inner(tensor), la.dice(proj, tiler) if proj is not None else tiler)
     return la.local_tile(tensor, tiler, coord, proj)
 
 
 def local_partition(tensor, thr_layout, idx, proj=None):
     modes = list(thr_layout) if isinstance(thr_layout.shape, tuple) else [thr_layout]
     tiler = tuple(la.size(m) for i, m in enumerate(modes) if proj is None or proj[i] is not None)
-    check_divides("local_partition", _inner(tensor), tiler[0] if len(tiler) == 1 else tiler)
+    if not _residue(tensor):
+        check_divides("local_partition", _inner(tensor), tiler[0] if len(tiler) == 1 else tiler)
     return la.local_partition(tensor, thr_layout, int(idx), proj)
 
 
@@ -184,7 +212,9 @@ class _Mem:
             sw, base, lay = lay.outer, lay.offset, lay.inner
         self.swizzle = sw if sw is not None and sw.bits else None
         self.base = base
-        self.info = TensorInfo(space, self.array.dtype.itemsize * 8, self.swizzle, lay, self.array.dtype.name)
+        # the offset's largest power-of-two divisor (few distinct plans: copy_plan is cached)
+        align = min(base & -base, ALIGN_ANY) if base else ALIGN_ANY
+        self.info = TensorInfo(space, self.array.dtype.itemsize * 8, self.swizzle, lay, self.array.dtype.name, align)
 
     def index(self, off):
         x = self.base + off

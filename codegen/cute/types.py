@@ -7,7 +7,12 @@ when the kernel is compiled.  Only run-time values are data:
 * :class:`TensorType` -- ``{ptr, off}``: a pointer (generic address space) and a run-time
   element offset; ``element(c) == ptr[swizzle(off + layout(c))]``.  The swizzle acts on the
   whole offset, as CuTe's swizzle pointers do, so slicing a swizzled tensor keeps it exact.
-* :class:`CoordTensorType` -- ``{off}``: a run-time coordinate per mode (identity tensors).
+  A layout with run-time extents or strides (:mod:`codegen.cute.dynamic`) adds ``dyn``,
+  their values, one per slot of the type's ``dyn``.
+* :class:`CoordTensorType` -- ``{off}``: a run-time coordinate per mode (identity tensors),
+  and ``dyn`` as above.
+* :class:`DynLayoutType` -- ``{dyn}``: a layout made in the kernel from run-time integers.
+* :class:`AssumedIntType` -- an int64 the kernel promised is a multiple of ``divby``.
 * :class:`ThrCopyType`, :class:`ThrMMAType` -- ``{thr}``: the thread index of a slice.
 * :class:`LayoutType`, :class:`TiledCopyType`, :class:`TiledMMAType` -- no data at all:
   the host object itself is the type's parameter.
@@ -26,9 +31,12 @@ from numba.cuda.extending import register_model, typeof_impl
 
 from layoutalg import ComposedLayout, Layout, Swizzle, TiledCopy, TiledMMA
 
+from .atom_plan import ALIGN_ANY
+from .dynamic import describe as _describe_layout
+
 __all__ = [
     "LayoutType", "TensorType", "CoordTensorType", "TiledCopyType", "TiledMMAType",
-    "ThrCopyType", "ThrMMAType", "MEMORY_SPACES", "ALIGN_ZERO",
+    "ThrCopyType", "ThrMMAType", "MEMORY_SPACES", "ALIGN_ZERO", "DynLayoutType", "AssumedIntType",
 ]
 
 #: Where a tensor's elements live: "gmem" (an array argument, or any array passed to
@@ -49,7 +57,7 @@ class LayoutType(types.Dummy):
 
 
 #: ``TensorType.align`` of a tensor whose run-time offset is 0 (a fresh fragment or shared tensor).
-ALIGN_ZERO = 1 << 30
+ALIGN_ZERO = ALIGN_ANY
 
 
 class TensorType(types.Type):
@@ -59,7 +67,7 @@ class TensorType(types.Type):
     ``gemm`` and ``copy`` move two 16-bit register values as one 32-bit word.
     """
 
-    def __init__(self, dtype, space, swizzle, layout, align=1):
+    def __init__(self, dtype, space, swizzle, layout, align=1, dyn=()):
         if space not in MEMORY_SPACES:
             raise ValueError(f"TensorType: memory space {space!r} not in {MEMORY_SPACES}")
         if not isinstance(layout, Layout):
@@ -69,41 +77,71 @@ class TensorType(types.Type):
         self.swizzle = swizzle if isinstance(swizzle, Swizzle) and swizzle.bits else None
         self.layout = layout
         self.align = int(align)
+        self.dyn = tuple(dyn)
         sw = f"{self.swizzle} o " if self.swizzle is not None else ""
         al = f",align={self.align}" if self.align != 1 else ""
-        super().__init__(name=f"Tensor[{dtype},{space},{sw}{layout}{al}]")
+        dy = f",dyn={_slots_name(self.dyn)}" if self.dyn else ""
+        super().__init__(name=f"Tensor[{dtype},{space},{sw}{layout}{al}{dy}]")
 
     @property
     def key(self):
-        return (self.dtype, self.space, self.swizzle, self.layout, self.align)
+        return (self.dtype, self.space, self.swizzle, self.layout, self.align, self.dyn)
 
-    def with_layout(self, layout, align=None):
+    def with_layout(self, layout, align=None, dyn=None):
         return TensorType(self.dtype, self.space, self.swizzle, layout,
-                          self.align if align is None else align)
+                          self.align if align is None else align, self.dyn if dyn is None else dyn)
 
     def describe(self):
         """The tensor as a user wrote it: ``smem float16 Sw<3,3,3> o (128,32):(32,1)``."""
         sw = f"{self.swizzle} o " if self.swizzle is not None else ""
-        return f"{self.space} {self.dtype} tensor {sw}{self.layout}"
+        return f"{self.space} {self.dtype} tensor {sw}{_describe_layout(self.layout, self.dyn)}"
+
+
+def _slots_name(dyn):
+    return "(" + ",".join(f"{d.kind}/{d.divby}" if d.divby != 1 else d.kind for d in dyn) + ")"
 
 
 class CoordTensorType(types.Type):
     """An identity (coordinate) tensor: elements are ``rank``-tuples of int64."""
 
-    def __init__(self, layout, rank):
+    def __init__(self, layout, rank, dyn=()):
         self.layout = layout
         self.rank = rank
-        super().__init__(name=f"CoordTensor[{rank},{layout}]")
+        self.dyn = tuple(dyn)
+        dy = f",dyn={_slots_name(self.dyn)}" if self.dyn else ""
+        super().__init__(name=f"CoordTensor[{rank},{layout}{dy}]")
 
     @property
     def key(self):
-        return (self.layout, self.rank)
+        return (self.layout, self.rank, self.dyn)
 
-    def with_layout(self, layout):
-        return CoordTensorType(layout, self.rank)
+    def with_layout(self, layout, align=None, dyn=None):
+        return CoordTensorType(layout, self.rank, self.dyn if dyn is None else dyn)
 
     def describe(self):
-        return f"identity tensor {self.layout}"
+        return f"identity tensor {_describe_layout(self.layout, self.dyn)}"
+
+
+class DynLayoutType(types.Type):
+    """A layout made in a kernel from run-time integers: the placeholders' layout and the
+    slots (:mod:`codegen.cute.dynamic`); its data is the slots' values."""
+
+    def __init__(self, layout, dyn):
+        self.layout = layout
+        self.dyn = tuple(dyn)
+        super().__init__(name=f"DynLayout[{layout},{_slots_name(self.dyn)}]")
+
+    @property
+    def key(self):
+        return (self.layout, self.dyn)
+
+
+class AssumedIntType(types.Type):
+    """``assume(x, divby)``: an integer the kernel promises is a multiple of ``divby``."""
+
+    def __init__(self, divby):
+        self.divby = int(divby)
+        super().__init__(name=f"AssumedInt[{self.divby}]")
 
 
 class TiledCopyType(types.Dummy):
@@ -134,17 +172,35 @@ class ThrMMAType(types.Type):
 
 # ---- data models -----------------------------------------------------------------------
 
+def _dyn_member(fe_type):
+    return [("dyn", types.UniTuple(types.int64, len(fe_type.dyn)))] if fe_type.dyn else []
+
+
 @register_model(TensorType)
 class _TensorModel(models.StructModel):
     def __init__(self, dmm, fe_type):
-        members = [("ptr", types.CPointer(fe_type.dtype)), ("off", types.int64)]
+        members = [("ptr", types.CPointer(fe_type.dtype)), ("off", types.int64)] + _dyn_member(fe_type)
         super().__init__(dmm, fe_type, members)
 
 
 @register_model(CoordTensorType)
 class _CoordTensorModel(models.StructModel):
     def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, [("off", types.UniTuple(types.int64, fe_type.rank))])
+        super().__init__(dmm, fe_type, [("off", types.UniTuple(types.int64, fe_type.rank))] + _dyn_member(fe_type))
+
+
+@register_model(DynLayoutType)
+class _DynLayoutModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _dyn_member(fe_type))
+
+
+@register_model(AssumedIntType)
+class _AssumedIntModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        from llvmlite import ir
+
+        super().__init__(dmm, fe_type, ir.IntType(64))
 
 
 @register_model(ThrCopyType)

@@ -22,7 +22,8 @@ if not hasattr(np, "row_stack"):          # numba-cuda 0.30 touches np.row_stack
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
-EXAMPLES = ["tf32_mma", "tf32_ldmatrix", "tf32_double_buffer", "f16_multistage", "transpose",
+sys.path.insert(0, os.path.join(ROOT, "examples"))      # an example may import an earlier step
+EXAMPLES = ["tf32_mma", "tf32_ldmatrix", "tf32_double_buffer", "f16_multistage", "f16_runtime_shape", "transpose",
             "identity_predicate", "hopper_gemm"]
 
 
@@ -62,6 +63,10 @@ def big_hopper(mod, M, N, K):
         raise RuntimeError("a wait on an mbarrier timed out")
     ref = a.astype(np.float64) @ b.astype(np.float64).T
     return float(np.max(np.abs(dc.copy_to_host().astype(np.float64) - ref)) / np.max(np.abs(ref)))
+
+
+def _relative(out, ref):
+    return float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
 
 
 def big_transpose(mod, M, N):
@@ -107,6 +112,10 @@ def main():
     f16 = load("f16_multistage")
     for M, N, K in ((512, 768, 1024), (1024, 1024, 4096)):
         record(f"f16_multistage {M}x{N}x{K} (relative)", lambda M=M, N=N, K=K: big_f16(f16, M, N, K), 1e-2)
+    rt = load("f16_runtime_shape")
+    for M, N, K in rt.SHAPES:                       # one compilation for all of them
+        record(f"f16_runtime_shape {M}x{N}x{K} (relative)", lambda M=M, N=N, K=K: _relative(*rt.run(M, N, K)), 1e-2)
+    record("f16_runtime_shape compilations", lambda: float(len(rt.f16_gemm.overloads) - 1), 0.0)
     if hopper:
         hg = load("hopper_gemm")
         for M, N, K in ((4096, 4096, 4096), (3000, 5000, 1000), (1, 8, 64)):

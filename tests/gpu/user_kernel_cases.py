@@ -277,6 +277,48 @@ def check_torch_bf16():
     return bool(torch.equal(x, y)), "a bf16 tensor in and out of a kernel without .view()"
 
 
+# ---- run-time shapes: one compilation for every size, residues by identity-tensor predicates ----
+
+THR8 = Layout((8, 8), (8, 1))                     # (ThrM,ThrN) -> thread: 64 threads, n fastest
+
+
+def k_runtime_axpby(X, Y, M, N, ld, alpha):
+    """``Y = alpha * X + Y`` on an ``M x N`` matrix of row stride ``ld``, all three run-time."""
+    tid, bm, bn = cuda.threadIdx.x, cuda.blockIdx.x, cuda.blockIdx.y
+    L = cute.make_layout((M, N), (ld, 1))                                            # (M,N) -> offset
+    gX = cute.local_tile(cute.make_tensor(X, L), (32, 32), (bm, bn))                 # (32,32), maybe partial
+    gY = cute.local_tile(cute.make_tensor(Y, L), (32, 32), (bm, bn))
+    cI = cute.local_tile(cute.make_identity_tensor((M, N)), (32, 32), (bm, bn))     # (32,32) -> (m,n)
+    tX = cute.local_partition(gX, THR8, tid)                                         # (4,4) each
+    tY = cute.local_partition(gY, THR8, tid)
+    tC = cute.local_partition(cI, THR8, tid)
+    for i in range(cute.size(tX)):
+        c = tC[i]
+        if c[0] < M and c[1] < N:
+            tY[i] = alpha * tX[i] + tY[i]
+
+
+SIG_RUNTIME = "void(float32[::1], float32[::1], int64, int64, int64, float32)"
+
+
+def check_runtime_shape():
+    kern = cuda.jit(k_runtime_axpby)
+    rng = np.random.default_rng(5)
+    ok = True
+    for M, N, ld in ((50, 70, 72), (33, 8, 8), (64, 96, 101)):
+        x = rng.standard_normal((M, ld)).astype(np.float32)
+        y = rng.standard_normal((M, ld)).astype(np.float32)
+        ref = y.copy()
+        ref[:, :N] = np.float32(2.0) * x[:, :N] + y[:, :N]      # the columns past N are not touched
+        yg = np.concatenate([y.reshape(-1), np.float32([7.0])])  # and nothing after the matrix
+        kern[(-(-M // 32), -(-N // 32)), 64](x.reshape(-1), yg, M, N, ld, np.float32(2.0))
+        ok = ok and np.array_equal(yg[:-1].reshape(M, ld), ref) and yg[-1] == 7.0
+    if cute.SIMULATED:                         # nothing is compiled there
+        return ok, f"three sizes and row strides, exact: {ok}"
+    compiled = len(kern.overloads)
+    return ok and compiled == 1, f"three sizes and row strides, exact: {ok}; {compiled} compilation(s)"
+
+
 CHECKS = {
     "convert": check_convert,
     "copy_if": check_copy_if,
@@ -284,6 +326,7 @@ CHECKS = {
     "bf16_mma": check_bf16_mma,
     "partition": check_partition,
     "device_function": check_device_function,
+    "runtime_shape": check_runtime_shape,
 }
 #: Kernels and signatures for offline PTX.
 KERNELS = {
@@ -293,4 +336,5 @@ KERNELS = {
     "bf16_mma": (k_bf16_mma, SIG_BF16_MMA),
     "partition": (k_partition, SIG_PARTITION),
     "device_function": (k_device_function, SIG_DEVICE_FUNCTION),
+    "runtime_shape": (k_runtime_axpby, SIG_RUNTIME),
 }
