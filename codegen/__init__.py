@@ -11,4 +11,17 @@ from .host import GemmError, GemmLaunch, gemm, prepare
 from .ptx import compile_ptx, emit_gemm_source
 from .plan import make_plan
 
-__all__ = ["GemmConfig", "gemm", "prepare", "GemmLaunch", "GemmError", "compile_ptx", "emit_gemm_source", "make_plan"]
+__all__ = ["GemmConfig", "gemm", "mm", "prepare", "GemmLaunch", "GemmError", "compile_ptx", "emit_gemm_source",
+           "make_plan"]
+
+
+def mm(A, B, *, alpha=1.0, out_dtype=None, precision=None):
+    """``alpha * A @ B`` into a new array.  On torch tensors it is the operator
+    ``torch.ops.layoutalg.mm`` (:mod:`codegen.torch_ops`): differentiable, traceable by
+    ``torch.compile(fullgraph=True)`` and capturable in CUDA graphs; on other arrays it is
+    :func:`gemm`."""
+    if type(A).__module__.startswith("torch"):
+        from .torch_ops import mm as torch_mm
+
+        return torch_mm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision)
+    return gemm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision)

@@ -128,6 +128,36 @@ def copy_to_device(ptr, data):
     _call("cuMemcpyHtoD_v2", _c.c_uint64(ptr), buf, _c.c_size_t(len(data)))
 
 
+#: A kernel that writes its 128-byte parameter ``w`` to ``dst`` (one thread, 16 stores).
+_STORE_PTX = "\n".join(
+    [".version 7.8", ".target sm_50", ".address_size 64",
+     ".visible .entry store_param_words(.param .u64 dst, .param .align 8 .b8 w[128])", "{",
+     "    .reg .b64 %rd<3>;", "    ld.param.u64 %rd1, [dst];", "    cvta.to.global.u64 %rd1, %rd1;"]
+    + [f"    ld.param.u64 %rd2, [w+{8 * i}];\n    st.global.u64 [%rd1+{8 * i}], %rd2;" for i in range(16)]
+    + ["    ret;", "}", ""])
+_STORE = {}
+
+
+def store_kernel():
+    """The loaded store kernel of :func:`store_async` (load it before a graph capture)."""
+    fn = _STORE.get("fn")
+    if fn is None:
+        fn = _STORE["fn"] = Function(_STORE_PTX.encode() + b"\0", "store_param_words")
+    return fn
+
+
+def store_async(ptr, data, stream):
+    """Write ``data`` (at most 128 bytes) to device address ``ptr`` by a kernel launched on
+    ``stream``: a copy that a CUDA graph capture records, with the bytes in the kernel's
+    parameters (a host-to-device copy would read host memory again at every replay)."""
+    if len(data) > 128:
+        raise DriverError(f"store_async: {len(data)} bytes, at most 128")
+    dst = _c.c_uint64(ptr)
+    words = (_c.c_uint64 * 16).from_buffer_copy(bytes(data).ljust(128, b"\0"))
+    params = (_c.c_void_p * 2)(_c.addressof(dst), _c.addressof(words))
+    store_kernel().launch(1, 1, 0, stream, params)
+
+
 def read_int32(ptr):
     """The int32 at device address ``ptr`` (synchronous)."""
     v = _c.c_int32()

@@ -251,8 +251,8 @@ class _Launcher:
         self.params = (ctypes.c_void_p * len(self.slots))(*[ctypes.addressof(s) for s in self.slots])
         self.fn = compiled.function
 
-    def __call__(self, a, b, c, alpha, beta, stream=0):
-        s = self.slots
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None):
+        s = self.slots                             # (capture: nothing to allocate here)
         s[0].value, s[1].value, s[2].value = a, b, c
         s[12].value, s[13].value = alpha, beta
         if self.fn is not None:
@@ -472,8 +472,8 @@ class _SwappedLauncher:
     def check(self):
         self.inner.check()
 
-    def __call__(self, a, b, c, alpha, beta, stream=0):
-        self.inner(b, a, c, alpha, beta, stream)
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None):
+        self.inner(b, a, c, alpha, beta, stream, capture)
 
 
 def _wgmma_setup(config, kind, out, ops, op, beta=0.0):
@@ -660,7 +660,7 @@ class _Beta:
     def __init__(self, C, beta):
         self.C, self.beta = C, beta
 
-    def __call__(self, a, b, c, alpha, beta, stream=0):
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None):
         C = self.C
         if 0 in tuple(C.shape):
             return
@@ -886,6 +886,55 @@ class _Fast:
     spans: tuple              # the bytes A, B and C cover from their addresses (see _span)
 
 
+@dataclass
+class GraphCapture:
+    """A launch recorded into a CUDA graph: the capturing stream, and device memory the
+    graph owns (torch's allocator, which serves a capture from the graph's pool), kept
+    alive until the launch is recorded."""
+
+    stream: int
+    device: object
+    held: list
+
+    @staticmethod
+    def of(A, stream):
+        """The capture in progress on ``A``'s device, or None (the usual case: one check)."""
+        import torch
+
+        if not torch.cuda.is_current_stream_capturing():
+            return None
+        return GraphCapture(stream, A.device, [])
+
+    @property
+    def memory(self):
+        return self
+
+    def alloc(self, nbytes):
+        import torch
+
+        t = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
+        self.held.append(t)
+        return t.data_ptr()
+
+    def zeros(self, nbytes):
+        import torch
+
+        t = torch.zeros(nbytes, dtype=torch.uint8, device=self.device)
+        self.held.append(t)
+        return t.data_ptr()
+
+
+def _refuse_in_capture(A):
+    """A new kind of call prepares (compiles, allocates, copies to the device): not while a
+    CUDA graph is being captured, which it would break."""
+    import torch
+
+    if A.is_cuda and torch.cuda.is_current_stream_capturing():
+        raise GemmError("gemm: the first call of this kind (dtypes, shapes, strides, options) happens during "
+                        "a CUDA graph capture, where it cannot compile or allocate; call it once before "
+                        "capturing (a warm-up), then capture")
+
+
 def _torch_stream(stream, device):
     if stream is None:
         import torch
@@ -933,8 +982,39 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
 
     Repeated calls on torch tensors of the same dtypes, shapes, strides, alignment and
     device, with the same options, reuse the prepared launch: only the addresses and
-    scalars are written before the launch.
+    scalars are written before the launch.  Such a call can be captured in a CUDA graph; a
+    first call of a new kind during a capture raises (warm up before capturing).
+
+    On torch tensors that require a gradient (C None, no scales), the call goes through the
+    differentiable operator ``torch.ops.layoutalg.mm`` (:mod:`codegen.torch_ops`, also
+    ``codegen.mm``), so the result has a ``grad_fn``.
     """
+    if (C is None and beta == 0 and scale_a is None and scale_b is None and config is None
+            and getattr(A, "requires_grad", False) | getattr(B, "requires_grad", False)):
+        import torch
+
+        if torch.is_grad_enabled():
+            from .torch_ops import mm
+
+            return mm(A, B, alpha=alpha, out_dtype=_torch_dtype(out_dtype), precision=precision)
+    return _gemm(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype, precision=precision,
+                 stream=stream, scale_a=scale_a, scale_b=scale_b)
+
+
+def _torch_dtype(out_dtype):
+    """A torch dtype for ``out_dtype`` (None, a name, a numpy or torch dtype)."""
+    if out_dtype is None:
+        return None
+    import torch
+
+    if isinstance(out_dtype, torch.dtype):
+        return out_dtype
+    return getattr(torch, element_type(_out_name(out_dtype), "gemm").torch)
+
+
+def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None,
+          scale_a=None, scale_b=None):
+    """:func:`gemm` without the route through the torch operator (which calls this)."""
     if type(A).__module__.startswith("torch") and type(B).__module__.startswith("torch") and not simulating():
         pa, pb = A.data_ptr(), B.data_ptr()
         try:
@@ -944,6 +1024,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
         except TypeError:            # an unhashable option: the general path reports it
             key = hit = None
         if hit is None and key is not None:
+            _refuse_in_capture(A)
             launch = prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                              precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b)
             if launch._copy_in is not None:     # C overlaps A or B: not cached (see below)
@@ -971,7 +1052,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
             if scale_a is not None or scale_b is not None:
                 alpha = _scalar(alpha, "alpha", "gemm") * _scale(scale_a, "scale_a", "gemm") \
                     * _scale(scale_b, "scale_b", "gemm")
-            hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), _torch_stream(stream, hit.device))
+            st = _torch_stream(stream, hit.device)
+            hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), st, GraphCapture.of(A, st))
             return C
     return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                    precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b)()

@@ -92,6 +92,7 @@ class WgmmaLauncher:
             self.err = register_global(self._err)
         else:
             self.err = driver.mem_alloc(4)
+            driver.store_kernel()              # loaded now: a graph capture may need it (maps)
         self.slots = GEMM_ARGS.slots()
         self.slots.set(M=M, N=N, K=K, scm=c_strides[0], scn=c_strides[1], alpha=1.0, err=self.err,
                        **plan.device.scheduler.host_params(M, N, K, self.grid, self.splits))
@@ -99,27 +100,32 @@ class WgmmaLauncher:
         self._maps = {}
         self._keep = []
 
-    def _device_map(self, encoded):
-        """The map's device address: simulated maps are host arrays, real ones are copied."""
+    def _device_map(self, encoded, capture=None):
+        """The map's device address: simulated maps are host arrays, real ones are copied
+        (during a graph capture, into ``capture``'s memory by a recorded store)."""
         if self.sim:
             arr, addr = encoded
             self._keep.append(arr)
             return addr
+        if capture is not None:
+            dev = capture.memory.alloc(128)
+            driver.store_async(dev, encoded, capture.stream)
+            return dev
         dev = driver.mem_alloc(128)
         driver.copy_to_device(dev, encoded)
         return dev
 
-    def _map(self, which, ptr):
+    def _map(self, which, ptr, capture=None):
         load, (shape, strides) = which
-        return self._device_map(load.tensor_map(ptr, shape, strides, self.sim))
+        return self._device_map(load.tensor_map(ptr, shape, strides, self.sim), capture)
 
-    def _c_map(self, c):
+    def _c_map(self, c, capture=None):
         """The TMA map of C for the staged epilogue, or 0 where C cannot take it."""
         plan = self.compiled.plan
         if not c_tma_ok(plan, c, self.c_strides, self.M, self.N):
             return 0
         store = plan.device.tma_epilogue.store
-        return self._device_map(store.tensor_map(c, (self.M, self.N), self.c_strides[0], self.sim))
+        return self._device_map(store.tensor_map(c, (self.M, self.N), self.c_strides[0], self.sim), capture)
 
     def _kernel(self, epilogue):
         hit = self._kernels.get(epilogue)
@@ -131,18 +137,26 @@ class WgmmaLauncher:
             hit = self._kernels[epilogue] = get_wgmma_kernel(replace(self.compiled.key, epilogue=epilogue))
         return hit
 
-    def maps(self, a, b, c=0):
+    def maps(self, a, b, c=0, capture=None):
+        """The TMA maps of A, B and C at these addresses.  During a graph capture a map
+        not made before is written by a store the graph records, into memory the capture
+        gives, and is not kept: its bytes exist only once the graph runs."""
         hit = self._maps.get((a, b, c))
+        if hit is None and capture is not None:
+            return self._map(self._a, a, capture), self._map(self._b, b, capture), self._c_map(c, capture)
         if hit is None:
             if len(self._maps) >= _MAX_MAPS:
                 self._maps.clear()
             hit = self._maps[(a, b, c)] = (self._map(self._a, a), self._map(self._b, b), self._c_map(c))
         return hit
 
-    def workspace(self, stream=0):
-        """The split-K workspace of launches on ``stream`` (0 when the kernel needs none)."""
+    def workspace(self, stream=0, capture=None):
+        """The split-K workspace of launches on ``stream`` (0 when the kernel needs none);
+        during a graph capture, zeroed memory of the capture's own."""
         if not self.ws_bytes:
             return 0
+        if capture is not None:
+            return capture.memory.zeros(self.ws_bytes)
         hit = self._ws.get(stream)
         if hit is None:
             if self.sim:
@@ -158,11 +172,13 @@ class WgmmaLauncher:
             self._ws[stream] = hit
         return hit
 
-    def __call__(self, a, b, c, alpha, beta, stream=0):
-        ma, mb, mc = self.maps(a, b, c)
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None):
+        """Launch on ``stream``; ``capture`` (a :class:`codegen.host.GraphCapture`) while a
+        CUDA graph is being captured: the device memory a new map or a workspace needs."""
+        ma, mb, mc = self.maps(a, b, c, capture)
         ta, tb, tc, cc, al, be, ws = self._hot
         ta.value, tb.value, tc.value, cc.value, al.value, be.value = ma, mb, mc, c, alpha, beta
-        ws.value = self.workspace(stream)
+        ws.value = self.workspace(stream, capture)
         k = self._kernel("tma" if mc and beta == 0 else "registers")
         if self.sim:
             k.kernel[self.grid, self.threads, 0, self.smem](*self.slots.python_values())

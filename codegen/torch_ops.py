@@ -1,0 +1,93 @@
+"""The generated GEMM as a torch operator: ``torch.ops.layoutalg.mm``.
+
+``codegen.mm(A, B)`` on torch CUDA tensors goes through a registered custom operator
+(``torch.library.custom_op``), as Triton's, FlashAttention's and DeepGEMM's kernels do, so
+that a torch model can use it:
+
+* **autograd**: ``dA = alpha * dC @ B^T`` and ``dB = alpha * A^T @ dC``, each a call of the
+  same operator, so the backward GEMMs run on the generated kernels too;
+* **torch.compile** (``fullgraph=True``): a fake implementation gives the result's shape,
+  dtype and strides without running anything, so dynamo traces the call as one node and
+  Inductor calls the kernel;
+* **CUDA graphs**: after a warm-up call of the same kind, a call allocates its result from
+  torch's allocator and launches on the current (capturing) stream, nothing else; a first
+  call of a new kind during a capture is a ``GemmError`` saying to warm up first.
+
+``codegen.gemm(A, B)`` on torch tensors that require a gradient takes the same route, so its
+result has a ``grad_fn``.  Importing this module imports torch; ``codegen`` imports it only
+when ``codegen.mm`` is first used.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from .host import GemmError, _gemm
+
+__all__ = ["mm", "out_dtype_of"]
+
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
+def out_dtype_of(a_dtype, out_dtype=None):
+    """The dtype of ``gemm``'s new result: ``out_dtype``, else bfloat16 for 8-bit floats (as
+    ``torch._scaled_mm``), else the inputs' dtype."""
+    if out_dtype is not None:
+        return out_dtype
+    return torch.bfloat16 if a_dtype in _FP8 else a_dtype
+
+
+@torch.library.custom_op("layoutalg::mm", mutates_args=())
+def _mm(A: torch.Tensor, B: torch.Tensor, alpha: float, out_dtype: Optional[torch.dtype],
+        precision: Optional[str]) -> torch.Tensor:
+    """``alpha * A @ B`` into a new row-major tensor, by the generated kernel."""
+    return _gemm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision)
+
+
+@_mm.register_fake
+def _mm_fake(A, B, alpha, out_dtype, precision):
+    if A.dim() != 2 or B.dim() != 2 or A.shape[1] != B.shape[0]:
+        raise GemmError(f"mm: A {tuple(A.shape)} and B {tuple(B.shape)} are not (M,K) and (K,N)")
+    return A.new_empty((A.shape[0], B.shape[1]), dtype=out_dtype_of(A.dtype, out_dtype))
+
+
+def _setup_context(ctx, inputs, output):
+    A, B, alpha, out_dtype, precision = inputs
+    ctx.save_for_backward(A, B)
+    ctx.alpha, ctx.precision = alpha, precision
+
+
+def _backward(ctx, grad):
+    A, B = ctx.saved_tensors
+    if A.dtype in _FP8 or B.dtype in _FP8:
+        raise GemmError("mm: 8-bit float operands are not differentiable (as torch._scaled_mm's)")
+    dA = dB = None
+    if ctx.needs_input_grad[0]:                      # (M,N) @ (N,K)
+        dA = _mm(grad.to(B.dtype), B.mT, ctx.alpha, A.dtype, ctx.precision)
+    if ctx.needs_input_grad[1]:                      # (K,M) @ (M,N)
+        dB = _mm(A.mT, grad.to(A.dtype), ctx.alpha, B.dtype, ctx.precision)
+    return dA, dB, None, None, None
+
+
+_mm.register_autograd(_backward, setup_context=_setup_context)
+
+
+def mm(A, B, *, alpha=1.0, out_dtype=None, precision=None):
+    """``alpha * A @ B`` through ``torch.ops.layoutalg.mm``: differentiable, traceable by
+    ``torch.compile(fullgraph=True)``, capturable in a CUDA graph after a warm-up call.
+
+    ``out_dtype``: a torch dtype (or None: the inputs' type, bfloat16 for 8-bit floats).
+    ``precision``: as :func:`codegen.gemm` (``"tf32"`` for float32 inputs on tensor cores).
+    """
+    if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
+        raise GemmError(f"mm: out_dtype must be a torch dtype (or None), got {out_dtype!r}")
+    if precision is not None and not isinstance(precision, str):
+        raise GemmError(f"mm: precision must be a string (or None), got {precision!r}")
+    if not torch.compiler.is_compiling() and not (
+            torch.is_grad_enabled() and (A.requires_grad or B.requires_grad)):
+        # eager and nothing to differentiate: the operator's dispatch in Python would double
+        # the host time of a call (30 us against 15 on the H200); the kernel is the same
+        return _gemm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision)
+    return _mm(A, B, float(alpha), out_dtype, precision)

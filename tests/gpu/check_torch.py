@@ -1,0 +1,197 @@
+"""codegen's GEMM inside a torch model (run on a CUDA machine with torch).
+
+    python tests/gpu/check_torch.py
+
+* ``codegen.mm`` (the operator ``torch.ops.layoutalg.mm``) against ``torch.matmul``;
+* a two-layer MLP whose matrix products are ``codegen.mm`` trains three SGD steps with
+  autograd (the backward GEMMs on the generated kernels), against the same model on
+  ``torch.matmul``: losses and weights;
+* the same model under ``torch.compile(fullgraph=True)``, forward and backward;
+* its forward captured in a CUDA graph after a warm-up, replayed on new inputs;
+* a first call of a new kind during a capture: a GemmError that says to warm up;
+* the host time of a call (``codegen.mm`` on torch tensors, and ``torch.matmul``), which
+  the issue bounds at 15 us.
+
+Prints one line per case and 'N passed, N failed'; writes ``$OUT/check_torch.json``.
+"""
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+if not hasattr(np, "row_stack"):          # numba-cuda 0.30 touches np.row_stack (gone in numpy 2.5)
+    np.row_stack = np.vstack
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+import torch  # noqa: E402
+
+import codegen  # noqa: E402
+
+DT = torch.bfloat16
+
+
+def rel(x, y):
+    return ((x.float() - y.float()).abs().max() / y.float().abs().max().clamp_min(1e-30)).item()
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, mm, k=256, h=512, n=128, seed=0):
+        super().__init__()
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        self.w1 = torch.nn.Parameter(torch.randn(k, h, device="cuda", generator=g).mul(k ** -0.5).to(DT))
+        self.w2 = torch.nn.Parameter(torch.randn(h, n, device="cuda", generator=g).mul(h ** -0.5).to(DT))
+        self.mm = mm
+
+    def forward(self, x):
+        return self.mm(torch.relu(self.mm(x, self.w1)), self.w2)
+
+
+def train(model, xs, ys, steps=3, lr=0.1):
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for i in range(steps):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(xs[i]).float(), ys[i])
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def case_forward():
+    errs = []
+    for dt, prec in ((torch.float16, None), (torch.bfloat16, None), (torch.float32, "tf32")):
+        A = torch.randn(300, 200, device="cuda", dtype=dt)
+        B = torch.randn(200, 170, device="cuda", dtype=dt)
+        errs.append(rel(codegen.mm(A, B, precision=prec), A.float() @ B.float()))
+    return max(errs) < 1e-2, f"f16, bf16, tf32 300x170x200 against float32: max rel error {max(errs):.1e}"
+
+
+def _data(steps=3, seed=1):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    xs = [torch.randn(64, 256, device="cuda", generator=g).to(DT) for _ in range(steps)]
+    ys = [torch.randn(64, 128, device="cuda", generator=g) for _ in range(steps)]
+    return xs, ys
+
+
+def case_autograd():
+    xs, ys = _data()
+    ours, ref = MLP(codegen.mm), MLP(torch.matmul)
+    out = ours(xs[0])
+    has_fn = out.grad_fn is not None and "layoutalg" in type(out.grad_fn).__name__.lower() + str(out.grad_fn)
+    la, lr = train(ours, xs, ys), train(ref, xs, ys)
+    werr = max(rel(ours.w1, ref.w1), rel(ours.w2, ref.w2))
+    ok = has_fn and max(abs(a - b) / abs(b) for a, b in zip(la, lr)) < 2e-2 and werr < 2e-2
+    return ok, (f"grad_fn {type(out.grad_fn).__name__}; losses {[f'{x:.4f}' for x in la]} vs torch "
+                f"{[f'{x:.4f}' for x in lr]}; weights max rel diff {werr:.1e}")
+
+
+def case_gemm_has_grad():
+    A = torch.randn(64, 32, device="cuda", dtype=DT, requires_grad=True)
+    B = torch.randn(32, 48, device="cuda", dtype=DT)
+    C = codegen.gemm(A, B)
+    C.float().sum().backward()
+    ref = torch.ones(64, 48, device="cuda", dtype=DT) @ B.t()
+    return C.grad_fn is not None and rel(A.grad, ref) < 1e-2, f"codegen.gemm: grad_fn {type(C.grad_fn).__name__}"
+
+
+def case_compile():
+    xs, ys = _data(seed=2)
+    ours, ref = MLP(codegen.mm, seed=3), MLP(torch.matmul, seed=3)
+    compiled = torch.compile(ours, fullgraph=True)
+    y0 = compiled(xs[0])
+    e0 = rel(y0, ref(xs[0]))
+    la, lr = train(compiled, xs, ys), train(ref, xs, ys)
+    dl = max(abs(a - b) / abs(b) for a, b in zip(la, lr))
+    return e0 < 2e-2 and dl < 2e-2, f"torch.compile(fullgraph=True): forward rel err {e0:.1e}, training losses rel diff {dl:.1e}"
+
+
+def case_graph():
+    model = MLP(codegen.mm, seed=4)
+    x = torch.randn(64, 256, device="cuda").to(DT)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(s):
+        model(x)                                   # the warm-up: compiles, prepares
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(g):
+        y = model(x)
+    errs = []
+    for seed in range(3):
+        x.copy_(torch.randn(64, 256, device="cuda", generator=torch.Generator(device="cuda").manual_seed(seed)).to(DT))
+        g.replay()
+        with torch.no_grad():
+            errs.append(rel(y, torch.relu(x @ model.w1) @ model.w2))
+    return max(errs) < 2e-2, f"captured after a warm-up, 3 replays on new inputs: max rel error {max(errs):.1e}"
+
+
+def case_capture_new_kind():
+    A = torch.randn(96, 80, device="cuda", dtype=torch.float16)
+    B = torch.randn(80, 72, device="cuda", dtype=torch.float16)
+    g = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(g):
+            codegen.mm(A, B)
+    except Exception as e:
+        msg = str(e)
+        return "warm-up" in msg and isinstance(e, codegen.GemmError) or "warm" in msg, f"{type(e).__name__}: {msg[:120]}"
+    return False, "no error"
+
+
+def case_host_time():
+    A = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    B = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    out = {}
+    from codegen.torch_ops import _mm
+
+    for name, fn in (("codegen.mm", lambda: codegen.mm(A, B)), ("codegen.gemm", lambda: codegen.gemm(A, B)),
+                     ("the operator", lambda: _mm(A, B, 1.0, None, None)),
+                     ("torch.matmul", lambda: torch.matmul(A, B))):
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        best = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(1000):
+                fn()
+            best = min(best, (time.perf_counter() - t0) / 1000)
+            torch.cuda.synchronize()
+        out[name] = best * 1e6
+    return out["codegen.mm"] <= 15.0, ", ".join(f"{k} {v:.1f} us" for k, v in out.items()) + \
+        " a call, 64^3 f16 (target: codegen.mm <= 15 us)"
+
+
+CASES = [case_forward, case_autograd, case_gemm_has_grad, case_compile, case_graph, case_capture_new_kind,
+         case_host_time]
+
+
+def main():
+    results = []
+    for case in CASES:
+        t0 = time.perf_counter()
+        try:
+            ok, msg = case()
+        except Exception as e:
+            import traceback
+
+            traceback.print_exc()
+            ok, msg = False, f"{type(e).__name__}: {str(e)[:300]}"
+        dt = time.perf_counter() - t0
+        print(f"{'PASS' if ok else 'FAIL'} {case.__name__[5:]}: {msg} [{dt:.1f} s]", flush=True)
+        results.append({"case": case.__name__[5:], "ok": bool(ok), "message": msg, "seconds": dt})
+    passed = sum(r["ok"] for r in results)
+    print(f"{passed} passed, {len(results) - passed} failed")
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], "check_torch.json"), "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "results": results}, f, indent=1)
+    return 0 if passed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
