@@ -127,6 +127,37 @@ def hopper_figures(n, rounds=10):
             "user_rel_err": err, "wait_timed_out": timed_out, "target_user_vs_generated": 0.95}
 
 
+def graph_times(launches, reps=20, rounds=10):
+    """Kernel time of each ``launch(stream)``: ``reps`` launches captured in a CUDA graph,
+    the graphs replayed in turn, ``rounds`` times (no host cost of numba's dispatch, which
+    bounds the bursts of small problems).  Returns, per launch, its seconds in each round."""
+    import torch
+
+    graphs = []
+    for fn in launches:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            fn(s)                                          # warm-up: compile, raise the smem limit
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(reps):
+                fn(torch.cuda.current_stream())
+        graphs.append(g)
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+    out = [[] for _ in graphs]
+    for _ in range(rounds):
+        for g, times in zip(graphs, out):
+            ev[0].record()
+            g.replay()
+            ev[1].record()
+            torch.cuda.synchronize()
+            times.append(ev[0].elapsed_time(ev[1]) / 1e3 / reps)
+    return out
+
+
 def runtime_shape_figures(shapes, rounds=10):
     """The run-time-shape f16 GEMM (one compilation) against the per-size static kernel of
     step 4, the generated GEMM and cuBLAS, interleaved, at each ``(M, N, K)``."""
@@ -172,6 +203,13 @@ def runtime_shape_figures(shapes, rounds=10):
         flop = 2.0 * M * N * K
         row = {"shape": [M, N, K], "first_call_s": first, "rel_err": err,
                "compilations": len(rt.f16_gemm.overloads)}
+        if "static_shape" in calls:                     # kernel time, without numba's dispatch
+            ns = lambda st: cuda.external_stream(st.cuda_stream)     # noqa: E731
+            gt = graph_times([lambda st: rt.f16_gemm[grid, rt.MMA.size, ns(st), rt.SMEM_BYTES](*args),
+                              lambda st: g.kernel[g.grid, g.block, ns(st), g.smem_bytes](a, b, c)])
+            row["graph_runtime_tflops"] = flop / statistics.median(gt[0]) / 1e12
+            row["graph_static_tflops"] = flop / statistics.median(gt[1]) / 1e12
+            row["graph_runtime_vs_static"] = statistics.median(y / x for x, y in zip(*gt))
         for k, t in zip(names, times):
             row[f"{k}_tflops"] = flop / statistics.median(t) / 1e12
             if k != "runtime_shape":
@@ -180,7 +218,9 @@ def runtime_shape_figures(shapes, rounds=10):
         print(f"run-time-shape f16 GEMM {M}x{N}x{K}: " + ", ".join(
             f"{k} {row[k + '_tflops']:.0f}" for k in names) + " TFLOP/s; " + ", ".join(
             f"vs {k} {row['runtime_vs_' + k]:.3f}" for k in names[1:]) +
-            f"; first call {first:.2f} s, compilations so far {row['compilations']}, rel err {err:.1e}", flush=True)
+            f"; first call {first:.2f} s, compilations so far {row['compilations']}, rel err {err:.1e}"
+            + (f"; CUDA graphs: run-time {row['graph_runtime_tflops']:.0f}, static {row['graph_static_tflops']:.0f}, "
+               f"ratio {row['graph_runtime_vs_static']:.3f}" if "graph_runtime_vs_static" in row else ""), flush=True)
     return rows
 
 
@@ -248,7 +288,7 @@ def main(argv=None):
     p.add_argument("--transpose", type=int, default=8192)
     p.add_argument("--hopper", default="4096,8192", help="sizes of the Hopper comparison ('' to skip)")
     p.add_argument("--only-hopper", action="store_true")
-    p.add_argument("--runtime", default="1000x1000x1000,2048x2048x2048,4096x4096x4096,8192x8192x8192,"
+    p.add_argument("--runtime", default="1000x1000x1000,1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,"
                                          "4000x3000x2056,8192x200x4096",
                    help="(M x N x K),... of the run-time-shape GEMM ('' to skip)")
     p.add_argument("--only-runtime", action="store_true")

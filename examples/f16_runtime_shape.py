@@ -15,6 +15,10 @@ one k-block ahead -- with three changes:
   gives each copy its coordinates; ``copy_if`` issues a ``cp.async`` whose row lies past the
   edge with a source size of 0 (it fills zeros, so the MMAs need no guard), and the C store
   skips the pairs past the edge.
+* The **K residue first** (CuTe's and CUTLASS's): ``domain_offset`` moves the origin of A,
+  B and their identity tensors ``kres = ceil_div(K, BK) * BK - K`` columns back, so k-tile
+  0 is the partial one and its columns before 0 are zero-filled; every later k-tile is
+  whole in K, and its copies need only the row predicates, computed once.
 * The grid and the raster are computed at run time from the tile counts.
 
 Run it: ``python examples/f16_runtime_shape.py`` (on a GPU, or with ``NUMBA_ENABLE_CUDASIM=1``).
@@ -41,15 +45,13 @@ PRED_C = Layout(C_CALLS)                                  # one per 32-bit store
 
 
 @cuda.jit(device=True, inline="always")
-def load_tile(tXgX, tXsX, tXcX, pX, kt, stage, rows, K):
-    """k-tile ``kt`` of A or B into shared stage ``stage``: the copy calls whose row is past
-    ``rows`` or whose columns are past ``K`` (a call is 8 f16 of one row, all in or all out
-    since 8 divides K) fill zeros, a cp.async of source size 0."""
+def predicates(tXcX, pX, rows, k_first):
+    """One flag a copy call of a k-tile: its row is below ``rows`` and, with ``k_first``
+    (k-tile 0, the partial one), its columns are not before the matrix."""
     for m in range(cute.size(pX, 0)):
         for k in range(cute.size(pX, 1)):
-            c = tXcX[0, m, k, kt]                         # (row, k) of the call's first element
-            pX[m, k] = c[0] < rows and c[1] < K
-    cute.copy_if(G2S, pX, tXgX[None, None, None, kt], tXsX[None, None, None, stage])
+            c = tXcX[0, m, k, 0]                          # (row, k) of the call's first element in k-tile 0
+            pX[m, k] = c[0] < rows and (c[1] >= 0 or not k_first)
 
 
 @cuda.jit
@@ -64,14 +66,17 @@ def f16_gemm(A, B, C, M, N, K, ldA, ldB, ldC):
     bm = first_m + cuda.blockIdx.x % rows
     bn = (cuda.blockIdx.x % per_group) // rows
 
+    # the K residue first: k-tile t covers k in [t*BK - kres, (t+1)*BK - kres), so only k-tile 0
+    # is partial (its columns before 0 are zero-filled) and the others need row predicates only
+    k_shift = cute.assume(K - ((K + BK - 1) // BK) * BK, 8)      # -kres: a multiple of 8, as K is
     mA = cute.make_tensor(A, cute.make_layout((M, K), (cute.assume(ldA, 8), 1)))     # (M,K) -> offset
     mB = cute.make_tensor(B, cute.make_layout((N, K), (cute.assume(ldB, 8), 1)))     # (N,K) -> offset
     mC = cute.make_tensor(C, cute.make_layout((M, N), (cute.assume(ldC, 2), 1)))     # (M,N) -> offset
-    gA = cute.local_tile(mA, (BM, BK), (bm, None))                # (BM,BK,k): ceil_div(K, BK) k-tiles
-    gB = cute.local_tile(mB, (BN, BK), (bn, None))                # (BN,BK,k)
+    gA = cute.local_tile(cute.domain_offset((0, k_shift), mA), (BM, BK), (bm, None))    # (BM,BK,k): ceil_div(K, BK)
+    gB = cute.local_tile(cute.domain_offset((0, k_shift), mB), (BN, BK), (bn, None))    # (BN,BK,k)
     gC = cute.local_tile(mC, (BM, BN), (bm, bn))                  # (BM,BN)
-    cA = cute.local_tile(cute.make_identity_tensor((M, K)), (BM, BK), (bm, None))    # (BM,BK,k) -> (m,k)
-    cB = cute.local_tile(cute.make_identity_tensor((N, K)), (BN, BK), (bn, None))    # (BN,BK,k) -> (n,k)
+    cA = cute.local_tile(cute.domain_offset((0, k_shift), cute.make_identity_tensor((M, K))), (BM, BK), (bm, None))
+    cB = cute.local_tile(cute.domain_offset((0, k_shift), cute.make_identity_tensor((N, K))), (BN, BK), (bn, None))
     cC = cute.local_tile(cute.make_identity_tensor((M, N)), (BM, BN), (bm, bn))      # (BM,BN) -> (m,n)
     sA = cute.dynamic_shared_tensor(np.float16, SA, 0)            # (BM,BK,PIPE)
     sB = cute.dynamic_shared_tensor(np.float16, SB, SA_BYTES)     # (BN,BK,PIPE)
@@ -79,9 +84,13 @@ def f16_gemm(A, B, C, M, N, K, ldA, ldB, ldC):
     g2s = G2S.get_slice(tid)
     tAgA, tAsA, tAcA = g2s.partition_S(gA), g2s.partition_D(sA), g2s.partition_S(cA)   # (CPY,CPY_M,CPY_K,k|PIPE)
     tBgB, tBsB, tBcB = g2s.partition_S(gB), g2s.partition_D(sB), g2s.partition_S(cB)
-    pA = cute.make_fragment_like(PRED_A, np.int8)                 # (CPY_M,CPY_K): in bounds?
-    pB = cute.make_fragment_like(PRED_B, np.int8)
     k_tiles = cute.size(tAgA, 3)                                  # ceil_div(K, BK), at run time
+    pA0, pA = cute.make_fragment_like(PRED_A, np.int8), cute.make_fragment_like(PRED_A, np.int8)
+    pB0, pB = cute.make_fragment_like(PRED_B, np.int8), cute.make_fragment_like(PRED_B, np.int8)
+    predicates(tAcA, pA0, M, True)                                # (CPY_M,CPY_K) of k-tile 0
+    predicates(tAcA, pA, M, False)                                # of every other k-tile: rows only
+    predicates(tBcB, pB0, N, True)
+    predicates(tBcB, pB, N, False)
 
     thr_mma = MMA.get_slice(tid)
     tCrA = thr_mma.partition_fragment_A(sA[None, None, 0])        # (MMA,MMA_M,MMA_K)
@@ -93,10 +102,13 @@ def f16_gemm(A, B, C, M, N, K, ldA, ldB, ldC):
     tXsB, tXrB = s2r_b.partition_S(sB), s2r_b.retile_D(tCrB)
 
     # prologue: STAGES-1 k-tiles in flight
-    for s in range(STAGES - 1):
+    cute.copy_if(G2S, pA0, tAgA[None, None, None, 0], tAsA[None, None, None, 0])
+    cute.copy_if(G2S, pB0, tBgB[None, None, None, 0], tBsB[None, None, None, 0])
+    cute.cp_async_fence()
+    for s in range(1, STAGES - 1):
         if s < k_tiles:
-            load_tile(tAgA, tAsA, tAcA, pA, s, s, M, K)
-            load_tile(tBgB, tBsB, tBcB, pB, s, s, N, K)
+            cute.copy_if(G2S, pA, tAgA[None, None, None, s], tAsA[None, None, None, s])
+            cute.copy_if(G2S, pB, tBgB[None, None, None, s], tBsB[None, None, None, s])
         cute.cp_async_fence()
     read, write, k_next = 0, STAGES - 1, STAGES - 1
     cute.cp_async_wait(PENDING)
@@ -117,8 +129,8 @@ def f16_gemm(A, B, C, M, N, K, ldA, ldB, ldC):
             cute.copy(S2R_B, tXsB_p[None, None, kb_next], tXrB[None, None, kb_next])
             if kb == 0:                                           # the next k-tile into the stage just freed
                 if k_next < k_tiles:
-                    load_tile(tAgA, tAsA, tAcA, pA, k_next, write, M, K)
-                    load_tile(tBgB, tBsB, tBcB, pB, k_next, write, N, K)
+                    cute.copy_if(G2S, pA, tAgA[None, None, None, k_next], tAsA[None, None, None, write])
+                    cute.copy_if(G2S, pB, tBgB[None, None, None, k_next], tBsB[None, None, None, write])
                 cute.cp_async_fence()
                 k_next += 1
                 write = read

@@ -138,6 +138,31 @@ def test_local_tile_of_a_runtime_extent_rounds_up_as_cute():
             assert f(bm, bn, *vals, *new) == tile.engine.offset - host.engine.offset
 
 
+def test_domain_offset_moves_the_origin_by_any_integer():
+    """``domain_offset((i, j), t)`` of a (M,N):(ld,1) tensor with run-time ld adds ``i*ld + j``
+    for negative i and j too (no division by the extents), and an identity tensor's
+    coordinates move by (i, j)."""
+    from codegen.cute.device_tensor import _offset_terms
+    from codegen.cute.offsets import emit_terms
+    from codegen.cute.types import CoordTensorType, TensorType
+
+    lay, slots, vals = _dynamic_version((50, 37), (40, 1), {0}, {0, 1})
+    ty = TensorType(types.float32, "gmem", None, lay, 1, slots)
+    crd = types.UniTuple(types.int64, 2)
+    terms = _offset_terms("domain_offset", ty, crd)
+    f = _jit(lambda b, a: emit_terms(b, terms, a[:2], None, a[2:]), 2 + len(vals))
+    for i, j in ((0, 0), (0, -24), (-3, 5), (7, -1)):
+        assert f(i, j, *vals) == 40 * i + j
+    ident = CoordTensorType(la.make_identity_layout((dy.shape_placeholder(0), dy.shape_placeholder(1))), 2,
+                            (dy.DynSlot("shape"), dy.DynSlot("shape")))
+    cterms = _offset_terms("domain_offset", ident, crd)
+    for k in range(2):
+        g = _jit(lambda b, a, k=k: emit_terms(b, cterms, a[:2], 2, a[2:])[k], 4)
+        assert [g(-24, 9, 50, 37)] == [(-24, 9)[k]]
+    with pytest.raises(cute.CuteError, match="several extents"):
+        _offset_terms("domain_offset", TensorType(types.float32, "gmem", None, Layout(((2, 4), 8))), crd)
+
+
 # ---- kernels: offline PTX and compile-time errors -------------------------------------------------
 
 def _compile(fn, sig):

@@ -44,7 +44,7 @@ from .warpgroup import INTRINSICS as _WARPGROUP_INTRINSICS, warpgroup_index
 #: :mod:`codegen.cute.device_tensor` and friends) or, in the simulator, :mod:`codegen.cute.sim`.
 _TENSOR_FUNCTIONS = (
     "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
-    "local_tile", "local_partition", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
+    "local_tile", "local_partition", "domain_offset", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C",
 )
 #: Intrinsics exported under other names: ``cp_async_fence()`` closes the current group of

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
-    "local_tile", "local_partition", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
+    "local_tile", "local_partition", "domain_offset", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C",
 ]
 
@@ -60,6 +60,12 @@ make_identity_tensor.__doc__ = """``make_identity_tensor(shape)``: ``t[c] == c``
 local_tile = _device_only("local_tile")
 local_tile.__doc__ = """``local_tile(tensor, tiler, coord[, proj])``: the tile at ``coord`` of
 ``zipped_divide(tensor, tiler)``; ``None`` in ``coord`` keeps that mode of tiles."""
+domain_offset = _device_only("domain_offset")
+domain_offset.__doc__ = """``domain_offset(coord, tensor)``: ``tensor`` with its origin moved to ``coord``
+(one integer per mode, run-time ones allowed, negative ones too): element ``c`` of the
+result is element ``coord + c`` of ``tensor`` (CuTe's ``domain_offset``).  With an
+identity tensor moved the same way it shifts the tiles of a GEMM's K so that only the
+first k-tile is partial (the K residue first)."""
 local_partition = _device_only("local_partition")
 local_partition.__doc__ = """``local_partition(tensor, thr_layout, idx[, proj])``: thread ``idx``'s
 elements when the threads of ``thr_layout`` tile ``tensor``."""

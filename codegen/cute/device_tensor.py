@@ -147,9 +147,12 @@ def offset_alignment(align, terms):
         if t.leaf.value is not None:
             align = gcd(align, linear_divisor(host_offset([t])))
         else:
-            for s, _, d in _mode_leaves(t.shape, t.stride):
+            leaves_ = _mode_leaves(t.shape, t.stride)
+            # an assumed divisor of the index carries to the offset of a mode of one extent
+            divby = t.leaf.divby if len(leaves_) == 1 else 1
+            for s, _, d in leaves_:
                 if s != 1 and isinstance(d, int):
-                    align = gcd(align, linear_divisor(d))
+                    align = gcd(align, divby * linear_divisor(d))
     return align or ALIGN_ZERO
 
 
@@ -782,6 +785,46 @@ def _lower_local_partition(context, builder, sig, args):
     values = flat_coord_values(builder, thr, idx)
     extra = new_extents(builder, ty, tensor_proxy(context, builder, ty, args[0]), ts)
     return lower_slice(context, builder, ty, args[0], sig.return_type, ts.terms, values, extra)
+
+
+# ---- domain_offset -------------------------------------------------------------------------
+
+def _offset_terms(op, ty, coord_ty):
+    """The terms of the offset of a coordinate of ``ty``, one integer per mode of one leaf
+    (an offset, not an index: any integer, negative ones too, so no division by extents)."""
+    from .offsets import Term
+
+    spec = spec_of_type(coord_ty, what=op)
+    lay = ty.layout
+    modes = [(lay.shape, lay.stride)] if not isinstance(lay.shape, tuple) else list(zip(lay.shape, lay.stride))
+    if not isinstance(spec, tuple) or len(spec) != len(modes) or any(not isinstance(x, Leaf) for x in spec):
+        raise CuteError(f"{op}: the coordinate must be one integer per mode of the {ty.describe()}, got {coord_ty}")
+    for i, (e, _) in enumerate(modes):
+        if isinstance(e, tuple):
+            raise CuteError(f"{op}: mode {i} of the {ty.describe()} has several extents; offset modes of one")
+    return [Term(x, e, d) for x, (e, d) in zip(spec, modes)]
+
+
+@_treg.register_global(api.domain_offset)
+class _DomainOffset(AbstractTemplate):
+    prefer_literal = True
+    @_typed("domain_offset")
+    def generic(self, args, kws):
+        if len(args) != 2 or not isinstance(args[1], ANY_TENSOR):
+            raise CuteError(f"domain_offset: expected (coord, tensor), got {args}")
+        ty = args[1]
+        terms = _offset_terms("domain_offset", ty, args[0])
+        if isinstance(ty, CoordTensorType):
+            return signature(ty, *args)
+        return signature(ty.with_layout(ty.layout, offset_alignment(ty.align, terms)), *args)
+
+
+@_ireg.lower(api.domain_offset, types.Any, types.Any)
+def _lower_domain_offset(context, builder, sig, args):
+    ty = sig.args[1]
+    terms = _offset_terms("domain_offset", ty, sig.args[0])
+    # a coordinate may be negative: each mode is one integer, so no division is emitted
+    return lower_slice(context, builder, ty, args[1], sig.return_type, terms, leaves(builder, sig.args[0], args[0]))
 
 
 # ---- clear / fill ------------------------------------------------------------------------

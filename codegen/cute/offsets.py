@@ -38,10 +38,12 @@ I64 = ir.IntType(64)
 
 @dataclass(frozen=True)
 class Leaf:
-    """An integer coordinate: ``value`` when known at compile time, else run-time slot ``slot``."""
+    """An integer coordinate: ``value`` when known at compile time, else run-time slot
+    ``slot``, known to be a multiple of ``divby`` (``assume``)."""
 
     value: int | None = None
     slot: int | None = None
+    divby: int = 1
 
     def __repr__(self):
         return str(self.value) if self.value is not None else f"<i{self.slot}>"
@@ -69,10 +71,10 @@ def spec_of_type(ty, slots=None, what="coordinate"):
         return Leaf(value=int(ty.literal_value))
     if isinstance(ty, types.BooleanLiteral) or isinstance(ty, types.Boolean):
         raise CuteError(f"{what}: a bool is not a coordinate")
-    if isinstance(ty, types.Integer):
+    if isinstance(ty, types.Integer) or _assumed(ty):
         s = slots[0]
         slots[0] += 1
-        return Leaf(slot=s)
+        return Leaf(slot=s, divby=getattr(ty, "divby", 1))
     if isinstance(ty, types.BaseTuple):
         return tuple(spec_of_type(t, slots, what) for t in ty.types)
     raise CuteError(f"{what}: a coordinate is made of ints, None and tuples, got {ty}")
@@ -85,6 +87,9 @@ def leaves(builder, ty, val):
     def go(t, v):
         if isinstance(t, types.IntegerLiteral) or isinstance(t, types.NoneType):
             return
+        if _assumed(t):
+            out.append(v)                            # an int64 already
+            return
         if isinstance(t, types.Integer):
             out.append(_to_i64(builder, v, t))
             return
@@ -94,6 +99,12 @@ def leaves(builder, ty, val):
 
     go(ty, val)
     return out
+
+
+def _assumed(ty):
+    from .types import AssumedIntType
+
+    return isinstance(ty, AssumedIntType)
 
 
 def _to_i64(builder, v, t):

@@ -27,7 +27,7 @@ from .errors import CuteError
 
 __all__ = [
     "SimEngine", "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
-    "local_tile", "local_partition", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
+    "local_tile", "local_partition", "domain_offset", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C",
 ]
 
@@ -182,6 +182,23 @@ def local_partition(tensor, thr_layout, idx, proj=None):
     if not _residue(tensor):
         check_divides("local_partition", _inner(tensor), tiler[0] if len(tiler) == 1 else tiler)
     return la.local_partition(tensor, thr_layout, int(idx), proj)
+
+
+def domain_offset(coord, tensor):
+    """``tensor`` with its origin at ``coord`` (one integer per mode of one extent, negative
+    ones too): element ``c`` of the result is element ``coord + c``."""
+    from layoutalg.inttuple import flat_tuple
+
+    lay = _inner(tensor)
+    modes = [lay] if not isinstance(lay.shape, tuple) else list(lay)
+    if not isinstance(coord, tuple) or len(coord) != len(modes):
+        raise CuteError(f"domain_offset: the coordinate must be one integer per mode of {lay}, got {coord!r}")
+    off = 0
+    for i, (c, m) in enumerate(zip(coord, modes)):
+        if len(flat_tuple(m.shape)) > 1:
+            raise CuteError(f"domain_offset: mode {i} of {lay} has several extents; offset modes of one")
+        off = off + int(c) * flat_tuple(m.stride)[0]
+    return Tensor(tensor.engine + off, tensor.layout)
 
 
 def size(x, mode=None):
