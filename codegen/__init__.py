@@ -21,7 +21,17 @@ def mm(A, B, *, alpha=1.0, out_dtype=None, precision=None):
     ``torch.compile(fullgraph=True)`` and capturable in CUDA graphs; on other arrays it is
     :func:`gemm`."""
     if type(A).__module__.startswith("torch"):
-        from .torch_ops import mm as torch_mm
-
+        torch_mm = _TORCH_MM[0] if _TORCH_MM else _torch_mm()
         return torch_mm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision)
     return gemm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision)
+
+
+_TORCH_MM = []
+
+
+def _torch_mm():
+    """:func:`codegen.torch_ops.mm`, imported (with torch) on the first call on torch tensors."""
+    from .torch_ops import mm as torch_mm
+
+    _TORCH_MM.append(torch_mm)
+    return torch_mm
