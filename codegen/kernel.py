@@ -211,8 +211,25 @@ def _cubin(key, cc):
 
 
 def _tag(source, cc, options):
-    """The cache key of a compiled ``source`` for ``cc`` with compile ``options``."""
-    return hashlib.sha256(repr((source, tuple(cc), _versions(), options)).encode()).hexdigest()[:24]
+    """The cache key of a compiled ``source`` for ``cc`` with compile ``options``: also the
+    compilers' versions and the code of the device library the source calls (a kernel's
+    text names codegen.cute's objects and codegen.intrinsics' atoms, whose bodies are
+    compiled into it: a changed body must not load an old cubin)."""
+    return hashlib.sha256(repr((source, tuple(cc), _versions(), _library_digest(), options)).encode()).hexdigest()[:24]
+
+
+@functools.cache
+def _library_digest():
+    """A digest of the device library's source files (codegen.cute, codegen.intrinsics)."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for sub in ("cute", "intrinsics"):
+        d = os.path.join(root, sub)
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".py"):
+                with open(os.path.join(d, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()[:16]
 
 
 def _write(path, data):
