@@ -15,15 +15,17 @@ __all__ = ["GemmConfig", "gemm", "mm", "prepare", "GemmLaunch", "GemmError", "co
            "make_plan"]
 
 
-def mm(A, B, *, alpha=1.0, out_dtype=None, precision=None):
-    """``alpha * A @ B`` into a new array.  On torch tensors it is the operator
+def mm(A, B, *, alpha=1.0, out_dtype=None, precision=None, bias=None, activation=None):
+    """``activation(alpha * A @ B + bias)`` into a new array (``bias`` and ``activation``
+    optional, see :func:`gemm`).  On torch tensors it is the operator
     ``torch.ops.layoutalg.mm`` (:mod:`codegen.torch_ops`): differentiable, traceable by
     ``torch.compile(fullgraph=True)`` and capturable in CUDA graphs; on other arrays it is
     :func:`gemm`."""
     if type(A).__module__.startswith("torch"):
         torch_mm = _TORCH_MM[0] if _TORCH_MM else _torch_mm()
-        return torch_mm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision)
-    return gemm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision)
+        return torch_mm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision, bias=bias,
+                        activation=activation)
+    return gemm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision, bias=bias, activation=activation)
 
 
 _TORCH_MM = []

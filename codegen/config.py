@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 
 from layoutalg.element_types import element_type
 
-__all__ = ["GemmConfig", "hopper_tile", "split_k_for", "DTYPES", "OUT_DTYPES", "PATHS", "WGMMA_DTYPES", "KMAJOR_ONLY", "FP8"]
+__all__ = ["GemmConfig", "hopper_tile", "split_k_for", "DTYPES", "OUT_DTYPES", "PATHS", "WGMMA_DTYPES", "KMAJOR_ONLY", "FP8",
+           "ACTIVATIONS", "BIAS_DTYPES"]
 
 #: Input element types with a generated kernel (facts about each: layoutalg.element_types).
 #: The 8-bit floats run on the wgmma path only.
@@ -22,6 +23,11 @@ KMAJOR_ONLY = ("tf32", "e4m3", "e5m2")
 FP8 = ("e4m3", "e5m2")
 #: Output element types.
 OUT_DTYPES = ("f16", "bf16", "f32", "f64")
+#: Activations the Hopper kernel's epilogue applies (``GemmConfig.activation``): ReLU, GELU
+#: (erf), GELU with the tanh approximation, SiLU.
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+#: Element types of a fused bias (``GemmConfig.bias``).
+BIAS_DTYPES = ("f16", "bf16", "f32")
 #: Kernel families: warp-level ``mma.sync`` (sm_80 and newer) and Hopper's ``wgmma``.
 PATHS = ("mma_sync", "wgmma")
 
@@ -47,7 +53,9 @@ class GemmConfig:
     memory, and stores C. A launch uses at most one part per k-tile. ``cluster_m`` (wgmma
     path): 2 runs CTAs in clusters of two whose tiles are vertical neighbours, sharing B:
     each loads half of B's k-tile and the TMA unit delivers it to both (multicast); on a
-    GPU only.
+    GPU only. ``activation`` (one of :data:`ACTIVATIONS`) and ``bias`` (the element type of a
+    per-column bias, one of :data:`BIAS_DTYPES`), wgmma path: the epilogue stores
+    ``activation(alpha * A @ B + bias)`` (``beta`` must be 0).
     """
 
     dtype: str = "f16"
@@ -64,6 +72,8 @@ class GemmConfig:
     b_dtype: str = None
     split_k: int = 1
     cluster_m: int = 1
+    activation: str = None
+    bias: str = None
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -97,6 +107,13 @@ class GemmConfig:
         if self.split_k > 1 and self.path != "wgmma":
             raise ValueError(f"GemmConfig: split_k is a wgmma-path option (path='wgmma'); got split_k "
                              f"{self.split_k} with path {self.path!r}")
+        if self.activation is not None and self.activation not in ACTIVATIONS:
+            raise ValueError(f"GemmConfig: activation {self.activation!r} is not one of {', '.join(ACTIVATIONS)}")
+        if self.bias is not None and self.bias not in BIAS_DTYPES:
+            raise ValueError(f"GemmConfig: bias {self.bias!r} is not one of {', '.join(BIAS_DTYPES)}")
+        if (self.activation or self.bias) and self.path != "wgmma":
+            raise ValueError(f"GemmConfig: a fused bias or activation is a wgmma-path option (path='wgmma'); got "
+                             f"path {self.path!r}")
         if self.dtype in FP8 and self.path != "wgmma":
             raise ValueError(f"GemmConfig: {self.dtype} runs on the wgmma path only (path='wgmma', compute "
                              f"capability 9.0); got path {self.path!r}")

@@ -21,7 +21,7 @@ import numpy as np
 
 from layoutalg.element_types import ElementType, element_type
 
-from .config import DTYPES, FP8, KMAJOR_ONLY, OUT_DTYPES, GemmConfig
+from .config import ACTIVATIONS, BIAS_DTYPES, DTYPES, FP8, KMAJOR_ONLY, OUT_DTYPES, GemmConfig
 from .errors import GemmError
 from .kernel import KernelKey, get_kernel, simulating
 
@@ -251,8 +251,8 @@ class _Launcher:
         self.params = (ctypes.c_void_p * len(self.slots))(*[ctypes.addressof(s) for s in self.slots])
         self.fn = compiled.function
 
-    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None):
-        s = self.slots                             # (capture: nothing to allocate here)
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0):
+        s = self.slots                             # (capture: nothing to allocate; no fused bias here)
         s[0].value, s[1].value, s[2].value = a, b, c
         s[12].value, s[13].value = alpha, beta
         if self.fn is not None:
@@ -297,7 +297,8 @@ class GemmLaunch:
     caller's array).
     """
 
-    def __init__(self, launcher, ptrs, alpha, beta, stream, C, keep=(), copy_back=None, copy_in=None):
+    def __init__(self, launcher, ptrs, alpha, beta, stream, C, keep=(), copy_back=None, copy_in=None, bias=0):
+        self._bias = bias            # the address of a fused bias, else 0
         self._launcher = launcher
         self._ptrs = ptrs
         self._alpha = alpha
@@ -323,7 +324,7 @@ class GemmLaunch:
         a, b, c = self._ptrs
         if self._copy_in is not None:
             self._copy_in()
-        self._launcher(a, b, c, self._alpha, self._beta, self._stream)
+        self._launcher(a, b, c, self._alpha, self._beta, self._stream, None, self._bias)
         if self._copy_back is not None:
             self._copy_back()
         return self.C
@@ -353,6 +354,46 @@ class _Checked:
     kind: str
     b_fp8: str | None
     out: str | None
+
+
+@dataclass(frozen=True)
+class _Fused:
+    """A fused epilogue operation: ``activation`` (or None) and the bias's element type (or
+    None), with the bias's address."""
+
+    activation: str | None
+    bias: str | None
+    ptr: int = 0
+
+
+def _check_fused(bias, activation, a, N, beta, op):
+    """The :class:`_Fused` of ``bias`` and ``activation`` (None when both are None), checked:
+    a bias is a 1-D array of ``N`` elements with unit stride, of f16, bf16 or f32, of the
+    operands' kind and device; ``beta`` is 0."""
+    if bias is None and activation is None:
+        return None
+    if activation is not None and activation not in ACTIVATIONS:
+        raise GemmError(f"{op}: activation {activation!r} is not one of {', '.join(ACTIVATIONS)}")
+    if beta != 0:
+        raise GemmError(f"{op}: a fused bias or activation computes activation(alpha * A @ B + bias); beta must "
+                        f"be 0, got {beta}")
+    if a.kind == "numpy" or simulating():
+        raise GemmError(f"{op}: a fused bias or activation runs on GPU arrays (torch, CuPy, numba device arrays) "
+                        f"on the Hopper kernel, not on numpy arrays or in the simulator")
+    if bias is None:
+        return _Fused(activation, None)
+    if len(getattr(bias, "shape", ())) != 1:
+        shape = getattr(bias, 'shape', None)
+        raise GemmError(f"{op}: bias must be a 1-D array of N={N} elements, got shape "
+                        f"{tuple(shape) if shape is not None else type(bias).__name__}")
+    row = bias.unsqueeze(0) if type(bias).__module__.startswith("torch") else bias[None, :]   # a (1,N) view
+    x = _describe(row, op, "bias", BIAS_DTYPES)
+    if x.shape != (1, N) or (N > 1 and x.strides[1] != 1):
+        raise GemmError(f"{op}: bias must hold N={N} contiguous elements, got shape {tuple(bias.shape)}, "
+                        f"element strides {x.strides[1:]}")
+    if x.kind != a.kind or x.device != a.device:
+        raise GemmError(f"{op}: bias is a {x.kind} array on {x.device}, A a {a.kind} array on {a.device}")
+    return _Fused(activation, x.etype.name, x.ptr)
 
 
 def _check_operands(C, a, b, c, config, out_dtype, precision, op):
@@ -393,7 +434,7 @@ def _check_operands(C, a, b, c, config, out_dtype, precision, op):
     return _Checked(a, b, M, N, K, kind, b_fp8, out)
 
 
-def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0):
+def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, fused=None):
     """Validate everything that does not change between calls with the same signature,
     choose the plan and compile it."""
     chk = _check_operands(C, a, b, c, config, out_dtype, precision, op)
@@ -413,9 +454,12 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0):
     _check_gpu()
     ops = _Operands(a, replace(b, shape=b_shape, strides=b_strides), a_major, b_major, M, N, K,
                     c.strides if c is not None else (N, 1), c.ptr if c is not None else 0)
-    hopper = _wgmma_setup(None if chosen else config, config.dtype, out or config.out, ops, op, beta)
+    hopper = _wgmma_setup(None if chosen else config, config.dtype, out or config.out, ops, op, beta, fused)
     if hopper is not None:
         return hopper
+    if fused is not None:
+        raise GemmError(f"{op}: a fused bias or activation runs on the Hopper kernel only (compute capability 9.0, "
+                        f"operands that TMA reads: 16-byte aligned, unit stride along a dimension)")
     bits = config.bits
     a_vec = _vec(bits, a_major, a.shape, a.strides, a.ptr)
     b_vec = _vec(bits, b_major, b_shape, b_strides, b.ptr)
@@ -472,11 +516,11 @@ class _SwappedLauncher:
     def check(self):
         self.inner.check()
 
-    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None):
-        self.inner(b, a, c, alpha, beta, stream, capture)
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0):
+        self.inner(b, a, c, alpha, beta, stream, capture, bias)
 
 
-def _wgmma_setup(config, kind, out, ops, op, beta=0.0):
+def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None):
     """The Hopper launch (wgmma fed by TMA) where the GPU, the types and the layouts allow it,
     else None (the mma.sync kernels run). A config with ``path="wgmma"`` that the operands
     cannot take is an error, and so are 8-bit float inputs that it cannot take (they have no
@@ -508,6 +552,11 @@ def _wgmma_setup(config, kind, out, ops, op, beta=0.0):
     cfg = _wgmma_config(config, kind, out, view, cc)
     if cfg.path != "wgmma":
         return None
+    if fused is not None:
+        if view.swapped:
+            raise GemmError(f"{op}: a fused bias or activation needs a row-major C (its bias runs along the "
+                            f"columns); got C strides {ops.c_strides}")
+        cfg = cfg.with_(activation=fused.activation, bias=fused.bias)
     if cfg.cluster_m > 1 and simulating():
         raise GemmError(f"{op}: config.cluster_m={cfg.cluster_m} runs CTAs in clusters, which need a GPU: numba's "
                         f"simulator runs one block after another")
@@ -620,7 +669,7 @@ def _new_out(A, kind, shape, et):
 
 
 def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None,
-            scale_a=None, scale_b=None):
+            scale_a=None, scale_b=None, bias=None, activation=None):
     """Validate, plan, compile and place the arguments once; returns a :class:`GemmLaunch`
     whose call computes ``alpha * (scale_a * A) @ (scale_b * B) + beta * C`` (see :func:`gemm`)."""
     op = "prepare"
@@ -628,6 +677,7 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
     c = _describe(C, op, "C", OUT_DTYPES) if C is not None else None
     alpha, beta = _scalar(alpha, "alpha", op), _scalar(beta, "beta", op)
     alpha *= _scale(scale_a, "scale_a", op) * _scale(scale_b, "scale_b", op)
+    fused = _check_fused(bias, activation, a, b.shape[1] if len(b.shape) == 2 else 0, beta, op)
     if 0 in a.shape or 0 in b.shape:
         return _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op)
     if a.kind == "numpy" or simulating():
@@ -641,13 +691,13 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
         A, a = (T, t) if name == "A" else (A, a)
         B, b = (T, t) if name == "B" else (B, b)
         keep, refresh = keep + (T,), refresh + [fn]
-    st = _setup(A, B, C, a, b, c, config, out_dtype, precision, op, beta)
+    st = _setup(A, B, C, a, b, c, config, out_dtype, precision, op, beta, fused)
     if C is None:
         C = _new_out(A, a.kind, (st.M, st.N), st.out)
         beta = 0.0
         c = _describe(C, op, "C", OUT_DTYPES)
-    return GemmLaunch(st.launcher, (a.ptr, b.ptr, c.ptr), alpha, beta, handle, C, keep=keep,
-                      copy_in=_calls(refresh))
+    return GemmLaunch(st.launcher, (a.ptr, b.ptr, c.ptr), alpha, beta, handle, C, keep=keep + (bias,),
+                      copy_in=_calls(refresh), bias=fused.ptr if fused is not None else 0)
 
 
 class _Beta:
@@ -660,7 +710,7 @@ class _Beta:
     def __init__(self, C, beta):
         self.C, self.beta = C, beta
 
-    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None):
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0):
         C = self.C
         if 0 in tuple(C.shape):
             return
@@ -945,7 +995,7 @@ def _torch_stream(stream, device):
 
 
 def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None,
-         scale_a=None, scale_b=None):
+         scale_a=None, scale_b=None, bias=None, activation=None):
     """``alpha * (scale_a * A) @ (scale_b * B) + beta * C``, computed by a generated
     tensor-core kernel; returns C.
 
@@ -976,6 +1026,13 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     ``stream``: None (torch's or CuPy's current stream for their arrays, else the default
     stream), an int handle, or a torch/CuPy/numba stream.
 
+    ``bias`` (an array of N elements, f16, bf16 or f32, of the operands' kind) and
+    ``activation`` ("relu", "gelu", "gelu_tanh", "silu"): the Hopper kernel's epilogue stores
+    ``activation(alpha * A @ B + bias)`` (a bias per column, as ``torch.nn.Linear``'s), with
+    ``beta`` 0 and a row-major C; on GPU arrays only (cuBLASLt's and CUTLASS's fused
+    epilogues). GELU is ``x * Phi(x)`` (erf to 1.5e-7); ``gelu_tanh`` and ``silu`` use the
+    special-function unit's ``tanh.approx`` (relative error about 2**-11).
+
     C may share memory with A or B (an in-place ``Y = Y @ X``, or overlapping views): the
     kernel then reads private copies of the operands that C overlaps, made on the launch's
     stream, so the result is the one numpy gives for an overlapping ``out=``.
@@ -990,15 +1047,17 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     ``codegen.mm``), so the result has a ``grad_fn``.
     """
     if (C is None and beta == 0 and scale_a is None and scale_b is None and config is None
-            and getattr(A, "requires_grad", False) | getattr(B, "requires_grad", False)):
+            and getattr(A, "requires_grad", False) | getattr(B, "requires_grad", False)
+            | getattr(bias, "requires_grad", False)):
         import torch
 
         if torch.is_grad_enabled():
             from .torch_ops import mm
 
-            return mm(A, B, alpha=alpha, out_dtype=_torch_dtype(out_dtype), precision=precision)
+            return mm(A, B, alpha=alpha, out_dtype=_torch_dtype(out_dtype), precision=precision, bias=bias,
+                      activation=activation)
     return _gemm(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype, precision=precision,
-                 stream=stream, scale_a=scale_a, scale_b=scale_b)
+                 stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation)
 
 
 def _torch_dtype(out_dtype):
@@ -1013,20 +1072,24 @@ def _torch_dtype(out_dtype):
 
 
 def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None,
-          scale_a=None, scale_b=None):
+          scale_a=None, scale_b=None, bias=None, activation=None):
     """:func:`gemm` without the route through the torch operator (which calls this)."""
     if type(A).__module__.startswith("torch") and type(B).__module__.startswith("torch") and not simulating():
         pa, pb = A.data_ptr(), B.data_ptr()
         try:
+            fused = activation, None if bias is None else (type(bias), bias.dtype, bias.shape, bias.stride(),
+                                                           bias.device)
             key = (A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), A.device, B.device, pa & 15, pb & 15,
-                   None if C is None else (C.dtype, C.shape, C.stride(), C.device), config, out_dtype, precision)
+                   None if C is None else (C.dtype, C.shape, C.stride(), C.device), config, out_dtype, precision,
+                   fused, beta != 0)
             hit = _FAST.get(key)
-        except TypeError:            # an unhashable option: the general path reports it
-            key = hit = None
+        except (TypeError, AttributeError):     # an unhashable option, a bias that is no tensor: the general
+            key = hit = None                    # path reports it
         if hit is None and key is not None:
             _refuse_in_capture(A)
             launch = prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
-                             precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b)
+                             precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
+                             activation=activation)
             if launch._copy_in is not None:     # C overlaps A or B: not cached (see below)
                 return launch()
             import torch
@@ -1042,7 +1105,8 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             pc, (sa, sb, sc) = C.data_ptr(), hit.spans
             if _meet(pa, sa, pc, sc) or _meet(pb, sb, pc, sc):     # C overlaps A or B: private copies
                 return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
-                               precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b)()
+                               precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
+                               activation=activation)()
         if hit is not None:
             if C is None:
                 import torch
@@ -1053,7 +1117,9 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
                 alpha = _scalar(alpha, "alpha", "gemm") * _scale(scale_a, "scale_a", "gemm") \
                     * _scale(scale_b, "scale_b", "gemm")
             st = _torch_stream(stream, hit.device)
-            hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), st, GraphCapture.of(A, st))
+            hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), st, GraphCapture.of(A, st),
+                         0 if bias is None else bias.data_ptr())
             return C
     return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
-                   precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b)()
+                   precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
+                   activation=activation)()

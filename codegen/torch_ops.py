@@ -42,53 +42,81 @@ def out_dtype_of(a_dtype, out_dtype=None):
 
 @torch.library.custom_op("layoutalg::mm", mutates_args=())
 def _mm(A: torch.Tensor, B: torch.Tensor, alpha: float, out_dtype: Optional[torch.dtype],
-        precision: Optional[str]) -> torch.Tensor:
-    """``alpha * A @ B`` into a new row-major tensor, by the generated kernel."""
-    return _gemm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision)
+        precision: Optional[str], bias: Optional[torch.Tensor] = None,
+        activation: Optional[str] = None) -> torch.Tensor:
+    """``activation(alpha * A @ B + bias)`` into a new row-major tensor, by the generated kernel."""
+    return _gemm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision, bias=bias, activation=activation)
 
 
 @_mm.register_fake
-def _mm_fake(A, B, alpha, out_dtype, precision):
+def _mm_fake(A, B, alpha, out_dtype, precision, bias=None, activation=None):
     if A.dim() != 2 or B.dim() != 2 or A.shape[1] != B.shape[0]:
         raise GemmError(f"mm: A {tuple(A.shape)} and B {tuple(B.shape)} are not (M,K) and (K,N)")
+    if bias is not None and tuple(bias.shape) != (B.shape[1],):
+        raise GemmError(f"mm: bias has shape {tuple(bias.shape)}, expected ({B.shape[1]},)")
     return A.new_empty((A.shape[0], B.shape[1]), dtype=out_dtype_of(A.dtype, out_dtype))
 
 
 def _setup_context(ctx, inputs, output):
-    A, B, alpha, out_dtype, precision = inputs
-    ctx.save_for_backward(A, B)
-    ctx.alpha, ctx.precision = alpha, precision
+    A, B, alpha, out_dtype, precision, bias, activation = inputs
+    ctx.save_for_backward(A, B, bias)
+    ctx.alpha, ctx.precision, ctx.activation = alpha, precision, activation
+
+
+def activation_grad(z, activation):
+    """The derivative of ``activation`` at ``z`` (float32), as the epilogue defines it."""
+    if activation == "relu":
+        return (z > 0).to(z.dtype)
+    if activation == "gelu":
+        return 0.5 * (1.0 + torch.erf(z * 0.7071067811865476)) + z * torch.exp(-0.5 * z * z) * 0.3989422804014327
+    if activation == "gelu_tanh":
+        c = 0.7978845608028654
+        t = torch.tanh(c * (z + 0.044715 * z * z * z))
+        return 0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * z * z)
+    if activation == "silu":
+        s = torch.sigmoid(z)
+        return s * (1.0 + z * (1.0 - s))
+    raise GemmError(f"mm: no derivative of activation {activation!r}")
 
 
 def _backward(ctx, grad):
-    A, B = ctx.saved_tensors
+    A, B, bias = ctx.saved_tensors
     if A.dtype in _FP8 or B.dtype in _FP8:
         raise GemmError("mm: 8-bit float operands are not differentiable (as torch._scaled_mm's)")
-    dA = dB = None
+    dz = grad
+    if ctx.activation is not None:                   # z = alpha * A @ B + bias, again, in float32
+        z = _mm(A, B, ctx.alpha, torch.float32, ctx.precision, bias, None)
+        dz = grad.float() * activation_grad(z, ctx.activation)
+    dA = dB = dbias = None
     if ctx.needs_input_grad[0]:                      # (M,N) @ (N,K)
-        dA = _mm(grad.to(B.dtype), B.mT, ctx.alpha, A.dtype, ctx.precision)
+        dA = _mm(dz.to(B.dtype), B.mT, ctx.alpha, A.dtype, ctx.precision)
     if ctx.needs_input_grad[1]:                      # (K,M) @ (M,N)
-        dB = _mm(A.mT, grad.to(A.dtype), ctx.alpha, B.dtype, ctx.precision)
-    return dA, dB, None, None, None
+        dB = _mm(A.mT, dz.to(A.dtype), ctx.alpha, B.dtype, ctx.precision)
+    if bias is not None and ctx.needs_input_grad[5]:
+        dbias = dz.float().sum(0).to(bias.dtype)
+    return dA, dB, None, None, None, dbias, None
 
 
 _mm.register_autograd(_backward, setup_context=_setup_context)
 
 
-def mm(A, B, *, alpha=1.0, out_dtype=None, precision=None):
-    """``alpha * A @ B`` through ``torch.ops.layoutalg.mm``: differentiable, traceable by
-    ``torch.compile(fullgraph=True)``, capturable in a CUDA graph after a warm-up call.
+def mm(A, B, *, alpha=1.0, out_dtype=None, precision=None, bias=None, activation=None):
+    """``activation(alpha * A @ B + bias)`` through ``torch.ops.layoutalg.mm``:
+    differentiable, traceable by ``torch.compile(fullgraph=True)``, capturable in a CUDA
+    graph after a warm-up call.
 
     ``out_dtype``: a torch dtype (or None: the inputs' type, bfloat16 for 8-bit floats).
     ``precision``: as :func:`codegen.gemm` (``"tf32"`` for float32 inputs on tensor cores).
+    ``bias`` (N elements) and ``activation`` ("relu", "gelu", "gelu_tanh", "silu"): fused
+    into the Hopper kernel's epilogue (:func:`codegen.gemm`).
     """
     if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
         raise GemmError(f"mm: out_dtype must be a torch dtype (or None), got {out_dtype!r}")
     if precision is not None and not isinstance(precision, str):
         raise GemmError(f"mm: precision must be a string (or None), got {precision!r}")
-    if not (A.requires_grad or B.requires_grad) and not _compiling() or \
-            not torch.is_grad_enabled() and not _compiling():
+    grad = A.requires_grad or B.requires_grad or bias is not None and bias.requires_grad
+    if not _compiling() and not (grad and torch.is_grad_enabled()):
         # eager and nothing to differentiate: the operator's dispatch in Python would double
         # the host time of a call (30 us against 15 on the H200); the kernel is the same
-        return _gemm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision)
-    return _mm(A, B, float(alpha), out_dtype, precision)
+        return _gemm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision, bias=bias, activation=activation)
+    return _mm(A, B, float(alpha), out_dtype, precision, bias, activation)

@@ -112,7 +112,7 @@ def consumer(p, c):
         acc = MMA.wait(acc, 0)
         PIPE.consumer_release(prev, 0)
         MMA.to_array(acc, accs)
-        nbox = EPILOGUE.store_tile(p, acc, accs, tile.m0, tile.n0, c, nbox)
+        nbox = EPILOGUE.store_tile(p, acc, accs, tile.m0, tile.n0, c, nbox, p.alpha)
     EPILOGUE.drain()
 
 

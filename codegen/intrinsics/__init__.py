@@ -37,6 +37,8 @@ values keep the lower-index element in bits 0-15):
 ``cvt_bf16x2_f32``           ``(lo_f32, hi_f32) -> uint32`` (rn)
 ``cvt_tf32_f32``             ``(x_f32) -> uint32`` tf32 bits (rna)
 ``f32_as_u32``, ``u32_as_f32``  bit casts
+``tanh_approx_f32``          ``(x_f32) -> f32`` (tanh.approx)
+``ex2_approx_f32``           ``(x_f32) -> f32`` 2**x (ex2.approx.ftz)
 ``ld_global_v4_b32``         ``(gmem_addr) -> (r0..r3)`` uint32
 ``st_global_v4_b32``         ``(gmem_addr, r0, r1, r2, r3)``
 ``ld_shared_v4_b32``         ``(smem_addr) -> (r0..r3)`` uint32

@@ -54,6 +54,8 @@ ATOM_NAMES = (
     "cvt_tf32_f32",
     "f32_as_u32",
     "u32_as_f32",
+    "tanh_approx_f32",
+    "ex2_approx_f32",
     # shared and 16-byte vector memory access
     "ld_global_v4_b32",
     "st_global_v4_b32",

@@ -904,6 +904,31 @@ def cvt_tf32_f32(typingctx, x):
     return sig, codegen
 
 
+def _approx(name, instr, x):
+    _want_float(name, "x", x)
+    sig = types.float32(x)
+
+    def codegen(context, builder, sig, args):
+        v = _as_f32(context, builder, args[0], sig.args[0])
+        return _asm(builder, _F32, [_F32], f"{instr} $0, $1;", "=f,f", [v], False)
+
+    return sig, codegen
+
+
+@intrinsic
+def tanh_approx_f32(typingctx, x):
+    """``tanh.approx.f32``: tanh on the special-function unit (one instruction; relative
+    error about 2**-11). Returns float32."""
+    return _approx("tanh_approx_f32", "tanh.approx.f32", x)
+
+
+@intrinsic
+def ex2_approx_f32(typingctx, x):
+    """``ex2.approx.ftz.f32``: 2**x on the special-function unit (one instruction; relative
+    error about 2**-22). Returns float32."""
+    return _approx("ex2_approx_f32", "ex2.approx.ftz.f32", x)
+
+
 @intrinsic
 def f32_as_u32(typingctx, x):
     """Bit pattern of a float32 as uint32 (no conversion)."""

@@ -44,6 +44,7 @@ results numpy scalars of the PTX type.
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 import time
 
@@ -1094,6 +1095,19 @@ def cvt_tf32_f32(x):
 def f32_as_u32(x):
     """Bit pattern of a float32 as int."""
     return _f32_bits("f32_as_u32", "x", x)
+
+
+def tanh_approx_f32(x):
+    """Simulated ``tanh.approx.f32`` (exact tanh, rounded to float32)."""
+    _f32_bits("tanh_approx_f32", "x", x)
+    return np.float32(math.tanh(float(np.float32(x))))
+
+
+def ex2_approx_f32(x):
+    """Simulated ``ex2.approx.ftz.f32`` (exact 2**x, rounded to float32)."""
+    _f32_bits("ex2_approx_f32", "x", x)
+    with np.errstate(over="ignore"):
+        return np.float32(np.exp2(np.float64(np.float32(x))))
 
 
 def u32_as_f32(x):

@@ -7,6 +7,7 @@ the launcher's argument slots all come from :data:`GEMM_ARGS`.
   B (N,K) and C (M,N) (0: no map of C);
 * ``C``: the address of C, with element strides ``scm``, ``scn``; ``M``, ``N``, ``K``;
 * ``alpha``, ``beta``: ``C = alpha * A @ B + beta * C``;
+* ``bias``: the address of a fused per-column bias (0: none);
 * ``err``: the address of an int32 error word (a wait that times out writes 1 there);
 * ``ws``: the split-K workspace;
 * ``rows_m``, ``group``, ``ktiles``, ``whole``, ``splits`` (the parts of K), ``units``,
@@ -24,7 +25,7 @@ __all__ = ["GEMM_ARGS", "GemmArgs"]
 GEMM_ARGS = KernelParams("GemmArgs", (
     ("tmap_a", "i64"), ("tmap_b", "i64"), ("tmap_c", "i64"), ("C", "i64"),
     ("M", "i32"), ("N", "i32"), ("K", "i32"), ("scm", "i64"), ("scn", "i64"),
-    ("alpha", "f32"), ("beta", "f32"), ("err", "i64"), ("ws", "i64"),
+    ("alpha", "f32"), ("beta", "f32"), ("bias", "i64"), ("err", "i64"), ("ws", "i64"),
 ) + TileScheduler.ARGS)
 
 #: The kernel's arguments as one value (a ``NamedTuple``).

@@ -117,7 +117,7 @@ _CONSUMER_OVERLAP = '''
             acc, state, prev = MAINLOOP.mma_step(p, acc, state, prev, c, False, peer)
         acc = MAINLOOP.mma_tail(acc, prev, peer)
         MMA.to_array(acc, accs)
-        EPILOGUE.pack(accs, p.alpha, packed)  # no multiplies when alpha == 1
+{apply}        EPILOGUE.pack(accs, {alpha}, packed)  # no multiplies when alpha == 1
         pend = True
         done = work
         work = nxt
@@ -157,13 +157,19 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None):
     lines = ["\n".join(_header(plan, epilogue) + _constants(plan, epi))]
     lines.append(_PRODUCER)
     head = _CONSUMER_HEAD.format(doc=_consumer_doc(plan, epilogue), clay=f"CLayout_64x{cfg.bn}", nreg=plan.acc_regs)
+    op = parts.op is not None
+    alpha = "1.0" if op else "p.alpha"                  # a fused operation applies alpha itself
+    apply = "        OP.apply(p, accs, work.n0)  # act(alpha * acc + bias[n])\n" if op else ""
     if overlaps_epilogue(plan, epilogue):
-        lines.append(head + _CONSUMER_OVERLAP)
+        lines.append(head + _CONSUMER_OVERLAP.format(apply=apply, alpha=alpha))
     else:
-        store = "        nbox = EPILOGUE.store_tile(p, acc, accs, work.m0, work.n0, c, nbox)\n"
+        store = f"        nbox = EPILOGUE.store_tile(p, acc, accs, work.m0, work.n0, c, nbox, {alpha})\n"
+        if op:
+            store = apply + "        acc = MMA.from_array(accs)\n" + store
         if plan.split:
             store = ("        if SCHEDULER.fixup(p, sched, work, accs, c):  # split-K: the tile's last part finishes it\n"
-                     "            acc = MMA.from_array(accs)  # with the other parts' sums\n    " + store)
+                     + ("" if op else "            acc = MMA.from_array(accs)  # with the other parts' sums\n")
+                     + "".join("    " + ln + "\n" for ln in store.splitlines()))
         lines.append(head + _CONSUMER_TILE.format(store=store))
     lines.append(_KERNEL.format(def_line=GEMM_ARGS.def_line(KERNEL_NAME), pack=GEMM_ARGS.pack_line(),
                                 doc="The arguments: codegen.sm90.args.", preg=parts.producer_regs,
@@ -194,7 +200,8 @@ def _header(plan, epilogue):
         "from numba import cuda, float32, uint32  # noqa: F401",
         "",
         "from codegen.cute import (  # noqa: F401",
-        "    RegisterEpilogue, SharedStorage, TileScheduler, TmaLoad, TmaPipeline, TmaStore, TmaStoreEpilogue,",
+        "    BiasActivation, RegisterEpilogue, SharedStorage, TileScheduler, TmaLoad, TmaPipeline, TmaStore,",
+        "    TmaStoreEpilogue,",
         "    WgmmaMainloop, WgmmaMMA, setmaxnreg_dec, setmaxnreg_inc,",
         ")",
         "from codegen.sm90.args import GemmArgs",
@@ -218,6 +225,8 @@ def _constants(plan, epi):
         ("SCHEDULER", parts.scheduler, "the CTA's work units and their tiles"),
         ("EPILOGUE", epi, f"CLayout_64x{cfg.bn} (T128,V{plan.acc_regs}) -> (m,n), out to C"),
     ]
+    if parts.op is not None:
+        defs.append(("OP", parts.op, f"act(alpha * acc + bias[n]): activation {cfg.activation}, bias {cfg.bias}"))
     for name, obj, comment in defs:
         out += _define(name, obj, names, comment)
     return out

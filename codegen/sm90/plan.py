@@ -100,6 +100,7 @@ class WgmmaKernelParts:
     reg_epilogue: object      # RegisterEpilogue
     producer_regs: int
     consumer_regs: int
+    op: object = None         # BiasActivation (a fused bias or activation), else None
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,7 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
     """Derive the Hopper plan of ``cfg`` (``cfg.path == "wgmma"``)."""
     from mma_atoms import get
 
-    from ..cute import make_register_epilogue, make_tma_store_epilogue, make_wgmma
+    from ..cute import make_bias_activation, make_register_epilogue, make_tma_store_epilogue, make_wgmma
 
     if not isinstance(cfg, GemmConfig) or cfg.path != "wgmma":
         raise ValueError(f"make_wgmma_plan: expected a GemmConfig with path='wgmma', got {cfg!r}")
@@ -222,6 +223,8 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
     out = element_type(cfg.out)
     tma_epi = make_tma_store_epilogue(out.name, cfg.bn, 0) if out.bits == 16 else None
     parts = _kernel_parts(cfg, a, b, mma, consumers, share, tma_epi, make_register_epilogue(out.name, cfg.bm, cfg.bn))
+    if cfg.activation or cfg.bias:
+        parts = replace(parts, op=make_bias_activation(cfg.bn, cfg.activation, cfg.bias))
     smem = parts.storage.nbytes
     if smem > 227 * 1024:
         raise ValueError(f"wgmma plan: {cfg.stages} stages need {smem} bytes of shared memory, more than 227 KiB")

@@ -99,6 +99,28 @@ def case_gemm_has_grad():
     return C.grad_fn is not None and rel(A.grad, ref) < 1e-2, f"codegen.gemm: grad_fn {type(C.grad_fn).__name__}"
 
 
+def case_fused_autograd():
+    """codegen.mm(x, w, bias=b, activation=...) against torch's F.<act>(x @ w + b): the values
+    and the gradients of x, w and b (the backward recomputes z = x @ w + b in float32)."""
+    import torch.nn.functional as F
+
+    acts = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda z: F.gelu(z, approximate="tanh"), "silu": F.silu}
+    worst = 0.0
+    for name, fn in acts.items():
+        g = torch.Generator(device="cuda").manual_seed(7)
+        x = torch.randn(128, 256, device="cuda", generator=g).to(DT).requires_grad_()
+        w = (torch.randn(256, 192, device="cuda", generator=g) / 16).to(DT).requires_grad_()
+        b = torch.randn(192, device="cuda", generator=g).to(DT).requires_grad_()
+        y = codegen.mm(x, w, bias=b, activation=name)
+        y.float().square().sum().backward()
+        got = [y, x.grad, w.grad, b.grad]
+        xr, wr, br = (t.detach().float().requires_grad_() for t in (x, w, b))
+        yr = fn(xr @ wr + br)
+        yr.square().sum().backward()
+        worst = max([worst] + [rel(a, r) for a, r in zip(got, [yr, xr.grad, wr.grad, br.grad])])
+    return worst < 3e-2, f"relu, gelu, gelu_tanh, silu with a bf16 bias: values and grads, max rel error {worst:.1e}"
+
+
 def case_compile():
     xs, ys = _data(seed=2)
     ours, ref = MLP(codegen.mm, seed=3), MLP(torch.matmul, seed=3)
@@ -167,7 +189,7 @@ def case_host_time():
         " a call, 64^3 f16 (target: codegen.mm <= 15 us)"
 
 
-CASES = [case_forward, case_autograd, case_gemm_has_grad, case_compile, case_graph, case_capture_new_kind,
+CASES = [case_forward, case_autograd, case_gemm_has_grad, case_fused_autograd, case_compile, case_graph, case_capture_new_kind,
          case_host_time]
 
 

@@ -1,0 +1,145 @@
+"""A bias and an activation fused into the Hopper GEMM's epilogue (``gemm(..., bias=,
+activation=)``), without a GPU: the config's checks, the kernel's source and its offline
+sm_90a PTX, the host's refusals, and the torch operator's shapes and derivatives.
+``benchmarks/bench_fused.py`` and ``tests/gpu/check_torch.py`` run it on a GPU.
+"""
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from codegen import GemmConfig, GemmError
+from codegen.sm90.emit import emit_wgmma_source
+from codegen.sm90.plan import make_wgmma_plan
+
+
+def hopper(dtype="bf16", M=4096, N=4096, K=4096, **kw):
+    return GemmConfig.default(dtype, M, N, K, arch=(9, 0)).with_(**kw)
+
+
+def test_config_names_the_bad_activation_and_the_path():
+    with pytest.raises(ValueError, match="activation 'tanh' is not one of relu, gelu, gelu_tanh, silu"):
+        hopper(activation="tanh")
+    with pytest.raises(ValueError, match="bias 'f64' is not one of f16, bf16, f32"):
+        hopper(bias="f64")
+    with pytest.raises(ValueError, match="wgmma-path option"):
+        GemmConfig.default("f16").with_(activation="relu")
+
+
+def test_the_kernel_applies_the_operation_before_each_store():
+    plain = emit_wgmma_source(make_wgmma_plan(hopper()), "tma")
+    assert not re.search(r"\bOP\b", plain) and "EPILOGUE.pack(accs, p.alpha, packed)" in plain
+    src = emit_wgmma_source(make_wgmma_plan(hopper(activation="gelu", bias="bf16")), "tma")
+    assert re.search(r"OP = BiasActivation\(act=2, bias_bits=16, bias_bf16=True, pairs=64", src)
+    assert "OP.apply(p, accs, work.n0)" in src and "EPILOGUE.pack(accs, 1.0, packed)" in src
+    split = hopper("f16", 256, 256, 8192, activation="relu", bias="f32")
+    assert split.split_k > 1
+    src = emit_wgmma_source(make_wgmma_plan(split), "registers")
+    # split-K: the operation goes on the full sums, after the last part has added the others'
+    assert re.search(r"if SCHEDULER\.fixup\(.*\n\s+OP\.apply\(p, accs, work\.n0\).*\n\s+acc = MMA\.from_array\(accs\)"
+                     r"\n\s+nbox = EPILOGUE\.store_tile\(p, acc, accs, work\.m0, work\.n0, c, nbox, 1\.0\)", src)
+
+
+@pytest.mark.parametrize("cfg, epilogue, instr", [
+    (hopper(activation="gelu", bias="bf16"), "tma", "ex2.approx.ftz.f32"),
+    (hopper("f16", activation="silu"), "tma", "tanh.approx.f32"),
+    (hopper("f16", 256, 256, 8192, activation="relu", bias="f32"), "registers", "max.f32"),
+])
+def test_the_fused_kernel_compiles_for_sm90a_in_registers(cfg, epilogue, instr, tmp_path):
+    from codegen.sm90.kernel import WgmmaKey, compile_wgmma_ptx
+
+    ptx = compile_wgmma_ptx(WgmmaKey(cfg, "K", "K", epilogue))
+    assert instr in ptx and ".local" not in ptx
+    if shutil.which("ptxas"):
+        path = tmp_path / "k.ptx"
+        path.write_text(ptx)
+        res = subprocess.run(["ptxas", "-v", "-arch=sm_90a", str(path), "-o", str(tmp_path / "k.cubin")],
+                             capture_output=True, text=True, check=True)
+        assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in res.stderr, res.stderr
+
+
+def test_the_host_refuses_what_it_cannot_fuse():
+    A, B = np.ones((8, 16), np.float16), np.ones((16, 24), np.float16)
+    import codegen
+
+    with pytest.raises(GemmError, match="activation 'elu' is not one of"):
+        codegen.gemm(A, B, activation="elu")
+    with pytest.raises(GemmError, match="beta must be 0, got 2.0"):
+        codegen.gemm(A, B, np.zeros((8, 24), np.float16), beta=2.0, activation="relu")
+    with pytest.raises(GemmError, match="runs on GPU arrays .* not on numpy arrays or in the simulator"):
+        codegen.gemm(A, B, bias=np.zeros(24, np.float16))
+
+
+def test_bias_must_be_one_dimensional():
+    torch = pytest.importorskip("torch")
+    from codegen.host import _check_fused
+
+    a = type("A", (), {"kind": "torch", "device": "cuda:0"})()          # A as described on a GPU
+    with pytest.raises(GemmError, match=r"bias must be a 1-D array of N=24 elements, got shape \(1, 24\)"):
+        _check_fused(torch.zeros(1, 24), None, a, 24, 0.0, "gemm")
+
+
+def test_the_torch_operator_takes_the_bias_and_differentiates_through_the_activation():
+    torch = pytest.importorskip("torch")
+    import codegen
+
+    A = torch.empty(64, 32, device="meta", dtype=torch.bfloat16, requires_grad=True)
+    B = torch.empty(32, 48, device="meta", dtype=torch.bfloat16, requires_grad=True)
+    b = torch.empty(48, device="meta", dtype=torch.bfloat16, requires_grad=True)
+    y = codegen.mm(A, B, bias=b, activation="gelu")
+    assert y.shape == (64, 48) and y.dtype == torch.bfloat16
+    y.sum().backward()
+    assert (A.grad.shape, B.grad.shape, b.grad.shape) == (A.shape, B.shape, b.shape)
+    assert b.grad.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("name", ["relu", "gelu", "gelu_tanh", "silu"])
+def test_activation_derivatives_equal_torch_autograd(name):
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    from codegen.torch_ops import activation_grad
+
+    fn = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda z: F.gelu(z, approximate="tanh"), "silu": F.silu}[name]
+    z = torch.linspace(-6, 6, 1001, dtype=torch.float64)
+    z = z[z.abs() > 1e-6].requires_grad_()            # relu has no derivative at 0
+    (want,) = torch.autograd.grad(fn(z).sum(), z)
+    assert torch.allclose(activation_grad(z.detach(), name), want, atol=1e-12)
+
+
+def test_the_epilogue_activations_match_their_definitions():
+    """BiasActivation.activate run by the simulator's twins (numba's simulator, a new process)
+    against exact GELU, tanh-GELU and SiLU: erf to 1.5e-7, the others exact there (the
+    simulator's tanh.approx and ex2.approx are exact)."""
+    import os
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    code = textwrap.dedent("""
+        import math
+        import numpy as np
+        from codegen.cute import make_bias_activation
+        xs = np.linspace(-8, 8, 401, dtype=np.float32)
+        exact = {
+            "relu": lambda x: max(x, 0.0),
+            "gelu": lambda x: 0.5 * x * (1 + math.erf(x / math.sqrt(2))),
+            "gelu_tanh": lambda x: 0.5 * x * (1 + math.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
+            "silu": lambda x: x / (1 + math.exp(-x)),
+        }
+        for name, fn in exact.items():
+            op = make_bias_activation(256, name, None)
+            err = max(abs(float(op.activate(np.float32(x))) - fn(float(x))) / max(1.0, abs(fn(float(x)))) for x in xs)
+            print(name, op.act, f"{err:.2e}")
+    """)
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+               PYTHONPATH=os.pathsep.join([str(root)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    rows = [line.split() for line in res.stdout.splitlines()]
+    assert [r[:2] for r in rows] == [["relu", "1"], ["gelu", "2"], ["gelu_tanh", "3"], ["silu", "4"]]
+    assert all(float(r[2]) < 1e-6 for r in rows), rows
