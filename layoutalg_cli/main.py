@@ -1,6 +1,7 @@
 """The ``layoutalg`` command line.
 
     layoutalg show "(4,(2,2)):(2,(1,8))"      print a layout, its size, cosize and table
+    layoutalg show "(M,K):(ldA,1)" --tile 128,64   a layout of run-time integers: formulas, tiles
     layoutalg eval "composition((4,3):(3,1), 6:2)"   evaluate an algebra expression
     layoutalg atoms [PATTERN]                 list or search the MMA and copy atom tables
     layoutalg draw ...                        render diagrams (see ``layoutalg draw -h``)
@@ -26,11 +27,52 @@ def _table(layout):
     return ascii_layout(layout)
 
 
+def _symbolic(text):
+    """Whether a layout is written with names for run-time integers ("(M,K):(ldA,1)")."""
+    import re
+
+    return re.search(r"[A-Za-z_]", text) is not None and "Sw<" not in text
+
+
+def cmd_show_symbolic(args, out):
+    """``show`` of a layout with names: the layout, its size and offset as formulas, and the
+    tiles of ``--tile`` as CuTe rounds them up (codegen.cute's run-time layouts)."""
+    from layoutalg import zipped_divide
+    from layoutalg.inttuple import flat_tuple
+
+    from codegen.cute.dynamic import describe, extent_str, offset_formula, split_residues, symbolic_layout
+
+    try:
+        layout, slots = symbolic_layout(args.layout)
+    except LayoutError as e:
+        raise LayoutError(f"show: {e}") from None
+    names = [s.origin for s in slots]
+    shape = [extent_str(e, slots) for e in flat_tuple(layout.shape)]
+    print(f"layout : {describe(layout, slots)}    (run-time: {', '.join(dict.fromkeys(names))})", file=out)
+    print(f"size   : {'*'.join(shape)}", file=out)
+    print(f"offset : {offset_formula(layout, slots, latex=args.latex)}", file=out)
+    if args.tile:
+        try:
+            tiler = tuple(int(t) for t in args.tile.split(","))
+        except ValueError:
+            raise LayoutError(f"show: --tile must be ints separated by commas, got {args.tile!r}") from None
+        lay, dyn, _ = split_residues("show --tile", layout, slots, tiler, True, describe(layout, slots))
+        tiled = zipped_divide(lay, tiler)
+        print(f"tiles  : {describe(tiled, dyn)}    ((tile),(tiles)): local_tile by {args.tile}, the last "
+              f"tiles partial", file=out)
+    return 0
+
+
 def cmd_show(args, out):
     from layoutalg.layout import Layout, cosize, depth, rank, size
     from layoutalg.parse import parse_layout
     from layoutalg.swizzle import ComposedLayout
 
+    if _symbolic(args.layout):
+        return cmd_show_symbolic(args, out)
+    if args.tile or args.latex:
+        raise LayoutError("show: --tile and --latex are for layouts with names for run-time integers, "
+                          "e.g. \"(M,K):(ldA,1)\"")
     layout = parse_layout(args.layout)
     if isinstance(layout, int) and not isinstance(layout, bool):
         layout = Layout(layout)
@@ -94,8 +136,14 @@ def build_parser():
                                 epilog="`layoutalg COMMAND --help` says more about each command.")
     p.add_argument("--version", action="version", version=f"layoutalg {_version()}")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
-    s = sub.add_parser("show", help="print a layout, its size, cosize and table")
-    s.add_argument("layout", help='a layout in CuTe form, e.g. "(4,(2,2)):(2,(1,8))"')
+    s = sub.add_parser("show", help="print a layout, its size, cosize and table",
+                       description="Print a layout: its size, cosize, values and table; for a layout with names "
+                                   "for run-time integers, e.g. \"(M,K):(ldA,1)\", its size and offset as "
+                                   "formulas and (--tile) its tiles as local_tile rounds them up.")
+    s.add_argument("layout", help='a layout in CuTe form, e.g. "(4,(2,2)):(2,(1,8))" or "(M,K):(ldA,1)"')
+    s.add_argument("--tile", default=None, metavar="T0,T1,...",
+                   help="with names: the tiles of local_tile by this tiler, e.g. 128,64")
+    s.add_argument("--latex", action="store_true", help="with names: the offset as a LaTeX formula")
     s.add_argument("--max-cells", type=int, default=SHOW_MAX_CELLS, metavar="N",
                    help=f"print the table only for layouts of at most N cells (default {SHOW_MAX_CELLS}: "
                         f"a 2000x2000 table is 80 MB of text)")

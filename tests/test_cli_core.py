@@ -119,3 +119,25 @@ def test_demo_runs_the_tour_and_a_gemm(tmp_path):
     last = [s for s in lines if "GEMM, max |C - numpy| =" in s]
     assert last, p.stdout[-2000:]
     assert float(last[-1].rsplit("=", 1)[1]) < 1e-2
+
+
+# ---- show of a layout with names for run-time integers ------------------------------------------
+
+def test_show_with_names_prints_formulas_and_the_tiles_local_tile_makes():
+    rc, text = run_main("show", "(M,K):(ldA,1)", "--tile", "128,64")
+    assert rc == 0, text
+    lines = text.splitlines()
+    assert lines[0].startswith("layout : (M,K):(ldA,1)") and "run-time: M, K, ldA" in lines[0]
+    assert lines[1] == "size   : M*K"
+    assert lines[2] == "offset : (i, j) -> i*ldA + j"
+    assert lines[3].startswith("tiles  : ((128,64),(ceil(M/128),ceil(K/64))):((ldA,1),(128*ldA,64))")
+
+
+def test_show_with_names_in_latex_and_nested_modes():
+    rc, text = run_main("show", "(M,(2,K)):(ldA,(1,2))", "--latex")
+    assert rc == 0 and "offset : (i, j, k) \\mapsto i \\cdot \\mathit{ldA} + j + 2 k" in text, text
+
+
+def test_show_options_for_names_are_refused_without_them(capsys):
+    rc, _ = run_main("show", "(8,4):(1,8)", "--tile", "2,2")
+    assert rc == 2 and "--tile and --latex are for layouts with names" in capsys.readouterr().err

@@ -27,7 +27,7 @@ from layoutalg import ComposedLayout, Layout, Swizzle
 from . import api
 from .checks import check_divides, shared_cosize
 from .dynamic import (
-    DynSlot, has_dynamic_shape, is_dynamic_shape, linear_divisor, shape_placeholder, stride_placeholder,
+    DynSlot, has_dynamic_shape, linear_divisor, shape_placeholder, stride_placeholder,
 )
 from .offsets import (
     CuteError, I64, Leaf, add_offset, as_ir, dyn_linear, dyn_shape, emit_swizzle, emit_terms, leaves, slice_spec,
@@ -627,50 +627,12 @@ class TileSpec:
 
 
 def split_residues(op, ty, tiler):
-    """``(layout, dyn, new)``: ``ty``'s layout with each single-extent mode that ``tiler``
-    tiles with a remainder split into ``(tile, ceil_div(extent, tile))`` first, as CuTe's
-    ``logical_divide`` rounds up.  A run-time extent is always split (into a new slot); a static
-    one only for tensors with CuTe's residue semantics (identity tensors, and tensors over
-    layouts of run-time integers); other static tiles must divide (``check_divides``)."""
-    lay, dyn, new = ty.layout, list(ty.dyn), []
-    tl = tiler if isinstance(tiler, tuple) else (tiler,)
-    one = not isinstance(lay.shape, tuple)
-    shapes = [lay.shape] if one else list(lay.shape)
-    strides = [lay.stride] if one else list(lay.stride)
-    residue = isinstance(ty, CoordTensorType) or bool(ty.dyn)
-    for i, t in enumerate(tl[:len(shapes)]):
-        e, d = shapes[i], strides[i]
-        if t is None:
-            continue
-        if isinstance(e, tuple):
-            if any(is_dynamic_shape(x) for x in flat_tuple(e)):
-                raise CuteError(f"{op}: mode {i} of {ty.describe()} nests a run-time extent; tile modes of "
-                                f"one run-time extent each")
-            continue
-        dynamic = is_dynamic_shape(e)
-        if not dynamic and (not residue or e % (t if isinstance(t, int) else la.size(t)) == 0):
-            continue
-        if not isinstance(t, int):
-            raise CuteError(f"{op}: tile {tiler} over the mode {i} of run-time extent of {ty.describe()}: "
-                            f"tile such a mode by an int")
-        if dynamic:
-            src = decode_shape_slot(e)
-            dyn.append(DynSlot("shape", 1, f"ceil({dyn[src].origin or f'd{src}'}/{t})"))
-            new.append((src, t))
-            rest = shape_placeholder(len(dyn) - 1)
-        else:
-            rest = -(-e // t)
-        shapes[i], strides[i] = (t, rest), (d, d * t)
-    if not new and not residue:
-        return lay, ty.dyn, ()
-    lay = Layout._make(shapes[0], strides[0]) if one else Layout._make(tuple(shapes), tuple(strides))
-    return lay, tuple(dyn), tuple(new)
+    """``(layout, dyn, new)`` of :func:`codegen.cute.dynamic.split_residues` for tensor type
+    ``ty``: identity tensors and tensors over layouts of run-time integers have CuTe's
+    residue semantics."""
+    from .dynamic import split_residues as split
 
-
-def decode_shape_slot(e):
-    from .dynamic import decode_shape
-
-    return decode_shape(e)[1]
+    return split(op, ty.layout, ty.dyn, tiler, isinstance(ty, CoordTensorType) or bool(ty.dyn), ty.describe())
 
 
 def _tile_spec(op, ty, tiler_ty, coord_ty, proj_ty):

@@ -45,7 +45,7 @@ from .errors import CuteError
 __all__ = [
     "DynSlot", "SHAPE_PRIMES", "STATIC_LIMIT", "shape_placeholder", "stride_placeholder",
     "decode_linear", "decode_shape", "linear_divisor", "is_dynamic_shape", "has_dynamic_shape",
-    "describe", "check_static",
+    "describe", "extent_str", "check_static", "split_residues", "symbolic_layout", "offset_formula",
 ]
 
 #: Static strides, offsets and extents stay below this (in magnitude).
@@ -217,6 +217,11 @@ def _fmt_shape(x, slots):
     return _name(slots, d[1]) if isinstance(d, tuple) else str(d)
 
 
+def extent_str(x, slots):
+    """An extent by name (a run-time one) or value."""
+    return _fmt_shape(x, slots)
+
+
 def _fmt(t, leaf):
     if isinstance(t, tuple):
         return "(" + ",".join(_fmt(x, leaf) for x in t) + ")"
@@ -229,3 +234,127 @@ def describe(layout, slots):
         return str(layout)
     return (_fmt(layout.shape, lambda x: _fmt_shape(x, slots)) + ":"
             + _fmt(layout.stride, lambda x: _fmt_stride(x, slots)))
+
+
+def split_residues(op, layout, dyn, tiler, residue, what):
+    """``(layout, dyn, new)``: ``layout`` with each single-extent mode that ``tiler`` tiles
+    with a remainder split into ``(tile, ceil_div(extent, tile))`` first, as CuTe's
+    ``logical_divide`` rounds up.  A run-time extent is always split, into a new slot of
+    ``dyn``, and ``new`` lists ``(source slot, tile)`` of each; a static extent only with
+    ``residue`` (CuTe's residue semantics); other static tiles must divide.  ``what``: the
+    tensor, for messages.
+
+    >>> from layoutalg import Layout
+    >>> lay = Layout((shape_placeholder(0), 16), (stride_placeholder(1), 1))
+    >>> out, dyn, new = split_residues("local_tile", lay, (DynSlot("shape", 1, "M"), DynSlot("stride", 1, "ld")),
+    ...                                (128, 16), True, "a tensor")
+    >>> describe(out, dyn), new
+    ('((128,ceil(M/128)),16):((ld,128*ld),1)', ((0, 128),))
+    """
+    from layoutalg import Layout, size
+
+    dyn, new = list(dyn), []
+    tl = tiler if isinstance(tiler, tuple) else (tiler,)
+    one = not isinstance(layout.shape, tuple)
+    shapes = [layout.shape] if one else list(layout.shape)
+    strides = [layout.stride] if one else list(layout.stride)
+    for i, t in enumerate(tl[:len(shapes)]):
+        e, d = shapes[i], strides[i]
+        if t is None:
+            continue
+        if isinstance(e, tuple):
+            if any(is_dynamic_shape(x) for x in flat_tuple(e)):
+                raise CuteError(f"{op}: mode {i} of {what} nests a run-time extent; tile modes of one run-time "
+                                f"extent each")
+            continue
+        dynamic = is_dynamic_shape(e)
+        if not dynamic and (not residue or e % (t if isinstance(t, int) else size(t)) == 0):
+            continue
+        if not isinstance(t, int):
+            raise CuteError(f"{op}: tile {tiler} over the mode {i} of run-time extent of {what}: tile such a "
+                            f"mode by an int")
+        if dynamic:
+            src = decode_shape(e)[1]
+            dyn.append(DynSlot("shape", 1, f"ceil({_name(dyn, src)}/{t})"))
+            new.append((src, t))
+            rest = shape_placeholder(len(dyn) - 1)
+        else:
+            rest = -(-e // t)
+        shapes[i], strides[i] = (t, rest), (d, d * t)
+    if not new and not residue:
+        return layout, tuple(dyn), ()
+    out = Layout._make(shapes[0], strides[0]) if one else Layout._make(tuple(shapes), tuple(strides))
+    return out, tuple(dyn), tuple(new)
+
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+
+
+def symbolic_layout(text):
+    """``(layout, slots)`` of a layout written with names for run-time integers:
+    ``"(M,K):(ldA,1)"``.  A name in the shape is a run-time extent, in the stride a run-time
+    stride (the same name in both is two slots that print alike).
+
+    >>> lay, slots = symbolic_layout("(M,(4,K)):(ldA,(1,4))")
+    >>> describe(lay, slots)
+    '(M,(4,K)):(ldA,(1,4))'
+    """
+    import re
+
+    from layoutalg.parse import parse_layout
+
+    depth, cut = 0, None
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == ":" and depth == 0:
+            cut = i
+            break
+    if cut is None:
+        raise CuteError(f"symbolic layout {text!r}: write it as shape:stride, e.g. \"(M,K):(ldA,1)\"")
+    slots, names = [], {}
+
+    def sub(part, kind):
+        def repl(m):
+            key = (kind, m.group(0))
+            if key not in names:
+                names[key] = len(slots)
+                slots.append(DynSlot(kind, 1, m.group(0)))
+            i = names[key]
+            return str(shape_placeholder(i) if kind == "shape" else stride_placeholder(i))
+        return re.sub(_NAME, repl, part)
+
+    lay = parse_layout(sub(text[:cut], "shape") + ":" + sub(text[cut + 1:], "stride"))
+    return lay, tuple(slots)
+
+
+def offset_formula(layout, slots, latex=False):
+    """The offset of a coordinate of ``layout``, one index per leaf (``i, j, k, ...``):
+    ``"i*ldA + j"``.  ``latex``: as a LaTeX formula.
+
+    >>> lay, slots = symbolic_layout("(M,K):(ldA,1)")
+    >>> offset_formula(lay, slots)
+    '(i, j) -> i*ldA + j'
+    >>> print(offset_formula(*symbolic_layout("(M,(2,K)):(ldA,(1,2))"), latex=True))
+    (i, j, k) \\mapsto i \\cdot \\mathit{ldA} + j + 2 k
+    """
+    shapes, strides = flat_tuple(layout.shape), flat_tuple(layout.stride)
+    idx = [("ijklmnpq"[k] if len(shapes) <= 8 else f"x{k}") for k in range(len(shapes))]
+    terms = []
+    for x, e, d in zip(idx, shapes, strides):
+        if e == 1:
+            continue
+        s, parts = decode_linear(d, "stride")
+        factors = [(_name(slots, i), c) for i, c in parts.items()] + ([("", s)] if s else [])
+        for name, c in factors:
+            terms.append(_term(x, name, c, latex))
+    arrow = "\\mapsto" if latex else "->"
+    return "(" + ", ".join(idx) + ") " + arrow + " " + (" + ".join(terms) if terms else "0")
+
+
+def _term(x, name, c, latex):
+    """``c * x * name`` (``name`` "" for a static stride), as text or LaTeX."""
+    if latex:
+        parts = ([str(c)] if c != 1 else []) + [x] + ([f"\\mathit{{{name}}}"] if name else [])
+        return parts[0] + "".join((" \\cdot " if p.startswith("\\") else " ") + p for p in parts[1:])
+    return ("" if c == 1 else f"{c}*") + x + (f"*{name}" if name else "")
