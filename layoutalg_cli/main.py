@@ -31,7 +31,7 @@ def _symbolic(text):
     """Whether a layout is written with names for run-time integers ("(M,K):(ldA,1)")."""
     import re
 
-    return re.search(r"[A-Za-z_]", text) is not None and "Sw<" not in text
+    return ":" in text and re.search(r"[A-Za-z]", text) is not None and "Sw<" not in text
 
 
 def cmd_show_symbolic(args, out):
