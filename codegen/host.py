@@ -955,21 +955,11 @@ class GraphCapture:
             return None
         return GraphCapture(stream, A.device, [])
 
-    @property
-    def memory(self):
-        return self
-
-    def alloc(self, nbytes):
+    def alloc(self, nbytes, zero=False):
+        """The address of ``nbytes`` of the graph's memory (zeroed by a recorded memset)."""
         import torch
 
-        t = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
-        self.held.append(t)
-        return t.data_ptr()
-
-    def zeros(self, nbytes):
-        import torch
-
-        t = torch.zeros(nbytes, dtype=torch.uint8, device=self.device)
+        t = (torch.zeros if zero else torch.empty)(nbytes, dtype=torch.uint8, device=self.device)
         self.held.append(t)
         return t.data_ptr()
 

@@ -48,17 +48,17 @@ def test_the_kernel_applies_the_operation_before_each_store():
     (hopper("f16", activation="silu"), "tma", "tanh.approx.f32"),
     (hopper("f16", 256, 256, 8192, activation="relu", bias="f32"), "registers", "max.f32"),
 ])
-def test_the_fused_kernel_compiles_for_sm90a_in_registers(cfg, epilogue, instr, tmp_path):
+def test_the_fused_kernel_compiles_for_sm90a_in_registers(cfg, epilogue, instr):
     from codegen.sm90.kernel import WgmmaKey, compile_wgmma_ptx
 
     ptx = compile_wgmma_ptx(WgmmaKey(cfg, "K", "K", epilogue))
     assert instr in ptx and ".local" not in ptx
     if shutil.which("ptxas"):
-        path = tmp_path / "k.ptx"
-        path.write_text(ptx)
-        res = subprocess.run(["ptxas", "-v", "-arch=sm_90a", str(path), "-o", str(tmp_path / "k.cubin")],
-                             capture_output=True, text=True, check=True)
-        assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in res.stderr, res.stderr
+        from codegen.driver import ptxas_cubin
+
+        cubin, log = ptxas_cubin(ptx, "sm_90a", verbose=True)
+        assert cubin is not None, log
+        assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
 
 
 def test_the_host_refuses_what_it_cannot_fuse():

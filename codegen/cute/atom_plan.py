@@ -23,7 +23,7 @@ import layoutalg as la
 from layoutalg import Layout, Swizzle
 
 from ..atom_intrinsics import MMA_INTRINSICS
-from .dynamic import decode_linear, linear_divisor
+from .dynamic import decode_linear, linear_divisor, linear_str
 from .errors import CuteError
 
 __all__ = ["TensorInfo", "CopyStep", "CopyPlan", "copy_plan", "copy_if_plan", "convert_plan", "CONVERSIONS", "MMAStep",
@@ -72,11 +72,6 @@ class CopyPlan:
     steps: tuple
 
 
-def _offset_str(x):
-    s, parts = decode_linear(x)
-    return "+".join([f"{c}*d{i}" for i, c in parts.items()] + ([str(s)] if s or not parts else []))
-
-
 def _contiguous(offs):
     return all(o == offs[0] + j for j, o in enumerate(offs))
 
@@ -86,12 +81,12 @@ def _vector_ok(op, info, offs, vec, what, atom_name):
     if not _contiguous(offs):
         raise CuteError(
             f"{op}: {atom_name} moves {vec} values ({vec * info.bits} bits) as one vector, but the "
-            f"{what} {info.describe()} holds them at offsets [{', '.join(_offset_str(o) for o in offs)}]: "
+            f"{what} {info.describe()} holds them at offsets [{', '.join(linear_str(o) for o in offs)}]: "
             f"not contiguous")
     if linear_divisor(offs[0]) % vec:
         raise CuteError(
             f"{op}: {atom_name} moves {vec}-value vectors, but the {what} {info.describe()} starts "
-            f"one at offset {_offset_str(offs[0])}, not a multiple of {vec} (misaligned"
+            f"one at offset {linear_str(offs[0])}, not a multiple of {vec} (misaligned"
             + (f"; a run-time stride must be promised a multiple of {vec} with cute.assume(ld, {vec})"
                if decode_linear(offs[0])[1] else "") + ")")
     if info.align % vec:

@@ -593,7 +593,7 @@ def _lower_size(context, builder, sig, args):
     dyn = dyn_values(builder, x, tensor_proxy(context, builder, x, args[0]))
     acc = 1
     for e in flat_tuple(lay.shape):
-        v = dyn_shape(builder, e, dyn)
+        v = dyn_shape(e, dyn)
         acc = acc * v if isinstance(acc, int) and isinstance(v, int) else builder.mul(as_ir(acc), as_ir(v))
     return as_ir(acc)
 

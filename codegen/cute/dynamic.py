@@ -45,7 +45,7 @@ from .errors import CuteError
 __all__ = [
     "DynSlot", "SHAPE_PRIMES", "STATIC_LIMIT", "shape_placeholder", "stride_placeholder",
     "decode_linear", "decode_shape", "linear_divisor", "is_dynamic_shape", "has_dynamic_shape",
-    "describe", "extent_str", "check_static", "split_residues", "symbolic_layout", "offset_formula",
+    "describe", "extent_str", "linear_str", "check_static", "split_residues", "symbolic_layout", "offset_formula",
 ]
 
 #: Static strides, offsets and extents stay below this (in magnitude).
@@ -207,6 +207,11 @@ def _fmt_stride(x, slots):
     if s or not terms:
         terms.append(str(s))
     return "+".join(terms)
+
+
+def linear_str(x, slots=()):
+    """An encoded stride or offset with its run-time strides by name: ``3*d1+5``."""
+    return _fmt_stride(x, slots)
 
 
 def _fmt_shape(x, slots):

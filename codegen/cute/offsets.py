@@ -232,7 +232,7 @@ def as_ir(x):
     return const64(x) if isinstance(x, int) else x
 
 
-def dyn_shape(builder, x, dyn):
+def dyn_shape(x, dyn):
     """An extent of a layout as an int, or (a run-time one) the i64 of its slot in ``dyn``."""
     from .dynamic import decode_shape
 
@@ -285,9 +285,9 @@ def emit_terms(builder, terms, values, rank=None, dyn=()):
                 continue
             f = dyn_linear(builder, f, dyn)
             last = k == len(leaves_) - 1
-            c = _div(builder, v, dyn_shape(builder, pre, dyn))
+            c = _div(builder, v, dyn_shape(pre, dyn))
             if not last:
-                c = _rem(builder, c, dyn_shape(builder, s, dyn))
+                c = _rem(builder, c, dyn_shape(s, dyn))
             acc[comp] = _add(builder, acc[comp], _mul(builder, c, f))
     return acc if rank is not None else acc[0]
 

@@ -108,7 +108,7 @@ class WgmmaLauncher:
             self._keep.append(arr)
             return addr
         if capture is not None:
-            dev = capture.memory.alloc(128)
+            dev = capture.alloc(128)
             driver.store_async(dev, encoded, capture.stream)
             return dev
         dev = driver.mem_alloc(128)
@@ -156,7 +156,7 @@ class WgmmaLauncher:
         if not self.ws_bytes:
             return 0
         if capture is not None:
-            return capture.memory.zeros(self.ws_bytes)
+            return capture.alloc(self.ws_bytes, zero=True)
         hit = self._ws.get(stream)
         if hit is None:
             if self.sim:
