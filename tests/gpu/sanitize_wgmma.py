@@ -34,6 +34,11 @@ def main():
         #                                                           parts of 1 and 2 k-tiles
         ("bf16", 2440, 1800, 200, "T", "N", 0.5, {"bn": 256, "stages": 4, "split_k": 3}),  # 160 tiles, 28 in 3
         #                                                           parts; residues; beta
+        # a fused bias and activation (fields "bias" and "activation" go to prepare): the bias's
+        # loads past N, the overlapped epilogue, split-K's last part applying it once
+        ("bf16", 2200, 2104, 304, "T", "N", 0.0, {"bn": 256, "stages": 4, "bias": "bf16", "activation": "gelu"}),
+        ("f16", 300, 72, 136, "T", "N", 0.0, {"bm": 128, "bn": 64, "bias": "f32", "activation": "silu"}),
+        ("f16", 64, 520, 4104, "N", "N", 0.0, {"bias": "f16", "activation": "relu"}),   # split-K 4
     ]
     ok_n = 0
     for name, M, N, K, lb, lc, beta, extra in cases:
@@ -45,18 +50,29 @@ def main():
         C0 = torch.randn(M, N, device="cuda").to(out) if lc == "N" else torch.randn(N, M, device="cuda").to(out).t()
         C = C0.clone()              # the same strides (a dense tensor's clone keeps them)
         assert C.stride() == C0.stride() and C.data_ptr() != C0.data_ptr()
+        extra = dict(extra)
+        bias_t, act = extra.pop("bias", None), extra.pop("activation", None)
+        bias = None if bias_t is None else torch.randn(N, device="cuda").to(
+            {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[bias_t])
         cfg = GemmConfig.default(name, M, N, K, arch=(9, 0))
         cfg = cfg.with_(**{"split_k": 1, **extra}) if extra else cfg
-        launch = codegen.prepare(A, B, C, beta=beta, config=cfg)
+        cfg = cfg.with_(activation=act, bias=bias_t) if bias_t or act else cfg
+        launch = codegen.prepare(A, B, C, beta=beta, config=cfg, bias=bias, activation=act)
         launch()
         torch.cuda.synchronize()
         launch._launcher.check()
         ref = A.double() @ B.double() + beta * C0.double() if not fp8 else \
             A.float().double() @ B.float().double() + beta * C0.double()
+        if bias is not None:
+            ref = ref + bias.double()
+        if act is not None:
+            ref = {"relu": torch.relu, "silu": torch.nn.functional.silu,
+                   "gelu": torch.nn.functional.gelu}[act](ref)
         err = ((C.double() - ref).abs().max() / ref.abs().max()).item()
         ok = err < 2e-2
         ok_n += ok
-        print(f"{'PASS' if ok else 'FAIL'} {name} {M}x{N}x{K} B {lb} C {lc} beta {beta} {extra or ''} split-K "
+        print(f"{'PASS' if ok else 'FAIL'} {name} {M}x{N}x{K} B {lb} C {lc} beta {beta} {extra or ''} "
+              f"{'bias ' + bias_t if bias_t else ''} {act or ''} split-K "
               f"{cfg.split_k}: err {err:.1e}", flush=True)
     print(f"{ok_n} passed, {len(cases) - ok_n} failed")
     return ok_n == len(cases)
