@@ -196,6 +196,11 @@ def runtime_shape_figures(shapes, rounds=10):
         gen = codegen.prepare(A, Bnk.t())
         gen()
         calls["generated"] = gen
+        mma_cfg = codegen.GemmConfig.default("f16", M, N, K)          # the generated mma.sync kernel
+        C2 = torch.empty_like(C)
+        sync = codegen.prepare(A, Bnk.t(), C2, config=mma_cfg)
+        sync()
+        calls["generated_mma_sync"] = sync
         calls["cublas"] = lambda: torch.matmul(A, Bnk.t())
         torch.cuda.synchronize()
         names = list(calls)
@@ -203,13 +208,19 @@ def runtime_shape_figures(shapes, rounds=10):
         flop = 2.0 * M * N * K
         row = {"shape": [M, N, K], "first_call_s": first, "rel_err": err,
                "compilations": len(rt.f16_gemm.overloads)}
-        if "static_shape" in calls:                     # kernel time, without numba's dispatch
-            ns = lambda st: cuda.external_stream(st.cuda_stream)     # noqa: E731
-            gt = graph_times([lambda st: rt.f16_gemm[grid, rt.MMA.size, ns(st), rt.SMEM_BYTES](*args),
-                              lambda st: g.kernel[g.grid, g.block, ns(st), g.smem_bytes](a, b, c)])
-            row["graph_runtime_tflops"] = flop / statistics.median(gt[0]) / 1e12
-            row["graph_static_tflops"] = flop / statistics.median(gt[1]) / 1e12
-            row["graph_runtime_vs_static"] = statistics.median(y / x for x, y in zip(*gt))
+        # kernel time, without numba's dispatch: the user kernels and the generated mma.sync
+        # kernel (the kernel a codegen.cute version of the generated GEMM would replace)
+        ns = lambda st: cuda.external_stream(st.cuda_stream)         # noqa: E731
+        launches = {"runtime": lambda st: rt.f16_gemm[grid, rt.MMA.size, ns(st), rt.SMEM_BYTES](*args),
+                    "mma_sync": lambda st: codegen.gemm(A, Bnk.t(), C2, config=mma_cfg, stream=st)}
+        if "static_shape" in calls:
+            launches["static"] = lambda st: g.kernel[g.grid, g.block, ns(st), g.smem_bytes](a, b, c)
+        gt = dict(zip(launches, graph_times(list(launches.values()))))
+        for k, t in gt.items():
+            row[f"graph_{k}_tflops"] = flop / statistics.median(t) / 1e12
+        for x, y in (("runtime", "static"), ("runtime", "mma_sync"), ("static", "mma_sync")):
+            if x in gt and y in gt:
+                row[f"graph_{x}_vs_{y}"] = statistics.median(b_ / a_ for a_, b_ in zip(gt[x], gt[y]))
         for k, t in zip(names, times):
             row[f"{k}_tflops"] = flop / statistics.median(t) / 1e12
             if k != "runtime_shape":
@@ -219,8 +230,9 @@ def runtime_shape_figures(shapes, rounds=10):
             f"{k} {row[k + '_tflops']:.0f}" for k in names) + " TFLOP/s; " + ", ".join(
             f"vs {k} {row['runtime_vs_' + k]:.3f}" for k in names[1:]) +
             f"; first call {first:.2f} s, compilations so far {row['compilations']}, rel err {err:.1e}"
-            + (f"; CUDA graphs: run-time {row['graph_runtime_tflops']:.0f}, static {row['graph_static_tflops']:.0f}, "
-               f"ratio {row['graph_runtime_vs_static']:.3f}" if "graph_runtime_vs_static" in row else ""), flush=True)
+            + "; CUDA graphs: " + ", ".join(f"{k} {row['graph_' + k + '_tflops']:.0f}" for k in gt)
+            + "".join(f", {k[6:]} {v:.3f}" for k, v in row.items() if k.startswith("graph_") and "_vs_" in k),
+            flush=True)
     return rows
 
 

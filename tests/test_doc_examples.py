@@ -11,7 +11,7 @@ MODULES = [
     "layoutalg.basis", "layoutalg.parse", "layoutalg.expressions", "layoutalg.numpy_eval",
     "layoutalg.tensor", "layoutalg.atom", "layoutalg.tiled_mma", "layoutalg.tiled_copy",
     "layoutalg.cost.access", "layoutalg.cost.banks", "layoutalg.cost.sectors", "layoutalg.cost.legality",
-    "codegen.cute.dynamic",
+    "codegen.cute.dynamic", "codegen.cute.device_tensor", "codegen.cute.offsets",
 ]
 
 

@@ -16,7 +16,7 @@ import layoutalg as la
 from ..intrinsics import ptx as _ptx
 from . import api
 from .atom_plan import TensorInfo, convert_plan, copy_if_plan, copy_plan, mma_plan
-from .device_tensor import dyn_values, element_pointer, tensor_proxy, typing_error
+from .device_tensor import dyn_values, element_pointer, swizzled_offset, tensor_proxy, typing_error
 from .dynamic import has_dynamic_shape
 from .offsets import CuteError, add_offset, dyn_linear, emit_swizzle
 from .types import CoordTensorType, TensorType, TiledCopyType, TiledMMAType
@@ -76,17 +76,27 @@ class _Mem:
 
     def at(self, off):
         off = dyn_linear(self.builder, off, self.dyn)           # run-time strides, if any
+        if isinstance(off, int):                                # a constant: the swizzle may split
+            return element_pointer(self.context, self.builder, self.ty, self.ptr, self.off, off)
         return element_pointer(self.context, self.builder, self.ty,
                                self.ptr, add_offset(self.builder, self.off, off))
 
     def smem_addr(self, off):
         """The 32-bit shared address of an element: the swizzle and the scaling in 32-bit
-        arithmetic (shared offsets fit), half the cost of 64-bit integer operations."""
+        arithmetic (shared offsets fit), half the cost of 64-bit integer operations; the
+        swizzle of the run-time offset computed once (:func:`swizzled_offset`)."""
         b = self.builder
         base = b.ptrtoint(b.addrspacecast(self.ptr, ir.PointerType(self.ptr.type.pointee, 3)), _I32)
-        x = add_offset(b, self.off, off)
-        x = ir.Constant(_I32, x) if isinstance(x, int) else b.trunc(x, _I32)
-        x = emit_swizzle(b, self.ty.swizzle, x)
+        x = self.off
+        if isinstance(x, ir.Constant):
+            x = int(x.constant)
+        if not isinstance(x, int):
+            x = b.trunc(x, _I32)
+        if isinstance(off, int):
+            x = swizzled_offset(b, self.ty.swizzle, getattr(self.ty, "bits", None), x, off)
+        else:
+            x = emit_swizzle(b, self.ty.swizzle, add_offset(b, x, b.trunc(off, _I32)))
+        x = ir.Constant(_I32, x) if isinstance(x, int) else x
         nbytes = self.context.get_abi_sizeof(self.ptr.type.pointee)
         return b.add(base, b.mul(x, ir.Constant(_I32, nbytes)))
 

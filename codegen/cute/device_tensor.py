@@ -27,7 +27,7 @@ from layoutalg import ComposedLayout, Layout, Swizzle
 from . import api
 from .checks import check_divides, shared_cosize
 from .dynamic import (
-    DynSlot, has_dynamic_shape, linear_divisor, shape_placeholder, stride_placeholder,
+    STATIC_LIMIT, DynSlot, has_dynamic_shape, linear_divisor, shape_placeholder, stride_placeholder,
 )
 from .offsets import (
     CuteError, I64, Leaf, add_offset, as_ir, dyn_linear, dyn_shape, emit_swizzle, emit_terms, leaves, slice_spec,
@@ -35,7 +35,7 @@ from .offsets import (
 )
 from .types import ALIGN_ZERO, AssumedIntType, CoordTensorType, DynLayoutType, LayoutType, TensorType
 
-__all__ = ["typing_error", "tensor_proxy", "make_tensor_value", "element_pointer", "lower_slice",
+__all__ = ["typing_error", "tensor_proxy", "make_tensor_value", "element_pointer", "swizzled_offset", "lower_slice",
            "SHARED_ALIGN"]
 
 #: Alignment in bytes of shared tensors from ``make_shared_tensor`` (ldmatrix rows, cp.async
@@ -97,10 +97,38 @@ def dyn_values(builder, ty, struct):
     return [builder.extract_value(struct.dyn, i) for i in range(len(ty.dyn))] if ty.dyn else []
 
 
-def element_pointer(context, builder, ty, ptr, off):
-    """Pointer to the element at (unswizzled) offset ``off`` of a tensor with base ``ptr``."""
-    off = emit_swizzle(builder, ty.swizzle, off)
-    return builder.gep(ptr, [as_ir(off)])
+def element_pointer(context, builder, ty, ptr, off, const=0):
+    """Pointer to the element at (unswizzled) offset ``off + const`` of a tensor with base
+    ``ptr`` (``off``: the tensor's run-time offset, or a sum with it; ``const``: an int)."""
+    return builder.gep(ptr, [as_ir(swizzled_offset(builder, ty.swizzle, ty.bits, off, const))])
+
+
+def swizzled_offset(builder, sw, bits, off, const=0):
+    """``sw(off + const)``: ``off`` a run-time offset (IR, i32 or i64, or an int) whose bits
+    lie in ``bits`` (None: unknown), ``const`` an int.  Where ``const`` shares no bit with
+    ``off``, ``sw(off) ^ sw(const)``, with ``sw(off)`` computed once for every access of a
+    tensor (the compiler shares it): the part of ``sw(const)`` that ``sw(off)`` can have is
+    XORed, the rest added (it folds into the address).
+
+    >>> from layoutalg import Swizzle
+    >>> sw = Swizzle(3, 3, 3)
+    >>> all(swizzled_offset(None, sw, 0b111111000, x, c) == sw(x + c)
+    ...     for x in range(0, 512, 8) for c in (0, 16, 2048, 2048 + 16, 3, 4096 + 7))
+    True
+    """
+    if sw is None:
+        return add_offset(builder, off, const)
+    if bits is None or not isinstance(const, int) or const < 0 or bits & const:
+        return emit_swizzle(builder, sw, add_offset(builder, off, const))
+    base = emit_swizzle(builder, sw, off)
+    reach = bits | ((bits & sw.yyy_mask) >> sw.shift if sw.shift >= 0 else (bits & sw.yyy_mask) << -sw.shift)
+    sc = sw(const)
+    x, y = sc & reach, sc & ~reach
+    if x:
+        base = base ^ x if isinstance(base, int) else builder.xor(base, ir.Constant(base.type, x))
+    if not y:
+        return base
+    return base + y if isinstance(base, int) else builder.add(base, ir.Constant(base.type, y))
 
 
 def lower_slice(context, builder, in_ty, in_val, out_ty, terms, values, new_dyn=()):
@@ -115,10 +143,39 @@ def lower_slice(context, builder, in_ty, in_val, out_ty, terms, values, new_dyn=
         if isinstance(out_ty, CoordTensorType):
             return make_tensor_value(context, builder, out_ty, off=offs, dyn=dyn[:len(out_ty.dyn)])
         return context.make_tuple(builder, out_ty, [as_ir(o) for o in offs])
-    off = add_offset(builder, t.off, emit_terms(builder, terms, values, None, dyn))
     if isinstance(out_ty, TensorType):
+        rel = emit_terms(builder, terms, values, None, dyn)
+        if in_ty.bits is not None and out_ty.bits is not None and not isinstance(rel, int):
+            # no bit in common (offset_bits): an OR, which lets the compiler split the swizzle
+            # of the sum into the swizzles of its parts, and share the run-time one
+            off = builder.or_(as_ir(t.off), rel)
+        else:
+            off = add_offset(builder, t.off, rel)
         return make_tensor_value(context, builder, out_ty, t.ptr, off, dyn[:len(out_ty.dyn)])
-    return builder.load(element_pointer(context, builder, in_ty, t.ptr, off))
+    return builder.load(_element_at(context, builder, in_ty, t, terms, values, dyn))
+
+
+@_ireg.lower_cast(TensorType, TensorType)
+def _cast_tensor(context, builder, fromty, toty, val):
+    """A tensor to one with weaker facts about its offset (:meth:`TensorType.unify`): the
+    same value."""
+    return val
+
+
+def _element_at(context, builder, ty, t, terms, values, dyn):
+    """Pointer to the element at ``t``'s offset plus ``terms``: the run-time terms added to
+    the offset, the constant ones kept apart for the swizzle's split (:func:`swizzled_offset`)."""
+    from .offsets import host_offset
+
+    if ty.bits is not None:
+        fixed = [x for x in terms if x.leaf.value is not None]
+        moving = [x for x in terms if x.leaf.value is None]
+        const, bits = host_offset(fixed), offset_bits(ty.bits, moving)
+        if bits is not None and isinstance(const, int) and 0 <= const < STATIC_LIMIT:
+            off = add_offset(builder, t.off, emit_terms(builder, moving, values, None, dyn))
+            return builder.gep(t.ptr, [as_ir(swizzled_offset(builder, ty.swizzle, bits, off, const))])
+    off = add_offset(builder, t.off, emit_terms(builder, terms, values, None, dyn))
+    return element_pointer(context, builder, ty, t.ptr, off)
 
 
 def _element_type(ty):
@@ -134,7 +191,52 @@ def _sliced_type(ty, sub, terms=(), dyn=None):
         return _element_type(ty)
     if isinstance(ty, CoordTensorType):
         return ty.with_layout(sub, dyn=dyn)
-    return ty.with_layout(sub, offset_alignment(ty.align, terms), dyn)
+    return ty.with_layout(sub, offset_alignment(ty.align, terms), dyn, offset_bits(ty.bits, terms))
+
+
+#: The most values a run-time index's mode may take for :func:`offset_bits` to list them.
+_BITS_SCAN = 1 << 16
+
+
+def offset_bits(bits, terms):
+    """``TensorType.bits`` after adding ``terms`` to a run-time offset of ``bits`` (None:
+    unknown): the OR of both where they share no bit (the sum has no carries), else None.
+
+    A run-time index takes the values of its mode's range: a partition's thread index below
+    the tiled copy's or MMA's thread count, a stage index below the stage count.  The host
+    algebra, and so the simulator, refuses an index out of range; the GPU relies on it here.
+
+    >>> from .offsets import Leaf, Term
+    >>> offset_bits(0, [Term(Leaf(slot=0), (8, 4), (8, 1024))]) == 0b111000 | 0b11 << 10   # a thread part
+    True
+    >>> offset_bits(3128, [Term(Leaf(value=2), 4, 64)]), offset_bits(3128, [Term(Leaf(value=1), 4, 8)])
+    (3256, None)
+    """
+    from .offsets import host_offset
+
+    if bits is None:
+        return None
+    for t in terms:
+        if t.leaf.value is not None:
+            vals = (host_offset([t]),)
+        else:
+            try:
+                lay = la.Layout(t.shape, t.stride)
+                n = la.size(lay)
+            except (la.LayoutError, TypeError):
+                return None
+            if not isinstance(n, int) or n > _BITS_SCAN:
+                return None
+            vals = [lay(i) for i in range(n)]
+        m = 0
+        for v in vals:
+            if not isinstance(v, int) or v < 0 or v >= STATIC_LIMIT:
+                return None                     # a run-time stride, or a negative offset
+            m |= v
+        if m & bits:
+            return None
+        bits |= m
+    return bits
 
 
 def offset_alignment(align, terms):
@@ -217,7 +319,7 @@ class _MakeTensor(AbstractTemplate):
             # a layout made in the kernel: run-time extents tile with CuTe's residue (ceil) semantics
             return signature(TensorType(args[0].dtype, "gmem", None, args[1].layout, ALIGN_ZERO, args[1].dyn), *args)
         sw, off, inner = _layout_of("make_tensor", args[1])
-        return signature(TensorType(args[0].dtype, "gmem", sw, inner, _gcd(ALIGN_ZERO, off)), *args)
+        return signature(TensorType(args[0].dtype, "gmem", sw, inner, _gcd(ALIGN_ZERO, off), bits=off), *args)
 
 
 @_ireg.lower(api.make_tensor, types.Array, LayoutType)
@@ -364,7 +466,7 @@ class _MakeShared(AbstractTemplate):
         dt = _dtype_of("make_shared_tensor", args[0])
         sw, _, inner = _layout_of("make_shared_tensor", args[1])
         _, off, _ = _layout_of("make_shared_tensor", args[1])
-        return signature(TensorType(dt, "smem", sw, inner, _gcd(ALIGN_ZERO, off)), *args)
+        return signature(TensorType(dt, "smem", sw, inner, _gcd(ALIGN_ZERO, off), bits=off), *args)
 
 
 def _gcd(a, b):
@@ -405,7 +507,7 @@ class _DynamicShared(AbstractTemplate):
             raise CuteError(f"dynamic_shared_tensor: byte offset {off!r} must be a non-negative "
                             f"multiple of {SHARED_ALIGN}")
         base = _layout_of("dynamic_shared_tensor", args[1])[1]
-        return signature(TensorType(dt, "smem", sw, inner, _gcd(ALIGN_ZERO, base)), *args)
+        return signature(TensorType(dt, "smem", sw, inner, _gcd(ALIGN_ZERO, base), bits=base), *args)
 
 
 @_ireg.lower(api.dynamic_shared_tensor, types.Any, LayoutType, types.Any)
@@ -550,8 +652,7 @@ def _lower_setitem(context, builder, sig, args):
     _, terms = slice_spec("setitem", ty.layout, spec_of_type(idx))
     t = tensor_proxy(context, builder, ty, args[0])
     dyn = dyn_values(builder, ty, t)
-    off = add_offset(builder, t.off, emit_terms(builder, terms, leaves(builder, idx, args[1]), None, dyn))
-    builder.store(args[2], element_pointer(context, builder, ty, t.ptr, off))
+    builder.store(args[2], _element_at(context, builder, ty, t, terms, leaves(builder, idx, args[1]), dyn))
     return context.get_dummy_value()
 
 
@@ -778,7 +879,8 @@ class _DomainOffset(AbstractTemplate):
         terms = _offset_terms("domain_offset", ty, args[0])
         if isinstance(ty, CoordTensorType):
             return signature(ty, *args)
-        return signature(ty.with_layout(ty.layout, offset_alignment(ty.align, terms)), *args)
+        return signature(ty.with_layout(ty.layout, offset_alignment(ty.align, terms),
+                                        bits=offset_bits(ty.bits, terms)), *args)
 
 
 @_ireg.lower(api.domain_offset, types.Any, types.Any)
@@ -822,8 +924,9 @@ def _fill(context, builder, ty, tval, value):
     t = tensor_proxy(context, builder, ty, tval)
     dyn = dyn_values(builder, ty, t)
     for i in range(la.size(ty.layout)):
-        off = add_offset(builder, t.off, dyn_linear(builder, ty.layout(i), dyn))
-        builder.store(value, element_pointer(context, builder, ty, t.ptr, off))
+        c = dyn_linear(builder, ty.layout(i), dyn)
+        builder.store(value, element_pointer(context, builder, ty, t.ptr, *((t.off, c) if isinstance(c, int) else
+                                                                         (add_offset(builder, t.off, c),))))
 
 
 @_ireg.lower(api.clear, TensorType)

@@ -224,7 +224,10 @@ def _add(b, x, y):
     if isinstance(x, int):
         x, y = y, x
     if isinstance(y, int):
-        return x if y == 0 else b.add(x, const64(y))
+        if y == 0:
+            return x
+        c = const64(y)
+        return b.add(x, c if x.type == c.type else ir.Constant(x.type, int(c.constant)))
     return b.add(x, y)
 
 

@@ -59,15 +59,24 @@ class LayoutType(types.Dummy):
 #: ``TensorType.align`` of a tensor whose run-time offset is 0 (a fresh fragment or shared tensor).
 ALIGN_ZERO = ALIGN_ANY
 
+#: ``with_layout``'s default for ``bits``: keep the tensor's.
+KEEP = object()
+
 
 class TensorType(types.Type):
     """A tensor over memory: element type, memory space, swizzle (or None) and layout.
 
     ``align``: the run-time offset is known to be a multiple of it (in elements); it lets
     ``gemm`` and ``copy`` move two 16-bit register values as one 32-bit word.
+
+    ``bits`` (swizzled tensors only; None: unknown): every bit the run-time offset can have,
+    the OR of the values its parts take with their indices in range (the thread of a
+    partition, a stage index).  A constant offset with none of these bits then adds
+    without carries, and the swizzle, linear over XOR, splits: ``sw(off + c) == sw(off) ^
+    sw(c)``, so an access costs an XOR or an add, not a swizzle (:func:`swizzled_offset`).
     """
 
-    def __init__(self, dtype, space, swizzle, layout, align=1, dyn=()):
+    def __init__(self, dtype, space, swizzle, layout, align=1, dyn=(), bits=None):
         if space not in MEMORY_SPACES:
             raise ValueError(f"TensorType: memory space {space!r} not in {MEMORY_SPACES}")
         if not isinstance(layout, Layout):
@@ -78,18 +87,45 @@ class TensorType(types.Type):
         self.layout = layout
         self.align = int(align)
         self.dyn = tuple(dyn)
+        self.bits = int(bits) if bits is not None and self.swizzle is not None else None
         sw = f"{self.swizzle} o " if self.swizzle is not None else ""
         al = f",align={self.align}" if self.align != 1 else ""
         dy = f",dyn={_slots_name(self.dyn)}" if self.dyn else ""
-        super().__init__(name=f"Tensor[{dtype},{space},{sw}{layout}{al}{dy}]")
+        bi = f",bits={self.bits:#x}" if self.bits is not None else ""
+        super().__init__(name=f"Tensor[{dtype},{space},{sw}{layout}{al}{dy}{bi}]")
 
     @property
     def key(self):
-        return (self.dtype, self.space, self.swizzle, self.layout, self.align, self.dyn)
+        return (self.dtype, self.space, self.swizzle, self.layout, self.align, self.dyn, self.bits)
 
-    def with_layout(self, layout, align=None, dyn=None):
+    def _base(self):
+        return (self.dtype, self.space, self.swizzle, self.layout, self.dyn)
+
+    def unify(self, typingctx, other):
+        """Two values of one tensor that differ only in what is known of the run-time offset
+        (a loop variable assigned a stage 0 slice, then a stage ``s`` one): the weaker facts."""
+        if isinstance(other, TensorType) and other._base() == self._base():
+            from math import gcd
+
+            bits = None if self.bits is None or other.bits is None else self.bits | other.bits
+            return TensorType(self.dtype, self.space, self.swizzle, self.layout, gcd(self.align, other.align),
+                              self.dyn, bits)
+        return None
+
+    def can_convert_to(self, typingctx, other):
+        if isinstance(other, TensorType) and other._base() == self._base() and self.align % other.align == 0 and (
+                other.bits is None or (self.bits is not None and self.bits & ~other.bits == 0)):
+            from numba.cuda.typing.context import Conversion
+
+            return Conversion.safe
+        return None
+
+    def with_layout(self, layout, align=None, dyn=None, bits=KEEP):
+        """The same tensor with another layout; ``align``, ``dyn`` and ``bits`` kept unless
+        given (an operation that adds to the run-time offset passes the new ones)."""
         return TensorType(self.dtype, self.space, self.swizzle, layout,
-                          self.align if align is None else align, self.dyn if dyn is None else dyn)
+                          self.align if align is None else align, self.dyn if dyn is None else dyn,
+                          self.bits if bits is KEEP else bits)
 
     def describe(self):
         """The tensor as a user wrote it: ``smem float16 Sw<3,3,3> o (128,32):(32,1)``."""
@@ -115,7 +151,7 @@ class CoordTensorType(types.Type):
     def key(self):
         return (self.layout, self.rank, self.dyn)
 
-    def with_layout(self, layout, align=None, dyn=None):
+    def with_layout(self, layout, align=None, dyn=None, bits=None):
         return CoordTensorType(layout, self.rank, self.dyn if dyn is None else dyn)
 
     def describe(self):
