@@ -92,3 +92,46 @@ def test_swizzled_offset_ir_equals_host_through_llvm():
             f = _jit(lambda b, a, c=c: swizzled_offset(b, sw, bits, a[0], c), 1)
             xs = _subsets(bits)
             assert [f(x) for x in xs] == [sw(x + c) for x in xs], (sw, bits, c)
+
+
+@settings(max_examples=200, deadline=None)
+@given(S.strategy(S.gen_swizzle_args), st.integers(0, 6), st.integers(1, 4), st.integers(10, 15),
+       S.strategy(S.gen_layout, max_leaves=2, max_size=32, strides="nonneg"))
+def test_pointer_terms_move_only_what_the_swizzle_leaves_alone(args, bits_log, stages, stage_log, sub):
+    """A stage index moves into the pointer only where, for every offset ``x`` the sub-tensor
+    can reach, ``sw(x + t) == sw(x) + t`` at every stage offset ``t``."""
+    from numba.cuda import types
+
+    from codegen.cute.device_tensor import pointer_terms
+    from codegen.cute.types import TensorType
+
+    sw = Swizzle(*args)
+    bits = (1 << bits_log) - 1 << 3 if bits_log else 0
+    ty = TensorType(types.float16, "smem", sw, Layout((sub.shape, stages), (sub.stride, 1 << stage_log)), 8, (), bits)
+    term = Term(Leaf(slot=0), stages, 1 << stage_log)
+    kept, moved = pointer_terms(ty, sub, [term])
+    if not moved:
+        return
+    assert kept == [] and moved == [term]
+    reach = [x + sub(i) for x in _subsets(bits, 64) for i in range(S.ref_size(sub))]
+    for t in range(stages):
+        off = t << stage_log
+        assert all(sw(x + off) == sw(x) + off for x in reach), (sw, bits, sub, off)
+
+
+def test_pointer_terms_examples():
+    """Step 4's stage slice moves; one whose sub-tensor reaches the stage's bit, or whose
+    stage bits the swizzle reads, does not."""
+    from numba.cuda import types
+
+    from codegen.cute.device_tensor import pointer_terms
+    from codegen.cute.types import TensorType
+
+    sw = Swizzle(3, 3, 3)
+    sub = Layout(((8, 1), 4, 4), ((1, 0), 2048, 16))                       # (CPY,CPY_M,CPY_K) of step 4
+    stage = Term(Leaf(slot=0), 3, 8192)
+    ty = TensorType(types.float16, "smem", sw, Layout((((8, 1), 4, 4), 3), (((1, 0), 2048, 16), 8192)), 8, (), 1992)
+    assert pointer_terms(ty, sub, [stage]) == ([], [stage])
+    assert pointer_terms(ty, Layout(4, 4096), [stage])[1] == ()             # reaches bit 13
+    assert pointer_terms(ty, sub, [Term(Leaf(slot=0), 3, 64)])[1] == ()      # bits the swizzle reads
+    assert pointer_terms(ty.with_layout(ty.layout, bits=None), sub, [stage])[1] == ()

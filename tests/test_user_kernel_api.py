@@ -25,7 +25,7 @@ from numba import cuda  # noqa: E402
 
 from codegen import cute  # noqa: E402
 from codegen.cute.sim import bf16_bits  # noqa: E402
-from layoutalg import Layout  # noqa: E402
+from layoutalg import CopyAtom, Layout, make_tiled_copy  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "gpu"))
 import user_kernel_cases as K  # noqa: E402
@@ -101,6 +101,42 @@ def test_float_to_integer_copy_is_a_compile_time_error_naming_convert():
         _compile(K.k_convert_bad, "void(float32[::1], uint16[::1])")
 
 
+COPY_128 = make_tiled_copy(CopyAtom("UniversalCopy_128", "f16"), Layout(1), Layout(8))   # (T1,V8)
+L4, L8 = Layout(4), Layout(8)
+
+
+def test_make_ptr_refuses_bad_input_when_compiled_and_simulated():
+    def bad_align(X):
+        cute.make_tensor(cute.make_ptr(np.float32, X, 12), L4)[0] = 1.0
+
+    def float_address(X):
+        cute.make_tensor(cute.make_ptr(np.float32, X), L4)[0] = 1.0
+
+    with pytest.raises(Exception, match=r"make_ptr: align must be a power-of-two constant \(bytes\), got 12"):
+        _compile(bad_align, "void(int64)")
+    with pytest.raises(Exception, match=r"make_ptr: expected \(dtype, address\[, align\]\)"):
+        _compile(float_address, "void(float64)")
+
+    def f16_vector(X, Y):                         # 8-byte aligned f16: a 16-byte vector copy is refused
+        src = cute.make_tensor(cute.make_ptr(np.float16, X, 8), L8)
+        cute.copy(COPY_128, src, cute.make_tensor(Y, L8))
+
+    with pytest.raises(Exception, match=r"known to be a multiple of only 4 elements, not 8"):
+        _compile(f16_vector, "void(int64, float16[::1])")
+    res = _run_sim("""
+        import numpy as np
+        from codegen import cute
+        from codegen.intrinsics.sim import register_global
+        a = np.zeros(64, np.float32)
+        for addr in (register_global(a) + 4, 16):
+            try:
+                cute.make_ptr(np.float32, addr)
+            except cute.CuteError as e:
+                print(e)
+    """)
+    assert "is not 16-byte aligned" in res.stdout and "is in no array registered" in res.stdout, res.stdout + res.stderr
+
+
 # ---- every case: offline PTX, and the simulator against numpy -----------------------------------
 
 INSTRUCTIONS = {
@@ -112,6 +148,8 @@ INSTRUCTIONS = {
     "partition": [],
     "device_function": ["fma.rn.f32"],
     "runtime_shape": ["fma.rn.f32", "mul.lo.s64"],      # a row step: one multiply by the run-time ld
+    "pointer": ["fma.rn.f32", "mul.lo.s64"],
+    "fma": ["fma.rn.f32"],
 }
 
 

@@ -46,7 +46,7 @@ from .warpgroup import INTRINSICS as _WARPGROUP_INTRINSICS, warpgroup_index
 #: The kernel-side functions on tensors, from :mod:`codegen.cute.api` (typed and lowered by
 #: :mod:`codegen.cute.device_tensor` and friends) or, in the simulator, :mod:`codegen.cute.sim`.
 _TENSOR_FUNCTIONS = (
-    "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
+    "make_ptr", "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
     "local_tile", "local_partition", "domain_offset", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C",
 )

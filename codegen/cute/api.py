@@ -9,7 +9,7 @@ numba's simulator, :mod:`codegen.cute` exports the twins of :mod:`codegen.cute.s
 from __future__ import annotations
 
 __all__ = [
-    "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
+    "make_ptr", "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
     "local_tile", "local_partition", "domain_offset", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C",
 ]
@@ -25,8 +25,17 @@ def _device_only(name):
     return stub
 
 
+make_ptr = _device_only("make_ptr")
+make_ptr.__doc__ = """``make_ptr(dtype, address[, align])``: a pointer to ``dtype`` elements in global
+memory at the integer ``address`` (a kernel argument: a tensor's ``data_ptr()``), promised
+to be ``align`` bytes aligned (a constant, default 16, as allocations are; CuTe DSL's
+``assumed_align``). ``make_tensor(ptr, layout)`` views the memory through a layout, as it
+does an array's; vector copies trust the promise, the simulator checks it.  In the
+simulator the address must lie in an array registered with
+``codegen.intrinsics.sim.register_global``."""
 make_tensor = _device_only("make_tensor")
-make_tensor.__doc__ = """``make_tensor(array, layout)``: the array's flat memory indexed by ``layout``.
+make_tensor.__doc__ = """``make_tensor(array, layout)``: the array's flat memory indexed by ``layout``
+(or ``make_tensor(make_ptr(dtype, address), layout)``: the memory at a raw address).
 
 ``layout`` (a ``Layout`` or a swizzled ``ComposedLayout``) is a compile-time constant (a
 global of the kernel's module), or a layout of run-time integers from ``make_layout``; the

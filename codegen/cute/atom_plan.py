@@ -27,7 +27,7 @@ from .dynamic import decode_linear, linear_divisor, linear_str
 from .errors import CuteError
 
 __all__ = ["TensorInfo", "CopyStep", "CopyPlan", "copy_plan", "copy_if_plan", "convert_plan", "CONVERSIONS", "MMAStep",
-           "MMAPlan", "mma_plan", "MMA_TYPES"]
+           "MMAPlan", "mma_plan", "mma_order", "MMA_TYPES"]
 
 
 #: ``TensorInfo.align`` of a tensor whose run-time offset is 0 (a divisor of every offset).
@@ -302,10 +302,18 @@ def mma_plan(tiled_mma, c: TensorInfo, a: TensorInfo, b: TensorInfo) -> MMAPlan:
     """
     op = "gemm"
     atom = tiled_mma.atom
-    intr = MMA_INTRINSICS.get(atom.name)
-    if intr is None:
-        raise CuteError(f"{op}: MMA atom {atom.name} has no intrinsic; supported: {sorted(MMA_INTRINSICS)}")
-    want = MMA_TYPES[intr]
+    if atom.name == "UniversalFMA":             # a scalar fused multiply-add on CUDA cores
+        intr = "fma"
+        if c.dtype not in ("float32", "float64"):
+            raise CuteError(f"{op}: UniversalFMA multiplies float32 or float64 fragments, got a C "
+                            f"{c.describe()}")
+        want = (c.dtype,) * 3
+    else:
+        intr = MMA_INTRINSICS.get(atom.name)
+        if intr is None:
+            raise CuteError(f"{op}: MMA atom {atom.name} has no intrinsic; supported: UniversalFMA, "
+                            f"{', '.join(sorted(MMA_INTRINSICS))}")
+        want = MMA_TYPES[intr]
     for what, info, dt in (("A", a, want[0]), ("B", b, want[1]), ("C", c, want[2])):
         if info.space != "rmem":
             raise CuteError(f"{op}: {what} must be a register fragment (make_fragment_{what} or "
@@ -325,11 +333,36 @@ def mma_plan(tiled_mma, c: TensorInfo, a: TensorInfo, b: TensorInfo) -> MMAPlan:
         return tuple(info.layout((x, i, j) if rank3 else (x, i)) for x in range(v))
 
     steps = []
+    order = mma_order(M, N, na * a.bits // 8, nb * b.bits // 8)
     for k in range(K):
-        for m in range(M):
-            for n_ in range(N):
-                nn = n_ if m % 2 == 0 else N - 1 - n_      # serpentine, as CuTe
-                steps.append(MMAStep(offs(a, na, m, k, la.rank(a.layout) == 3),
-                                     offs(b, nb, nn, k, la.rank(b.layout) == 3),
-                                     tuple(cl((x, m, nn)) for x in range(nc))))
+        for m, n in order:
+            steps.append(MMAStep(offs(a, na, m, k, la.rank(a.layout) == 3),
+                                 offs(b, nb, n, k, la.rank(b.layout) == 3),
+                                 tuple(cl((x, m, n)) for x in range(nc))))
     return MMAPlan(intr, a.bits, b.bits, tuple(steps))
+
+
+def mma_order(M, N, a_bytes, b_bytes):
+    """The ``(m, n)`` order of the atoms of one k-block, CuTe's (``cute/algorithm/gemm.hpp``,
+    for register reuse): by the bytes of an atom's A and B values a thread holds,
+    8 and 8 (f64) or 8 and 4: row-major serpentine (A outer); 4 and 4 (f32 on CUDA cores):
+    row-major serpentine kinked over pairs of rows; otherwise (f16, bf16, tf32
+    ``mma.sync``: 16 and 8): column-major serpentine (B outer, M back and forth).
+
+    >>> mma_order(2, 3, 16, 8)
+    [(0, 0), (1, 0), (1, 1), (0, 1), (0, 2), (1, 2)]
+    >>> mma_order(2, 3, 8, 8)
+    [(0, 0), (0, 1), (0, 2), (1, 2), (1, 1), (1, 0)]
+    >>> mma_order(3, 2, 4, 4)
+    [(0, 0), (1, 0), (0, 1), (1, 1), (2, 1), (2, 0)]
+    """
+    if (a_bytes, b_bytes) in ((8, 8), (8, 4)):
+        return [(m, n if m % 2 == 0 else N - 1 - n) for m in range(M) for n in range(N)]
+    if (a_bytes, b_bytes) == (4, 4):
+        out = []
+        for m in range(0, M, 2):
+            for n in range(N):
+                ns = N - 1 - n if m & 2 else n
+                out += [(m, ns)] + ([(m + 1, ns)] if m + 1 < M else [])
+        return out
+    return [(m if n % 2 == 0 else M - 1 - m, n) for n in range(N) for m in range(M)]

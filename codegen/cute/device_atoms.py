@@ -18,7 +18,7 @@ from . import api
 from .atom_plan import TensorInfo, convert_plan, copy_if_plan, copy_plan, mma_plan
 from .device_tensor import dyn_values, element_pointer, swizzled_offset, tensor_proxy, typing_error
 from .dynamic import has_dynamic_shape
-from .offsets import CuteError, add_offset, dyn_linear, emit_swizzle
+from .offsets import CuteError, add_offset, as_ir, dyn_linear, emit_swizzle
 from .types import CoordTensorType, TensorType, TiledCopyType, TiledMMAType
 
 __all__ = ["tensor_info", "call_intrinsic"]
@@ -72,11 +72,16 @@ class _Mem:
         self.context = context
         t = tensor_proxy(context, builder, ty, val)
         self.ptr, self.off = t.ptr, t.off
+        # swizzle(off), carried by a swizzled tensor whose type knows the offset's bits
+        self.soff = t.soff if getattr(ty, "bits", None) is not None else None
         self.dyn = dyn_values(builder, ty, t)
 
     def at(self, off):
         off = dyn_linear(self.builder, off, self.dyn)           # run-time strides, if any
-        if isinstance(off, int):                                # a constant: the swizzle may split
+        if isinstance(off, int) and self.soff is not None:     # a constant: the swizzle splits
+            return self.builder.gep(self.ptr, [as_ir(swizzled_offset(
+                self.builder, self.ty.swizzle, self.ty.bits, self.off, off, self.soff))])
+        if isinstance(off, int):
             return element_pointer(self.context, self.builder, self.ty, self.ptr, self.off, off)
         return element_pointer(self.context, self.builder, self.ty,
                                self.ptr, add_offset(self.builder, self.off, off))
@@ -87,13 +92,17 @@ class _Mem:
         swizzle of the run-time offset computed once (:func:`swizzled_offset`)."""
         b = self.builder
         base = b.ptrtoint(b.addrspacecast(self.ptr, ir.PointerType(self.ptr.type.pointee, 3)), _I32)
-        x = self.off
+        x, sx = self.off, self.soff
         if isinstance(x, ir.Constant):
             x = int(x.constant)
         if not isinstance(x, int):
             x = b.trunc(x, _I32)
+        if isinstance(sx, ir.Constant):
+            sx = int(sx.constant)
+        if sx is not None and not isinstance(sx, int):
+            sx = b.trunc(sx, _I32)
         if isinstance(off, int):
-            x = swizzled_offset(b, self.ty.swizzle, getattr(self.ty, "bits", None), x, off)
+            x = swizzled_offset(b, self.ty.swizzle, getattr(self.ty, "bits", None), x, off, sx)
         else:
             x = emit_swizzle(b, self.ty.swizzle, add_offset(b, x, b.trunc(off, _I32)))
         x = ir.Constant(_I32, x) if isinstance(x, int) else x
@@ -364,6 +373,11 @@ def _lower_gemm(context, builder, sig, args):
     _, cty, aty, bty = sig.args
     plan = mma_plan(sig.args[0].tiled_mma, tensor_info(cty), tensor_info(aty), tensor_info(bty))
     C, A, B = (_Mem(context, builder, t, v) for t, v in zip(sig.args[1:], args[1:]))
+    if plan.intrinsic == "fma":                 # UniversalFMA: c = fma(a, b, c), one rounding
+        for s in plan.steps:
+            c = C.at(s.c[0])
+            builder.store(builder.fma(builder.load(A.at(s.a[0])), builder.load(B.at(s.b[0])), builder.load(c)), c)
+        return context.get_dummy_value()
     for s in plan.steps:
         cvals = [builder.load(C.at(o)) for o in s.c]
         if plan.a_bits == 64:

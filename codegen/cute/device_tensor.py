@@ -30,10 +30,10 @@ from .dynamic import (
     STATIC_LIMIT, DynSlot, has_dynamic_shape, linear_divisor, shape_placeholder, stride_placeholder,
 )
 from .offsets import (
-    CuteError, I64, Leaf, add_offset, as_ir, dyn_linear, dyn_shape, emit_swizzle, emit_terms, leaves, slice_spec,
+    CuteError, I64, Leaf, add_offset, as_ir, const64, dyn_linear, dyn_shape, emit_swizzle, emit_terms, leaves, slice_spec,
     spec_of_type,
 )
-from .types import ALIGN_ZERO, AssumedIntType, CoordTensorType, DynLayoutType, LayoutType, TensorType
+from .types import ALIGN_ZERO, AssumedIntType, CoordTensorType, DynLayoutType, GmemPtrType, LayoutType, TensorType
 
 __all__ = ["typing_error", "tensor_proxy", "make_tensor_value", "element_pointer", "swizzled_offset", "lower_slice",
            "SHARED_ALIGN"]
@@ -77,9 +77,10 @@ def tensor_proxy(context, builder, ty, val=None):
     return cgutils.create_struct_proxy(ty)(context, builder, value=val)
 
 
-def make_tensor_value(context, builder, ty, ptr=None, off=None, dyn=()):
+def make_tensor_value(context, builder, ty, ptr=None, off=None, dyn=(), soff=None):
     """A tensor value of type ``ty`` from a pointer, an offset (an int or i64 IR) and the
-    values of its run-time extents and strides (i64 IR, one per slot of ``ty.dyn``)."""
+    values of its run-time extents and strides (i64 IR, one per slot of ``ty.dyn``);
+    ``soff``: ``swizzle(off)`` where known (a swizzled tensor; computed from ``off`` if None)."""
     t = cgutils.create_struct_proxy(ty)(context, builder)
     if isinstance(ty, CoordTensorType):
         offs = off if off is not None else [0] * ty.rank
@@ -87,6 +88,8 @@ def make_tensor_value(context, builder, ty, ptr=None, off=None, dyn=()):
     else:
         t.ptr = ptr
         t.off = as_ir(off if off is not None else 0)
+        if ty.swizzle is not None:
+            t.soff = as_ir(soff if soff is not None else emit_swizzle(builder, ty.swizzle, off or 0))
     if ty.dyn:
         t.dyn = context.make_tuple(builder, types.UniTuple(types.int64, len(ty.dyn)), [as_ir(v) for v in dyn])
     return t._getvalue()
@@ -103,11 +106,11 @@ def element_pointer(context, builder, ty, ptr, off, const=0):
     return builder.gep(ptr, [as_ir(swizzled_offset(builder, ty.swizzle, ty.bits, off, const))])
 
 
-def swizzled_offset(builder, sw, bits, off, const=0):
+def swizzled_offset(builder, sw, bits, off, const=0, soff=None):
     """``sw(off + const)``: ``off`` a run-time offset (IR, i32 or i64, or an int) whose bits
-    lie in ``bits`` (None: unknown), ``const`` an int.  Where ``const`` shares no bit with
-    ``off``, ``sw(off) ^ sw(const)``, with ``sw(off)`` computed once for every access of a
-    tensor (the compiler shares it): the part of ``sw(const)`` that ``sw(off)`` can have is
+    lie in ``bits`` (None: unknown), ``const`` an int, ``soff`` ``sw(off)`` if known.  Where
+    ``const`` shares no bit with ``off``, ``sw(off) ^ sw(const)``, with ``sw(off)`` computed
+    once for every access of a tensor: the part of ``sw(const)`` that ``sw(off)`` can have is
     XORed, the rest added (it folds into the address).
 
     >>> from layoutalg import Swizzle
@@ -120,7 +123,7 @@ def swizzled_offset(builder, sw, bits, off, const=0):
         return add_offset(builder, off, const)
     if bits is None or not isinstance(const, int) or const < 0 or bits & const:
         return emit_swizzle(builder, sw, add_offset(builder, off, const))
-    base = emit_swizzle(builder, sw, off)
+    base = soff if soff is not None else emit_swizzle(builder, sw, off)
     reach = bits | ((bits & sw.yyy_mask) >> sw.shift if sw.shift >= 0 else (bits & sw.yyy_mask) << -sw.shift)
     sc = sw(const)
     x, y = sc & reach, sc & ~reach
@@ -144,14 +147,18 @@ def lower_slice(context, builder, in_ty, in_val, out_ty, terms, values, new_dyn=
             return make_tensor_value(context, builder, out_ty, off=offs, dyn=dyn[:len(out_ty.dyn)])
         return context.make_tuple(builder, out_ty, [as_ir(o) for o in offs])
     if isinstance(out_ty, TensorType):
-        rel = emit_terms(builder, terms, values, None, dyn)
-        if in_ty.bits is not None and out_ty.bits is not None and not isinstance(rel, int):
-            # no bit in common (offset_bits): an OR, which lets the compiler split the swizzle
-            # of the sum into the swizzles of its parts, and share the run-time one
-            off = builder.or_(as_ir(t.off), rel)
-        else:
-            off = add_offset(builder, t.off, rel)
-        return make_tensor_value(context, builder, out_ty, t.ptr, off, dyn[:len(out_ty.dyn)])
+        kept, moved = pointer_terms(in_ty, out_ty.layout, terms)
+        ptr = t.ptr
+        if moved:                               # a stage's base: into the pointer (pointer_terms)
+            ptr = builder.gep(ptr, [as_ir(emit_terms(builder, moved, values, None, dyn))])
+        rel = emit_terms(builder, kept, values, None, dyn)
+        off, soff = add_offset(builder, t.off, rel), None
+        if in_ty.bits is not None and out_ty.bits is not None:
+            # no bit in common (offset_bits): the sum is an OR and, the swizzle being linear
+            # over XOR, swizzle(off + rel) == swizzle(off) ^ swizzle(rel): once the loops are
+            # unrolled, rel is a constant and so is its swizzle
+            soff = _xor(builder, t.soff, emit_swizzle(builder, in_ty.swizzle, rel))
+        return make_tensor_value(context, builder, out_ty, ptr, off, dyn[:len(out_ty.dyn)], soff)
     return builder.load(_element_at(context, builder, in_ty, t, terms, values, dyn))
 
 
@@ -160,6 +167,12 @@ def _cast_tensor(context, builder, fromty, toty, val):
     """A tensor to one with weaker facts about its offset (:meth:`TensorType.unify`): the
     same value."""
     return val
+
+
+def _xor(builder, x, y):
+    if isinstance(y, int):
+        return x if y == 0 else builder.xor(as_ir(x), const64(y))
+    return builder.xor(as_ir(x), y)
 
 
 def _element_at(context, builder, ty, t, terms, values, dyn):
@@ -172,8 +185,10 @@ def _element_at(context, builder, ty, t, terms, values, dyn):
         moving = [x for x in terms if x.leaf.value is None]
         const, bits = host_offset(fixed), offset_bits(ty.bits, moving)
         if bits is not None and isinstance(const, int) and 0 <= const < STATIC_LIMIT:
-            off = add_offset(builder, t.off, emit_terms(builder, moving, values, None, dyn))
-            return builder.gep(t.ptr, [as_ir(swizzled_offset(builder, ty.swizzle, bits, off, const))])
+            rel = emit_terms(builder, moving, values, None, dyn)
+            off = add_offset(builder, t.off, rel)
+            soff = _xor(builder, t.soff, emit_swizzle(builder, ty.swizzle, rel))
+            return builder.gep(t.ptr, [as_ir(swizzled_offset(builder, ty.swizzle, bits, off, const, soff))])
     off = add_offset(builder, t.off, emit_terms(builder, terms, values, None, dyn))
     return element_pointer(context, builder, ty, t.ptr, off)
 
@@ -191,7 +206,42 @@ def _sliced_type(ty, sub, terms=(), dyn=None):
         return _element_type(ty)
     if isinstance(ty, CoordTensorType):
         return ty.with_layout(sub, dyn=dyn)
-    return ty.with_layout(sub, offset_alignment(ty.align, terms), dyn, offset_bits(ty.bits, terms))
+    kept, _ = pointer_terms(ty, sub, terms)
+    return ty.with_layout(sub, offset_alignment(ty.align, terms), dyn, offset_bits(ty.bits, kept))
+
+
+def _layout_max(layout):
+    """The largest offset of ``layout`` (static, non-negative strides), else None."""
+    top = 0
+    for e, d in zip(flat_tuple(layout.shape), flat_tuple(layout.stride)):
+        if not isinstance(e, int) or not isinstance(d, int) or d < 0 or e >= STATIC_LIMIT or d >= STATIC_LIMIT:
+            return None
+        top += (e - 1) * d
+    return top
+
+
+def pointer_terms(ty, sub, terms):
+    """``(kept, moved)``: the terms of a slice of a swizzled tensor that stay in its offset,
+    and the run-time ones that move into its pointer, as the generated kernels' stage bases do.
+
+    A run-time part ``t`` (a stage index's offset) moves when the swizzle neither reads nor
+    writes its bits and every offset the sub-tensor ``sub`` can reach stays below its lowest
+    bit: then ``sw(x + t) == sw(x) + t`` for each such ``x``, and the swizzle of the
+    thread's part is computed once, not again for each stage.  Otherwise nothing moves.
+    """
+    moving = [t for t in terms if t.leaf.value is None]
+    if (not isinstance(ty, TensorType) or ty.swizzle is None or ty.bits is None or ty.dyn or sub is None
+            or not moving):
+        return terms, ()
+    m = offset_bits(0, moving)
+    if not m or m & (ty.swizzle.yyy_mask | ty.swizzle.zzz_mask):
+        return terms, ()
+    kept = [t for t in terms if t.leaf.value is not None]
+    bits, top = offset_bits(ty.bits, kept), _layout_max(sub)
+    low = m & -m
+    if bits is None or top is None or bits + top >= low or low * ty.dtype.bitwidth < 128:
+        return terms, ()                        # (a moved pointer stays 16-byte aligned)
+    return kept, moving
 
 
 #: The most values a run-time index's mode may take for :func:`offset_bits` to list them.
@@ -308,32 +358,70 @@ def _dtype_of(op, ty):
 
 # ---- make_tensor / make_shared_tensor / make_fragment_like / make_identity_tensor -----------
 
+@_treg.register_global(api.make_ptr)
+class _MakePtr(AbstractTemplate):
+    prefer_literal = True
+    @_typed("make_ptr")
+    def generic(self, args, kws):
+        if len(args) not in (2, 3) or not isinstance(args[1], (types.Integer, AssumedIntType)):
+            raise CuteError(f"make_ptr: expected (dtype, address[, align]), got {args}")
+        dt = _dtype_of("make_ptr", args[0])
+        align = _literal_ints("make_ptr", args[2], "align") if len(args) == 3 else 16
+        if not isinstance(align, int) or align <= 0 or align & (align - 1):
+            raise CuteError(f"make_ptr: align must be a power-of-two constant (bytes), got {align!r}")
+        return signature(GmemPtrType(dt, align), *args)
+
+
+@_ireg.lower(api.make_ptr, types.Any, types.Any)
+@_ireg.lower(api.make_ptr, types.Any, types.Any, types.Any)
+def _lower_make_ptr(context, builder, sig, args):
+    addr = leaves(builder, sig.args[1], args[1])[0] if not isinstance(sig.args[1], types.IntegerLiteral) \
+        else ir.Constant(I64, sig.args[1].literal_value)
+    return builder.inttoptr(addr, context.get_value_type(sig.return_type))
+
+
+def _base_align(ty):
+    """The offset alignment (elements) a tensor over ``ty`` (an array or a pointer) starts with:
+    arrays and pointers of 16 bytes or more are taken as allocations are (any vector fits)."""
+    if isinstance(ty, GmemPtrType) and ty.align < 16:
+        return max(1, ty.align * 8 // ty.dtype.bitwidth)
+    return ALIGN_ZERO
+
+
 @_treg.register_global(api.make_tensor)
 class _MakeTensor(AbstractTemplate):
     prefer_literal = True
     @_typed("make_tensor")
     def generic(self, args, kws):
-        if len(args) != 2 or not isinstance(args[0], types.Array):
-            raise CuteError(f"make_tensor: expected (array, layout), got {args}")
+        if len(args) != 2 or not isinstance(args[0], (types.Array, GmemPtrType)):
+            raise CuteError(f"make_tensor: expected (array or make_ptr pointer, layout), got {args}")
+        base = _base_align(args[0])
         if isinstance(args[1], DynLayoutType):
             # a layout made in the kernel: run-time extents tile with CuTe's residue (ceil) semantics
-            return signature(TensorType(args[0].dtype, "gmem", None, args[1].layout, ALIGN_ZERO, args[1].dyn), *args)
+            return signature(TensorType(args[0].dtype, "gmem", None, args[1].layout, base, args[1].dyn), *args)
         sw, off, inner = _layout_of("make_tensor", args[1])
-        return signature(TensorType(args[0].dtype, "gmem", sw, inner, _gcd(ALIGN_ZERO, off), bits=off), *args)
+        return signature(TensorType(args[0].dtype, "gmem", sw, inner, _gcd(base, off), bits=off), *args)
+
+
+def _data(context, builder, ty, val):
+    """The element pointer of an array or a ``make_ptr`` pointer."""
+    if isinstance(ty, GmemPtrType):
+        return val
+    return context.make_array(ty)(context, builder, val).data
 
 
 @_ireg.lower(api.make_tensor, types.Array, LayoutType)
+@_ireg.lower(api.make_tensor, GmemPtrType, LayoutType)
 def _lower_make_tensor(context, builder, sig, args):
-    ary = context.make_array(sig.args[0])(context, builder, args[0])
     _, off, _ = _layout_of("make_tensor", sig.args[1])
-    return make_tensor_value(context, builder, sig.return_type, ary.data, off)
+    return make_tensor_value(context, builder, sig.return_type, _data(context, builder, sig.args[0], args[0]), off)
 
 
 @_ireg.lower(api.make_tensor, types.Array, DynLayoutType)
+@_ireg.lower(api.make_tensor, GmemPtrType, DynLayoutType)
 def _lower_make_tensor_dyn(context, builder, sig, args):
-    ary = context.make_array(sig.args[0])(context, builder, args[0])
     lay = cgutils.create_struct_proxy(sig.args[1])(context, builder, value=args[1])
-    return make_tensor_value(context, builder, sig.return_type, ary.data, 0,
+    return make_tensor_value(context, builder, sig.return_type, _data(context, builder, sig.args[0], args[0]), 0,
                              dyn_values(builder, sig.args[1], lay))
 
 

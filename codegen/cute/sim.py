@@ -26,7 +26,7 @@ from .checks import check_divides, shared_cosize
 from .errors import CuteError
 
 __all__ = [
-    "SimEngine", "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
+    "SimEngine", "SimPtr", "make_ptr", "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
     "local_tile", "local_partition", "domain_offset", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
     "make_fragment_A", "make_fragment_B", "make_fragment_C",
 ]
@@ -96,11 +96,43 @@ def assume(x, divby):
     return int(x)
 
 
+class SimPtr:
+    """``make_ptr``'s twin: the registered host array holding ``address``, as flat
+    ``dtype`` elements from there."""
+
+    __slots__ = ("array", "address")
+
+    def __init__(self, array, address):
+        self.array, self.address = array, address
+
+
+def make_ptr(dtype, address, align=16):
+    """``make_ptr(dtype, address[, align])``: the elements of ``dtype`` at ``address``, which
+    must lie in an array registered with ``codegen.intrinsics.sim.register_global`` (the
+    simulator cannot read other memory) and be ``align`` bytes aligned (the GPU trusts it)."""
+    dt = _np_dtype(dtype)
+    address = int(address)
+    if isinstance(align, bool) or not isinstance(align, int) or align <= 0 or align & (align - 1):
+        raise CuteError(f"make_ptr: align must be a power-of-two int (bytes), got {align!r}")
+    if address % align:
+        raise CuteError(f"make_ptr: address {address:#x} is not {align}-byte aligned (the kernel promised it is)")
+    for (lo, hi), a in list(_atoms._GLOBALS.items()):
+        if lo <= address < hi:
+            raw = _atoms._root(a).reshape(-1).view(np.uint8)
+            start = address - _atoms._byte_bounds(_atoms._root(a))[0]
+            n = (raw.size - start) // dt.itemsize
+            return SimPtr(raw[start:start + n * dt.itemsize].view(dt), address)
+    raise CuteError(f"make_ptr: address {address:#x} is in no array registered with "
+                    f"codegen.intrinsics.sim.register_global (the simulator reads only those)")
+
+
 def make_tensor(array, layout):
-    """``make_tensor(array, layout)``: the array's flat memory indexed by ``layout``."""
+    """``make_tensor(array, layout)``: the array's flat memory indexed by ``layout`` (or the
+    memory of a :func:`make_ptr` pointer)."""
     if not isinstance(layout, (Layout, ComposedLayout)):
         raise CuteError(f"make_tensor: expected a Layout or ComposedLayout, got {layout!r}")
-    return Tensor(SimEngine(_numpy(array), 0, "gmem", isinstance(layout, KernelLayout)), layout)
+    flat = array.array if isinstance(array, SimPtr) else _numpy(array)
+    return Tensor(SimEngine(flat, 0, "gmem", isinstance(layout, KernelLayout)), layout)
 
 
 def make_shared_tensor(dtype, layout):
@@ -349,6 +381,13 @@ def gemm(tiled_mma, C, A, B):
     """``C += A @ B`` over the fragments, one MMA atom (warp collective) per step."""
     Cm, Am, Bm = _Mem(C), _Mem(A), _Mem(B)
     plan = mma_plan(tiled_mma, Cm.info, Am.info, Bm.info)
+    if plan.intrinsic == "fma":                  # UniversalFMA: a*b exact in float64, one rounding
+        dt = Cm.array.dtype.type                 # (float64 operands: a*b rounded, then the add)
+        for s in plan.steps:
+            i = Cm.index(s.c[0])
+            Cm.array[i] = dt(np.float64(Am.array[Am.index(s.a[0])]) * np.float64(Bm.array[Bm.index(s.b[0])])
+                             + np.float64(Cm.array[i]))
+        return
     fn = getattr(_atoms, plan.intrinsic)
     for s in plan.steps:
         cvals = [Cm.array[Cm.index(o)] for o in s.c]

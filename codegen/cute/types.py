@@ -5,7 +5,9 @@ the numba *type*, so numba specialises a kernel on it and the index arithmetic i
 when the kernel is compiled.  Only run-time values are data:
 
 * :class:`TensorType` -- ``{ptr, off}``: a pointer (generic address space) and a run-time
-  element offset; ``element(c) == ptr[swizzle(off + layout(c))]``.  The swizzle acts on the
+  element offset; ``element(c) == ptr[swizzle(off + layout(c))]``.  A swizzled tensor
+  also carries ``soff == swizzle(off)``, updated by XORs while its type knows the offset's
+  bits, so that no access swizzles the run-time offset again.  The swizzle acts on the
   whole offset, as CuTe's swizzle pointers do, so slicing a swizzled tensor keeps it exact.
   A layout with run-time extents or strides (:mod:`codegen.cute.dynamic`) adds ``dyn``,
   their values, one per slot of the type's ``dyn``.
@@ -13,6 +15,8 @@ when the kernel is compiled.  Only run-time values are data:
   and ``dyn`` as above.
 * :class:`DynLayoutType` -- ``{dyn}``: a layout made in the kernel from run-time integers.
 * :class:`AssumedIntType` -- an int64 the kernel promised is a multiple of ``divby``.
+* :class:`GmemPtrType` -- ``make_ptr``: a global address as a typed pointer, promised to be
+  aligned to ``align`` bytes.
 * :class:`ThrCopyType`, :class:`ThrMMAType` -- ``{thr}``: the thread index of a slice.
 * :class:`LayoutType`, :class:`TiledCopyType`, :class:`TiledMMAType` -- no data at all:
   the host object itself is the type's parameter.
@@ -37,6 +41,7 @@ from .dynamic import describe as _describe_layout
 __all__ = [
     "LayoutType", "TensorType", "CoordTensorType", "TiledCopyType", "TiledMMAType",
     "ThrCopyType", "ThrMMAType", "MEMORY_SPACES", "ALIGN_ZERO", "DynLayoutType", "AssumedIntType",
+    "GmemPtrType",
 ]
 
 #: Where a tensor's elements live: "gmem" (an array argument, or any array passed to
@@ -180,6 +185,20 @@ class AssumedIntType(types.Type):
         super().__init__(name=f"AssumedInt[{self.divby}]")
 
 
+class GmemPtrType(types.CPointer):
+    """``make_ptr(dtype, address, align)``: a pointer to ``dtype`` elements in global memory,
+    ``align`` bytes aligned (a promise, as CuTe DSL's ``assumed_align``)."""
+
+    def __init__(self, dtype, align=16):
+        self.align = int(align)
+        super().__init__(dtype)
+        self.name = f"GmemPtr[{dtype},align={self.align}]"
+
+    @property
+    def key(self):
+        return (self.dtype, self.align)
+
+
 class TiledCopyType(types.Dummy):
     def __init__(self, tiled_copy):
         self.tiled_copy = tiled_copy
@@ -216,6 +235,8 @@ def _dyn_member(fe_type):
 class _TensorModel(models.StructModel):
     def __init__(self, dmm, fe_type):
         members = [("ptr", types.CPointer(fe_type.dtype)), ("off", types.int64)] + _dyn_member(fe_type)
+        if fe_type.swizzle is not None:         # swizzle(off), kept while the type knows its bits
+            members.append(("soff", types.int64))
         super().__init__(dmm, fe_type, members)
 
 
@@ -237,6 +258,11 @@ class _AssumedIntModel(models.PrimitiveModel):
         from llvmlite import ir
 
         super().__init__(dmm, fe_type, ir.IntType(64))
+
+
+@register_model(GmemPtrType)
+class _GmemPtrModel(models.PointerModel):
+    pass
 
 
 @register_model(ThrCopyType)

@@ -233,6 +233,41 @@ def _host_partition(x, t):
     return local_partition(make_tensor(x, LP), THR, t, PROJ)
 
 
+# ---- UniversalFMA: a tiled MMA of scalar fused multiply-adds on CUDA cores ------------------------
+
+FMA = make_tiled_mma("UniversalFMA", (16, 16, 1))                  # (T256) -> a 16x16x1 tile
+LA_F, LB_F, LC_F = Layout((32, 8), (8, 1)), Layout((32, 8), (8, 1)), Layout((32, 32), (32, 1))
+
+
+def k_fma_gemm(A, B, C):
+    """``C = A @ B.T`` (32x32x8, float32 or float64), each thread its 2x2 outputs."""
+    thr = FMA.get_slice(cuda.threadIdx.x)
+    tA = thr.partition_A(cute.make_tensor(A, LA_F))                   # (1,2,8)
+    tB = thr.partition_B(cute.make_tensor(B, LB_F))
+    tC = thr.partition_C(cute.make_tensor(C, LC_F))                   # (1,2,2)
+    rA, rB, rC = cute.make_fragment_like(tA), cute.make_fragment_like(tB), cute.make_fragment_like(tC)
+    cute.copy(tA, rA)
+    cute.copy(tB, rB)
+    cute.clear(rC)
+    cute.gemm(FMA, rC, rA, rB)
+    cute.copy(rC, tC)
+
+
+SIG_FMA = "void(float32[::1], float32[::1], float32[::1])"
+
+
+def check_fma():
+    rng = np.random.default_rng(7)
+    ok, errs = True, []
+    for dt in (np.float32, np.float64):
+        a, b = rng.standard_normal((32, 8)).astype(dt), rng.standard_normal((32, 8)).astype(dt)
+        c = np.zeros(32 * 32, dt)
+        cuda.jit(k_fma_gemm)[1, 256](a.reshape(-1), b.reshape(-1), c)
+        err = float(np.abs(c.reshape(32, 32) - a.astype(np.float64) @ b.astype(np.float64).T).max())
+        ok, errs = ok and err < (1e-5 if dt == np.float32 else 1e-12), errs + [f"{np.dtype(dt).name} {err:.1e}"]
+    return ok, "32x32x8 UniversalFMA, max abs error " + ", ".join(errs)
+
+
 # ---- a device function taking cute tensors --------------------------------------------------
 
 @cuda.jit(device=True, inline="always")
@@ -282,12 +317,12 @@ def check_torch_bf16():
 THR8 = Layout((8, 8), (8, 1))                     # (ThrM,ThrN) -> thread: 64 threads, n fastest
 
 
-def k_runtime_axpby(X, Y, M, N, ld, alpha):
-    """``Y = alpha * X + Y`` on an ``M x N`` matrix of row stride ``ld``, all three run-time."""
+@cuda.jit(device=True, inline="always")
+def axpby_tile(mX, mY, M, N, alpha):
+    """``Y = alpha * X + Y`` on this block's 32x32 tile of the ``M x N`` tensors."""
     tid, bm, bn = cuda.threadIdx.x, cuda.blockIdx.x, cuda.blockIdx.y
-    L = cute.make_layout((M, N), (ld, 1))                                            # (M,N) -> offset
-    gX = cute.local_tile(cute.make_tensor(X, L), (32, 32), (bm, bn))                 # (32,32), maybe partial
-    gY = cute.local_tile(cute.make_tensor(Y, L), (32, 32), (bm, bn))
+    gX = cute.local_tile(mX, (32, 32), (bm, bn))                                    # (32,32), maybe partial
+    gY = cute.local_tile(mY, (32, 32), (bm, bn))
     cI = cute.local_tile(cute.make_identity_tensor((M, N)), (32, 32), (bm, bn))     # (32,32) -> (m,n)
     tX = cute.local_partition(gX, THR8, tid)                                         # (4,4) each
     tY = cute.local_partition(gY, THR8, tid)
@@ -296,6 +331,50 @@ def k_runtime_axpby(X, Y, M, N, ld, alpha):
         c = tC[i]
         if c[0] < M and c[1] < N:
             tY[i] = alpha * tX[i] + tY[i]
+
+
+def k_runtime_axpby(X, Y, M, N, ld, alpha):
+    """``Y = alpha * X + Y`` on an ``M x N`` matrix of row stride ``ld``, all three run-time."""
+    L = cute.make_layout((M, N), (ld, 1))                                            # (M,N) -> offset
+    axpby_tile(cute.make_tensor(X, L), cute.make_tensor(Y, L), M, N, alpha)
+
+
+def k_pointer_axpby(X, Y, M, N, ld, alpha):
+    """The same over raw addresses (``make_ptr``), as a kernel given ``data_ptr()`` values."""
+    L = cute.make_layout((M, N), (ld, 1))                                            # (M,N) -> offset
+    axpby_tile(cute.make_tensor(cute.make_ptr(np.float32, X), L), cute.make_tensor(cute.make_ptr(np.float32, Y), L),
+               M, N, alpha)
+
+
+SIG_POINTER = "void(int64, int64, int64, int64, int64, float32)"
+
+
+def check_pointer():
+    """``make_ptr``: tensors over the addresses of device arrays (registered arrays in the
+    simulator); the elements past N and after the matrix are not touched."""
+    rng = np.random.default_rng(6)
+    M, N, ld = 50, 70, 72
+    x = rng.standard_normal((M, ld)).astype(np.float32).reshape(-1)
+    y = np.concatenate([rng.standard_normal(M * ld).astype(np.float32), np.float32([7.0])])
+    ref = y.copy()
+    ref[:-1].reshape(M, ld)[:, :N] += np.float32(2.0) * x.reshape(M, ld)[:, :N]
+    kern = cuda.jit(k_pointer_axpby)
+    grid = (-(-M // 32), -(-N // 32))
+    if cute.SIMULATED:
+        from codegen.intrinsics.sim import register_global, unregister_global
+
+        try:
+            kern[grid, 64](register_global(x), register_global(y), M, N, ld, np.float32(2.0))
+        finally:
+            unregister_global(x)
+            unregister_global(y)
+        out = y
+    else:
+        dx, dy = cuda.to_device(x), cuda.to_device(y)
+        kern[grid, 64](dx.device_ctypes_pointer.value, dy.device_ctypes_pointer.value, M, N, ld, np.float32(2.0))
+        out = dy.copy_to_host()
+    ok = np.array_equal(out, ref)
+    return ok, f"a 50x70 matrix of row stride 72 through raw addresses, exact: {ok}"
 
 
 SIG_RUNTIME = "void(float32[::1], float32[::1], int64, int64, int64, float32)"
@@ -327,6 +406,8 @@ CHECKS = {
     "partition": check_partition,
     "device_function": check_device_function,
     "runtime_shape": check_runtime_shape,
+    "pointer": check_pointer,
+    "fma": check_fma,
 }
 #: Kernels and signatures for offline PTX.
 KERNELS = {
@@ -337,4 +418,6 @@ KERNELS = {
     "partition": (k_partition, SIG_PARTITION),
     "device_function": (k_device_function, SIG_DEVICE_FUNCTION),
     "runtime_shape": (k_runtime_axpby, SIG_RUNTIME),
+    "pointer": (k_pointer_axpby, SIG_POINTER),
+    "fma": (k_fma_gemm, SIG_FMA),
 }
