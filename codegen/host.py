@@ -991,7 +991,10 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
 
     ``A``: (M,K), ``B``: (K,N), ``C``: (M,N) or None (a new array of the output type).
     Arrays may be numpy (copied), numba device arrays, CuPy arrays or torch tensors, with
-    any strides.  fp16/bf16 use ``mma.sync`` m16n8k16 with f32 accumulation; fp32 runs on
+    any strides.  As ``torch.matmul``, ``A`` may have batch modes, ``(..., M, K)``, with a
+    ``B`` shared by all of them (``(K, N)``, or batch modes of 1): one GEMM of all the rows,
+    one launch; C (given or new) is ``(..., M, N)`` (:func:`fold_batch`).  A batch of B
+    matrices is refused.  fp16/bf16 use ``mma.sync`` m16n8k16 with f32 accumulation; fp32 runs on
     CUDA cores unless ``precision="tf32"``; fp64 uses the m8n8k4 f64 MMA.  On a Hopper GPU
     (compute capability 9.0), fp16/bf16 and tf32 with operands that TMA can read run on
     the wgmma kernel instead (tf32 only with both operands K-major: A row-major, B
@@ -1036,6 +1039,12 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     differentiable operator ``torch.ops.layoutalg.mm`` (:mod:`codegen.torch_ops`, also
     ``codegen.mm``), so the result has a ``grad_fn``.
     """
+    folded = fold_batch(A, B, C, "gemm")
+    if folded is not None:                   # (..., M, K) @ (K, N): one GEMM of all the rows
+        out = gemm(folded.A, folded.B, folded.C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
+                   precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
+                   activation=activation)
+        return C if C is not None else out.reshape(folded.shape)
     if (C is None and beta == 0 and scale_a is None and scale_b is None and config is None
             and getattr(A, "requires_grad", False) | getattr(B, "requires_grad", False)
             | getattr(bias, "requires_grad", False)):
@@ -1048,6 +1057,70 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
                       activation=activation)
     return _gemm(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype, precision=precision,
                  stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation)
+
+
+class _Folded:
+    """Operands of more than two dimensions, folded into one GEMM (:func:`fold_batch`)."""
+
+    __slots__ = ("A", "B", "C", "shape")
+
+    def __init__(self, A, B, C, shape):
+        self.A, self.B, self.C, self.shape = A, B, C, shape
+
+
+def _strides_of(x):
+    if type(x).__module__.startswith("torch"):
+        return tuple(int(s) for s in x.stride())
+    return tuple(int(s) // x.itemsize for s in x.strides)
+
+
+def _rows_fold(shape, strides):
+    """Whether the modes before the last one fold into one (each stride the next one's times
+    its extent, extents of 1 aside): then a reshape to ``(-1, shape[-1])`` is a view."""
+    dims = [(e, d) for e, d in zip(shape[:-1], strides[:-1]) if e != 1]
+    return all(d == d2 * e2 for (_, d), (e2, d2) in zip(dims, dims[1:]))
+
+
+def fold_batch(A, B, C, op):
+    """3-D (and more) operands as ``torch.matmul`` takes them, as one GEMM: ``A`` of shape
+    ``(..., M, K)`` with ``B`` ``(K, N)`` (or batch modes of 1) is the ``(prod(...) * M, K)``
+    by ``(K, N)`` product, in one launch; the result (or ``C``) has shape ``(..., M, N)``
+    (the batch modes broadcast as torch's).  ``A`` is folded by a reshape (a copy where its
+    rows do not fold); ``C`` must fold as a view (its memory is the result).  None where
+    ``A`` and ``B`` are 2-D.  A ``B`` with a batch (one matrix per batch entry) is refused.
+    """
+    sa, sb = getattr(A, "shape", None), getattr(B, "shape", None)
+    if sa is None or sb is None:
+        return None                           # not arrays: the general path names them
+    na, nb = len(sa), len(sb)
+    if na <= 2 and nb <= 2:
+        return None
+    if na < 2 or nb < 2:
+        raise GemmError(f"{op}: A and B must have 2 or more dimensions, got shapes {tuple(A.shape)} and "
+                        f"{tuple(B.shape)}")
+    kinds = {_kind(x, op, n) for x, n in ((A, "A"), (B, "B"), (C, "C")) if x is not None}
+    if not kinds <= {"torch", "numpy", "cupy"}:
+        raise GemmError(f"{op}: operands of more than 2 dimensions are taken as torch tensors, CuPy or numpy "
+                        f"arrays, got {', '.join(sorted(kinds))}")
+    if any(int(e) != 1 for e in B.shape[:-2]):
+        raise GemmError(f"{op}: B of shape {tuple(B.shape)} is a batch of matrices; a batched GEMM (one B per "
+                        f"batch entry) is not supported: B must be (K, N) or have batch modes of 1, "
+                        f"as a weight shared by every row of A")
+    lead = tuple(int(e) for e in np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    shape = lead + (int(A.shape[-2]), int(B.shape[-1]))
+    B2 = B.reshape(tuple(B.shape[-2:])) if nb > 2 else B
+    A2 = A.reshape(-1, A.shape[-1]) if na > 2 else A
+    C2 = None
+    if C is not None:
+        if tuple(int(e) for e in C.shape) != shape:
+            raise GemmError(f"{op}: C has shape {tuple(C.shape)}, expected {shape} (A {tuple(A.shape)} @ "
+                            f"B {tuple(B.shape)})")
+        if not _rows_fold(tuple(C.shape), _strides_of(C)):
+            raise GemmError(f"{op}: C of shape {tuple(C.shape)} and strides {_strides_of(C)} (elements) does not "
+                            f"fold into one matrix of {shape[-1]} columns without a copy, and the result must be "
+                            f"written into C's memory: pass a C whose leading modes are contiguous with its rows")
+        C2 = C.reshape(-1, shape[-1])
+    return _Folded(A2, B2, C2, shape)
 
 
 def _torch_dtype(out_dtype):

@@ -114,6 +114,12 @@ def mm(A, B, *, alpha=1.0, out_dtype=None, precision=None, bias=None, activation
         raise GemmError(f"mm: out_dtype must be a torch dtype (or None), got {out_dtype!r}")
     if precision is not None and not isinstance(precision, str):
         raise GemmError(f"mm: precision must be a string (or None), got {precision!r}")
+    if A.dim() > 2 or B.dim() > 2:             # (..., M, K) @ (K, N): one GEMM of all the rows
+        from .host import fold_batch
+
+        f = fold_batch(A, B, None, "mm")
+        return mm(f.A, f.B, alpha=alpha, out_dtype=out_dtype, precision=precision, bias=bias,
+                  activation=activation).reshape(f.shape)
     grad = A.requires_grad or B.requires_grad or bias is not None and bias.requires_grad
     if not _compiling() and not (grad and torch.is_grad_enabled()):
         # eager and nothing to differentiate: the operator's dispatch in Python would double

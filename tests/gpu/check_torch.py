@@ -73,6 +73,26 @@ def case_forward():
     return max(errs) < 1e-2, f"f16, bf16, tf32 300x170x200 against float32: max rel error {max(errs):.1e}"
 
 
+def case_batch():
+    """(batch, seq, K) @ (K, N) with a bias: one GEMM of all the rows; values and gradients."""
+    g = torch.Generator(device="cuda").manual_seed(4)
+    x = torch.randn(3, 100, 96, device="cuda", generator=g).to(DT).requires_grad_()
+    w = (torch.randn(96, 80, device="cuda", generator=g) / 10).to(DT).requires_grad_()
+    b = torch.randn(80, device="cuda", generator=g).to(DT).requires_grad_()
+    y = codegen.mm(x, w, bias=b, activation="gelu")
+    x2, w2, b2 = (t.detach().float().requires_grad_() for t in (x, w, b))
+    ref = torch.nn.functional.gelu(x2 @ w2 + b2)
+    y.float().square().sum().backward()
+    ref.square().sum().backward()
+    errs = [rel(y, ref), rel(x.grad, x2.grad), rel(w.grad, w2.grad), rel(b.grad, b2.grad)]
+    C = torch.empty(3, 100, 80, device="cuda", dtype=DT)
+    out = codegen.gemm(x.detach(), w.detach(), C)
+    errs.append(rel(C, x2.detach() @ w2.detach()))
+    ok = out is C and tuple(y.shape) == (3, 100, 80) and max(errs) < 2e-2
+    return ok, "(3,100,96) @ (96,80) + bias, GELU: value, dx, dw, db, gemm into a 3-D C: max rel errors " + \
+        ", ".join(f"{e:.1e}" for e in errs)
+
+
 def _data(steps=3, seed=1):
     g = torch.Generator(device="cuda").manual_seed(seed)
     xs = [torch.randn(64, 256, device="cuda", generator=g).to(DT) for _ in range(steps)]
@@ -181,7 +201,7 @@ def case_host_time():
         " a call, 64^3 f16 (target: codegen.mm <= 15 us)"
 
 
-CASES = [case_forward, case_autograd, case_gemm_has_grad, case_fused_autograd, case_compile, case_graph, case_capture_new_kind,
+CASES = [case_forward, case_batch, case_autograd, case_gemm_has_grad, case_fused_autograd, case_compile, case_graph, case_capture_new_kind,
          case_host_time]
 
 
