@@ -251,7 +251,11 @@ class _Launcher:
         self.params = (ctypes.c_void_p * len(self.slots))(*[ctypes.addressof(s) for s in self.slots])
         self.fn = compiled.function
 
-    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0):
+    #: Whether the kernel reads per-tensor scales from device memory (the Hopper kernel's
+    #: ``scale_a``, ``scale_b``); here they are folded into ``alpha`` on the host.
+    device_scales = False
+
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0)):
         s = self.slots                             # (capture: nothing to allocate; no fused bias here)
         s[0].value, s[1].value, s[2].value = a, b, c
         s[12].value, s[13].value = alpha, beta
@@ -297,8 +301,10 @@ class GemmLaunch:
     caller's array).
     """
 
-    def __init__(self, launcher, ptrs, alpha, beta, stream, C, keep=(), copy_back=None, copy_in=None, bias=0):
+    def __init__(self, launcher, ptrs, alpha, beta, stream, C, keep=(), copy_back=None, copy_in=None, bias=0,
+                 scales=(0, 0, 0)):
         self._bias = bias            # the address of a fused bias, else 0
+        self._scales = scales        # the addresses of scales the kernel reads, else 0
         self._launcher = launcher
         self._ptrs = ptrs
         self._alpha = alpha
@@ -324,7 +330,7 @@ class GemmLaunch:
         a, b, c = self._ptrs
         if self._copy_in is not None:
             self._copy_in()
-        self._launcher(a, b, c, self._alpha, self._beta, self._stream, None, self._bias)
+        self._launcher(a, b, c, self._alpha, self._beta, self._stream, None, self._bias, self._scales)
         if self._copy_back is not None:
             self._copy_back()
         return self.C
@@ -516,8 +522,10 @@ class _SwappedLauncher:
     def check(self):
         self.inner.check()
 
-    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0):
-        self.inner(b, a, c, alpha, beta, stream, capture, bias)
+    device_scales = True
+
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0)):
+        self.inner(b, a, c, alpha, beta, stream, capture, bias, scales)
 
 
 def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None):
@@ -675,12 +683,14 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
     op = "prepare"
     a, b = _describe(A, op, "A"), _describe(B, op, "B")
     c = _describe(C, op, "C", OUT_DTYPES) if C is not None else None
-    alpha, beta = _scalar(alpha, "alpha", op), _scalar(beta, "beta", op)
-    alpha *= _scale(scale_a, "scale_a", op) * _scale(scale_b, "scale_b", op)
+    beta = _scalar(beta, "beta", op)
+    if not hasattr(alpha, "shape"):                     # a number (a tensor is a scale below)
+        alpha = _scalar(alpha, "alpha", op)
     fused = _check_fused(bias, activation, a, b.shape[1] if len(b.shape) == 2 else 0, beta, op)
     if 0 in a.shape or 0 in b.shape:
         return _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op)
     if a.kind == "numpy" or simulating():
+        alpha = _scale(alpha, "alpha", op) * _scale(scale_a, "scale_a", op) * _scale(scale_b, "scale_b", op)
         return _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op)
     handle = _stream_handle(stream, a.kind, a.device)
     keep, refresh = (A, B, C), []
@@ -692,12 +702,15 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
         B, b = (T, t) if name == "B" else (B, b)
         keep, refresh = keep + (T,), refresh + [fn]
     st = _setup(A, B, C, a, b, c, config, out_dtype, precision, op, beta, fused)
+    keep += (bias, scale_a, scale_b, alpha)             # what the kernel reads by address
+    alpha, scales = _scales(alpha, scale_a, scale_b, st.launcher, A, op)
     if C is None:
         C = _new_out(A, a.kind, (st.M, st.N), st.out)
         beta = 0.0
         c = _describe(C, op, "C", OUT_DTYPES)
-    return GemmLaunch(st.launcher, (a.ptr, b.ptr, c.ptr), alpha, beta, handle, C, keep=keep + (bias,),
-                      copy_in=_calls(refresh), bias=fused.ptr if fused is not None else 0)
+    return GemmLaunch(st.launcher, (a.ptr, b.ptr, c.ptr), alpha, beta, handle, C,
+                      keep=keep, copy_in=_calls(refresh),
+                      bias=fused.ptr if fused is not None else 0, scales=scales)
 
 
 class _Beta:
@@ -706,11 +719,12 @@ class _Beta:
     for K = 0 and an empty result for M or N = 0."""
 
     compiled = None
+    device_scales = False
 
     def __init__(self, C, beta):
         self.C, self.beta = C, beta
 
-    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0):
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0)):
         C = self.C
         if 0 in tuple(C.shape):
             return
@@ -791,6 +805,31 @@ def _scalar(x, name, op):
     if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
         raise GemmError(f"{op}: {name} must be a real number, got {x!r}")
     return float(x)
+
+
+def _device_scale(x, A):
+    """The address of ``x`` where the kernel can read it as the scale: a float32 CUDA tensor
+    of one element on ``A``'s device (as ``torch._scaled_mm``'s scales); else 0."""
+    if type(x).__module__.startswith("torch") and type(A).__module__.startswith("torch"):
+        import torch
+
+        if x.dtype == torch.float32 and x.numel() == 1 and x.device == A.device:
+            return int(x.data_ptr())
+    return 0
+
+
+def _scales(alpha, scale_a, scale_b, launcher, A, op):
+    """``(alpha, (addr_a, addr_b, addr_alpha))``: the scales (and an ``alpha`` given as a
+    tensor) that a Hopper kernel reads from device memory by address (no host
+    synchronization, and a CUDA graph replays with their values of the moment); the others
+    (numbers, host arrays, other types, the mma.sync kernels) multiply ``alpha`` on the host."""
+    addrs, out = [], 1.0
+    for x, name in ((scale_a, "scale_a"), (scale_b, "scale_b"), (alpha, "alpha")):
+        addr = _device_scale(x, A) if launcher.device_scales and x is not None else 0
+        if not addr:
+            out *= _scale(x, name, op)
+        addrs.append(addr)
+    return out, tuple(addrs)
 
 
 def _scale(x, name, op):
@@ -1013,8 +1052,12 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     is neither row- nor column-major).
 
     ``scale_a``, ``scale_b``: per-tensor scales (None, a real number, or a 1-element array or
-    tensor; a CUDA tensor is read on the host, which waits for it), for the dequantization
-    of 8-bit inputs; they fold into ``alpha``, so they apply to every input type alike.
+    tensor), for the dequantization of 8-bit inputs; they multiply ``alpha``, so they apply
+    to every input type alike.  ``alpha`` may be such a tensor too.  A float32 torch CUDA
+    tensor on the operands' device is read by the Hopper kernel itself, as
+    ``torch._scaled_mm`` reads its scales: no host synchronization, and a captured CUDA graph
+    replays with the values of the moment.  Other scales (and any on the ``mma.sync``
+    kernels) are read on the host, which waits for a CUDA tensor.
 
     ``stream``: None (torch's or CuPy's current stream for their arrays, else the default
     stream), an int handle, or a torch/CuPy/numba stream.
@@ -1176,12 +1219,12 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
 
                 C = torch.empty((hit.M, hit.N), dtype=hit.out_dtype, device=A.device)
                 beta = 0.0
-            if scale_a is not None or scale_b is not None:
-                alpha = _scalar(alpha, "alpha", "gemm") * _scale(scale_a, "scale_a", "gemm") \
-                    * _scale(scale_b, "scale_b", "gemm")
+            scales = (0, 0, 0)
+            if scale_a is not None or scale_b is not None or not isinstance(alpha, (int, float)):
+                alpha, scales = _scales(alpha, scale_a, scale_b, hit.launcher, A, "gemm")
             st = _torch_stream(stream, hit.device)
             hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), st, GraphCapture.of(A, st),
-                         0 if bias is None else bias.data_ptr())
+                         0 if bias is None else bias.data_ptr(), scales)
             return C
     return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                    precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,

@@ -31,15 +31,15 @@ def test_config_names_the_bad_activation_and_the_path():
 
 def test_the_kernel_applies_the_operation_before_each_store():
     plain = emit_wgmma_source(make_wgmma_plan(hopper()), "tma")
-    assert not re.search(r"\bOP\b", plain) and "EPILOGUE.pack(accs, p.alpha, packed)" in plain
+    assert not re.search(r"\bOP\b", plain) and "EPILOGUE.pack(accs, alpha, packed)" in plain
     src = emit_wgmma_source(make_wgmma_plan(hopper(activation="gelu", bias="bf16")), "tma")
     assert re.search(r"OP = BiasActivation\(act=2, bias_bits=16, bias_bf16=True, pairs=64", src)
-    assert "OP.apply(p, accs, work.n0)" in src and "EPILOGUE.pack(accs, 1.0, packed)" in src
+    assert "OP.apply(p, accs, work.n0, alpha)" in src and "EPILOGUE.pack(accs, 1.0, packed)" in src
     split = hopper("f16", 256, 256, 8192, activation="relu", bias="f32")
     assert split.split_k > 1
     src = emit_wgmma_source(make_wgmma_plan(split), "registers")
     # split-K: the operation goes on the full sums, after the last part has added the others'
-    assert re.search(r"if SCHEDULER\.fixup\(.*\n\s+OP\.apply\(p, accs, work\.n0\).*\n\s+acc = MMA\.from_array\(accs\)"
+    assert re.search(r"if SCHEDULER\.fixup\(.*\n\s+OP\.apply\(p, accs, work\.n0, alpha\).*\n\s+acc = MMA\.from_array\(accs\)"
                      r"\n\s+nbox = EPILOGUE\.store_tile\(p, acc, accs, work\.m0, work\.n0, c, nbox, 1\.0\)", src)
 
 

@@ -257,7 +257,7 @@ def test_column_major_c_on_hopper_runs_the_transposed_gemm_and_other_cs_do_not(m
     assert (st.M, st.N, path, key.a_major, key.b_major) == (40, 72, "wgmma", "MN", "K")
     assert (M, N, K, a_desc, b_desc, c_strides) == (72, 40, 24, ((72, 24), (1, 72)), ((40, 24), (24, 1)), (40, 1))
     st.launcher(1, 2, 3, 1.0, 0.0)
-    assert inner.calls == [(2, 1, 3, 1.0, 0.0, 0, None, 0)]       # (..., stream, graph capture, bias)
+    assert inner.calls == [(2, 1, 3, 1.0, 0.0, 0, None, 0, (0, 0, 0))]   # (..., stream, capture, bias, scales)
     assert not isinstance(setup(A, B, np.zeros((40, 72), np.float16)).launcher, H._SwappedLauncher)
     # the default plan is the one for C^T: 128 x 16384 has 64 tiles of 128x256 (BN 128), 16384 x 128 has 128
     A, B = np.ones((16384, 8), np.float16), np.ones((8, 128), np.float16)

@@ -366,6 +366,18 @@ for cfg, M, N, K, beta in cases:
     err = float(np.abs(C.astype(np.float64) - ref).max())
     print(cfg.dtype, cfg.b_type, M, N, K, beta, err)
     assert err == 0.0, (cfg, M, N, K, err)
+# the scales and alpha read by the kernel (device addresses, as a CUDA graph replays them):
+# alpha 2 x 0.25 x 1.5 x 0.5
+from codegen.intrinsics.sim import register_global
+cfg = cases[1][0]
+A, B = fp8_bits(cfg.dtype, (33, 80)), np.asfortranarray(fp8_bits(cfg.b_type, (80, 72)))
+C = np.zeros((33, 72), np.float16)
+launch = codegen.prepare(A, B, C, alpha=2.0, config=cfg)
+sa, sb, al = np.float32([0.25]), np.float32([1.5]), np.float32([0.5])
+launch._scales = (register_global(sa), register_global(sb), register_global(al))
+launch()
+ref = quantize(0.375 * decode(A, cfg.dtype) @ decode(B, cfg.b_type), cfg.out)
+assert float(np.abs(C.astype(np.float64) - ref).max()) == 0.0, "scales read by the kernel"
 # a wgmma tf32 plan cannot read an MN-major operand: a clear error (no silent copy)
 A, _ = tf32_inputs((40, 16))
 B, _ = tf32_inputs((16, 24))
@@ -380,8 +392,9 @@ print("SIM DTYPES OK")
 
 def test_hopper_kernel_runs_tf32_and_fp8_in_the_simulator_exactly(tmp_path):
     """tf32 (inputs whose truncation to tf32 is exact integers), e4m3 with a TMA-stored f16 C,
-    e5m2 with beta, e4m3 x e5m2; per-tensor scales folded into alpha; the wgmma twin reads
-    tf32 truncated and fp8 bytes decoded by table, as the tensor core does."""
+    e5m2 with beta, e4m3 x e5m2; per-tensor scales folded into alpha, and read by the kernel from
+    their addresses; the wgmma twin reads tf32 truncated and fp8 bytes decoded by table, as the
+    tensor core does."""
     pytest.importorskip("numba")
     r = _simulate(SIM_DTYPES, tmp_path)
     assert "SIM DTYPES OK" in r.stdout, r.stdout + r.stderr[-3000:]
@@ -527,8 +540,9 @@ def test_c_staging_puts_every_register_pair_of_every_thread_where_the_layout_say
 
 
 def test_each_epilogue_is_its_own_kernel():
-    """The TMA-store kernel carries no loads or stores of C from registers; the registers
-    kernel no TMA store (each compiles only when a launch needs it)."""
+    """The TMA-store kernel carries no loads or stores of C from registers (its three global
+    loads: the scales and alpha); the registers kernel no TMA store (each compiles only when
+    a launch needs it)."""
     pytest.importorskip("numba")
     from codegen import GemmConfig
     from codegen.sm90 import compile_ptx, emit_source
@@ -536,8 +550,9 @@ def test_each_epilogue_is_its_own_kernel():
     cfg = GemmConfig.default("f16", arch=(9, 0))
     tma, reg = compile_ptx(cfg, "K", "MN", "tma"), compile_ptx(cfg, "K", "MN", "registers")
     store = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
-    assert tma.count(store) == 4 + 4 and "ld.global" not in tma     # a box at a time, in two places
-    assert store not in reg and "ld.global" in reg          # beta * C
+    # a box at a time, in two places; the only global loads: the scales and alpha (epilogue_alpha)
+    assert tma.count(store) == 4 + 4 and tma.count("ld.global") == 3
+    assert store not in reg and reg.count("ld.global") > 2          # beta * C
     assert emit_source(cfg, "K", "MN") == emit_source(cfg, "K", "MN", "tma")
     with pytest.raises(ValueError, match="no TMA store for a f32 C"):
         emit_source(cfg.with_(out_dtype="f32"), "K", "MN", "tma")
@@ -726,7 +741,8 @@ def test_overlapped_epilogue_is_where_the_plan_allows():
         assert not overlaps_epilogue(p, "tma"), cfg
         assert "EPILOGUE.store_tile(" in emit_wgmma_source(p, "tma")
     src = emit_wgmma_source(plan)
-    assert "EPILOGUE.pack(accs, p.alpha, packed)" in src and "EPILOGUE.store_tile(" not in src
+    assert "EPILOGUE.pack(accs, alpha, packed)" in src and "EPILOGUE.store_tile(" not in src
+    assert "alpha = epilogue_alpha(p)" in src                   # p.alpha times the scales it reads
     with pytest.raises(ValueError, match="BM 64 or 128"):
         base.with_(bm=256, bn=128)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .objects import device, device_object, late_import
+from .objects import device, device_function, device_object, late_import
 from .smem import smem_base
 
 (cuda, float32, int64, uint32) = late_import("numba", "cuda", "float32", "int64", "uint32")
@@ -34,7 +34,23 @@ from .smem import smem_base
     "u32_as_f32", "unpack_f16x2_f32")
 
 __all__ = ["TmaStoreEpilogue", "RegisterEpilogue", "BiasActivation", "make_tma_store_epilogue",
-           "make_register_epilogue", "make_bias_activation"]
+           "make_register_epilogue", "make_bias_activation", "epilogue_alpha"]
+
+
+@device_function
+def epilogue_alpha(p):
+    """``alpha`` of a launch: ``p.alpha`` times the float32 scalars at device addresses
+    ``p.scale_a``, ``p.scale_b`` (per-tensor scales) and ``p.alpha_at`` (an alpha given as a
+    tensor; 0: none), read by the kernel, as ``torch._scaled_mm`` reads its scales, so that a
+    CUDA graph replays with their values of the moment and no host synchronization waits."""
+    alpha = p.alpha
+    if p.scale_a != 0:
+        alpha *= u32_as_f32(ld_global_b32(p.scale_a))
+    if p.scale_b != 0:
+        alpha *= u32_as_f32(ld_global_b32(p.scale_b))
+    if p.alpha_at != 0:
+        alpha *= u32_as_f32(ld_global_b32(p.alpha_at))
+    return alpha
 
 
 def _clayout(bn):
@@ -428,7 +444,7 @@ class BiasActivation:
         return x
 
     @device
-    def pair(self, p, accs, c0, q):
+    def pair(self, p, accs, c0, q, alpha):
         """Register pair ``q`` (columns ``c0 + pair_col(q)`` and the next)."""
         col = c0 + self.pair_col(q)
         b0 = float32(0.0)
@@ -436,29 +452,29 @@ class BiasActivation:
         if self.bias_bits:
             b0 = self.bias_at(p, col)
             b1 = self.bias_at(p, col + 1)
-        accs[2 * q] = self.activate(p.alpha * accs[2 * q] + b0)
-        accs[2 * q + 1] = self.activate(p.alpha * accs[2 * q + 1] + b1)
+        accs[2 * q] = self.activate(alpha * accs[2 * q] + b0)
+        accs[2 * q + 1] = self.activate(alpha * accs[2 * q + 1] + b1)
 
     @device
-    def apply(self, p, accs, n0):
+    def apply(self, p, accs, n0, alpha):
         """The slice's accumulators of the tile at column ``n0``, in place: eight loops of an
         eighth of the pairs each, which NVVM unrolls where it leaves one loop over all of
         them rolled (and the accumulators in local memory) once the activation is erf's."""
         c0 = n0 + self.thr_col(cuda.threadIdx.x & 127)
         e = self.pairs // 8
         for q in range(e):
-            self.pair(p, accs, c0, q)
+            self.pair(p, accs, c0, q, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + e)
+            self.pair(p, accs, c0, q + e, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + 2 * e)
+            self.pair(p, accs, c0, q + 2 * e, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + 3 * e)
+            self.pair(p, accs, c0, q + 3 * e, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + 4 * e)
+            self.pair(p, accs, c0, q + 4 * e, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + 5 * e)
+            self.pair(p, accs, c0, q + 5 * e, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + 6 * e)
+            self.pair(p, accs, c0, q + 6 * e, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + 7 * e)
+            self.pair(p, accs, c0, q + 7 * e, alpha)

@@ -8,6 +8,9 @@ the launcher's argument slots all come from :data:`GEMM_ARGS`.
 * ``C``: the address of C, with element strides ``scm``, ``scn``; ``M``, ``N``, ``K``;
 * ``alpha``, ``beta``: ``C = alpha * A @ B + beta * C``;
 * ``bias``: the address of a fused per-column bias (0: none);
+* ``scale_a``, ``scale_b``, ``alpha_at``: the addresses of float32 scalars the kernel
+  multiplies ``alpha`` by: per-tensor scales and an ``alpha`` given as a tensor (0: none;
+  :func:`codegen.cute.epilogue_alpha`);
 * ``err``: the address of an int32 error word (a wait that times out writes 1 there);
 * ``ws``: the split-K workspace;
 * ``rows_m``, ``group``, ``ktiles``, ``whole``, ``splits`` (the parts of K), ``units``,
@@ -25,7 +28,8 @@ __all__ = ["GEMM_ARGS", "GemmArgs"]
 GEMM_ARGS = KernelParams("GemmArgs", (
     ("tmap_a", "i64"), ("tmap_b", "i64"), ("tmap_c", "i64"), ("C", "i64"),
     ("M", "i32"), ("N", "i32"), ("K", "i32"), ("scm", "i64"), ("scn", "i64"),
-    ("alpha", "f32"), ("beta", "f32"), ("bias", "i64"), ("err", "i64"), ("ws", "i64"),
+    ("alpha", "f32"), ("beta", "f32"), ("bias", "i64"), ("scale_a", "i64"), ("scale_b", "i64"), ("alpha_at", "i64"),
+    ("err", "i64"), ("ws", "i64"),
 ) + TileScheduler.ARGS)
 
 #: The kernel's arguments as one value (a ``NamedTuple``).

@@ -83,6 +83,7 @@ _CONSUMER_HEAD = '''
 def consumer(p, c):
     """{doc}"""
     EPILOGUE.prepare(p)
+    alpha = epilogue_alpha(p)  # p.alpha times the scales the kernel reads (fp8)
     peer = MAINLOOP.peer_empty()
     state = PIPELINE.consumer_start()
     prev = state
@@ -158,8 +159,8 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None):
     lines.append(_PRODUCER)
     head = _CONSUMER_HEAD.format(doc=_consumer_doc(plan, epilogue), clay=f"CLayout_64x{cfg.bn}", nreg=plan.acc_regs)
     op = parts.op is not None
-    alpha = "1.0" if op else "p.alpha"                  # a fused operation applies alpha itself
-    apply = "        OP.apply(p, accs, work.n0)  # act(alpha * acc + bias[n])\n" if op else ""
+    alpha = "1.0" if op else "alpha"                    # a fused operation applies alpha itself
+    apply = "        OP.apply(p, accs, work.n0, alpha)  # act(alpha * acc + bias[n])\n" if op else ""
     if overlaps_epilogue(plan, epilogue):
         lines.append(head + _CONSUMER_OVERLAP.format(apply=apply, alpha=alpha))
     else:
@@ -201,7 +202,7 @@ def _header(plan, epilogue):
         "",
         "from codegen.cute import (  # noqa: F401",
         "    BiasActivation, RegisterEpilogue, SharedStorage, TileScheduler, TmaLoad, TmaPipeline, TmaStore,",
-        "    TmaStoreEpilogue,",
+        "    TmaStoreEpilogue, epilogue_alpha,",
         "    WgmmaMainloop, WgmmaMMA, setmaxnreg_dec, setmaxnreg_inc,",
         ")",
         "from codegen.sm90.args import GemmArgs",

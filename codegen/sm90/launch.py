@@ -96,7 +96,8 @@ class WgmmaLauncher:
         self.slots = GEMM_ARGS.slots()
         self.slots.set(M=M, N=N, K=K, scm=c_strides[0], scn=c_strides[1], alpha=1.0, err=self.err,
                        **plan.device.scheduler.host_params(M, N, K, self.grid, self.splits))
-        self._hot = self.slots.values_of("tmap_a", "tmap_b", "tmap_c", "C", "alpha", "beta", "ws", "bias")
+        self._hot = self.slots.values_of("tmap_a", "tmap_b", "tmap_c", "C", "alpha", "beta", "ws", "bias",
+                                         "scale_a", "scale_b", "alpha_at")
         self._maps = {}
         self._keep = []
 
@@ -172,13 +173,18 @@ class WgmmaLauncher:
             self._ws[stream] = hit
         return hit
 
-    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0):
+    #: The kernel multiplies ``alpha`` by the float32 scalars at the addresses ``scales``.
+    device_scales = True
+
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0)):
         """Launch on ``stream``; ``capture`` (a :class:`codegen.host.GraphCapture`) while a
         CUDA graph is being captured: the device memory a new map or a workspace needs;
-        ``bias``: the address of a fused bias (kernels with a fused bias)."""
+        ``bias``: the address of a fused bias (kernels with a fused bias); ``scales``: the
+        addresses of the float32 scales of A and B and of alpha the kernel reads (0: none)."""
         ma, mb, mc = self.maps(a, b, c, capture)
-        ta, tb, tc, cc, al, be, ws, bs = self._hot
+        ta, tb, tc, cc, al, be, ws, bs, sa, sb, sc = self._hot
         ta.value, tb.value, tc.value, cc.value, al.value, be.value, bs.value = ma, mb, mc, c, alpha, beta, bias
+        sa.value, sb.value, sc.value = scales
         ws.value = self.workspace(stream, capture)
         k = self._kernel("tma" if mc and beta == 0 else "registers")
         if self.sim:

@@ -174,6 +174,36 @@ def case_graph():
     return max(errs) < 2e-2, f"captured after a warm-up, 3 replays on new inputs: max rel error {max(errs):.1e}"
 
 
+def case_fp8_scales_graph():
+    """fp8 with float32 tensor scales, as torch._scaled_mm takes them: the kernel reads them,
+    so a call can be captured and a replay uses the scales' values of the moment."""
+    g = torch.Generator(device="cuda").manual_seed(6)
+    A = torch.randn(256, 192, device="cuda", generator=g).to(torch.float8_e4m3fn)
+    B = torch.randn(128, 192, device="cuda", generator=g).to(torch.float8_e4m3fn).t()    # K-major (column-major)
+    sa, sb = torch.tensor([0.5], device="cuda"), torch.tensor([2.0], device="cuda")
+    C = torch.empty(256, 128, device="cuda", dtype=torch.bfloat16)
+    base = A.float() @ B.float()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        codegen.gemm(A, B, C, scale_a=sa, scale_b=sb)         # the warm-up
+    torch.cuda.current_stream().wait_stream(s)
+    errs = [rel(C, base)]
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        codegen.gemm(A, B, C, scale_a=sa, scale_b=sb)
+    for a, b in ((0.25, 3.0), (1.5, -1.0)):
+        sa.fill_(a)
+        sb.fill_(b)
+        graph.replay()
+        errs.append(rel(C, a * b * base))
+    alpha = torch.tensor([0.5], device="cuda")                # alpha as a tensor: read by the kernel too
+    codegen.gemm(A, B, C, alpha=alpha, scale_a=sa, scale_b=sb)
+    errs.append(rel(C, 0.5 * 1.5 * -1.0 * base))
+    return max(errs) < 1e-2, f"captured with tensor scales, replayed after changing them; alpha a tensor: " \
+        f"max rel errors " + ", ".join(f"{e:.1e}" for e in errs)
+
+
 def case_capture_new_kind():
     A = torch.randn(96, 80, device="cuda", dtype=torch.float16)
     B = torch.randn(80, 72, device="cuda", dtype=torch.float16)
@@ -201,7 +231,7 @@ def case_host_time():
         " a call, 64^3 f16 (target: codegen.mm <= 15 us)"
 
 
-CASES = [case_forward, case_batch, case_autograd, case_gemm_has_grad, case_fused_autograd, case_compile, case_graph, case_capture_new_kind,
+CASES = [case_forward, case_batch, case_fp8_scales_graph, case_autograd, case_gemm_has_grad, case_fused_autograd, case_compile, case_graph, case_capture_new_kind,
          case_host_time]
 
 
