@@ -8,26 +8,21 @@ index the plan derived becomes a constant or a register after unrolling.  Each
 index carries a comment naming the layout it came from.  The emitter only reads
 the plan; the intrinsics it imports are exactly those the kernel calls.
 
-Kernel arguments are raw global byte addresses of A, B and C (64-bit integers),
-the problem size, element strides, alpha and beta.
+Kernel arguments (:func:`codegen.args.mma_sync_args`, declared once) are raw global byte
+addresses of A, B and C (64-bit integers), the problem size, element strides, alpha and beta.
 """
 
 from __future__ import annotations
 
 from layoutalg import ComposedLayout
 
+from .args import mma_sync_args
 from .index import log2, pow2
-from .index import paren
 from .plan import CopyKind, GemmPlan
 
-__all__ = ["emit_source", "KERNEL_NAME", "kernel_arg_names"]
+__all__ = ["emit_source", "KERNEL_NAME"]
 
 KERNEL_NAME = "gemm_kernel"
-
-
-def kernel_arg_names():
-    """The kernel's parameters, in order."""
-    return ("A", "B", "C", "M", "N", "K", "sam", "sak", "sbn", "sbk", "scm", "scn", "alpha", "beta")
 
 
 class _Writer:
@@ -85,7 +80,7 @@ class _Emitter:
         self.header_constants()
         w("")
         w("")
-        w(f"def {KERNEL_NAME}({', '.join(kernel_arg_names())}):")
+        w(mma_sync_args(self.cfg.dtype).def_line(KERNEL_NAME))
         with w.block():
             w('"""A, B, C: global byte addresses.  A is (M,K) with element strides (sam, sak); B is')
             w("(K,N), addressed as its (N,K) view with strides (sbn, sbk); C is (M,N) with (scm, scn).")

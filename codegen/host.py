@@ -13,7 +13,6 @@ device, stream and options), so a repeated call costs a dictionary look-up and a
 
 from __future__ import annotations
 
-import ctypes
 import functools
 from dataclasses import dataclass, replace
 
@@ -21,6 +20,7 @@ import numpy as np
 
 from layoutalg.element_types import ElementType, element_type
 
+from .args import mma_sync_args
 from .config import ACTIVATIONS, BIAS_DTYPES, DTYPES, FP8, KMAJOR_ONLY, OUT_DTYPES, GemmConfig
 from .errors import GemmError
 from .kernel import KernelKey, get_kernel, simulating
@@ -245,10 +245,9 @@ class _Launcher:
         self.grid = grid
         self.threads = cfg.threads
         self.smem = compiled.smem_bytes
-        scalar = ctypes.c_double if cfg.dtype == "f64" else ctypes.c_float
-        self.slots = ([ctypes.c_int64(0) for _ in range(3)] + [ctypes.c_int32(v) for v in (M, N, K)]
-                      + [ctypes.c_int64(s) for s in strides] + [scalar(1.0), scalar(0.0)])
-        self.params = (ctypes.c_void_p * len(self.slots))(*[ctypes.addressof(s) for s in self.slots])
+        self.slots = mma_sync_args(cfg.dtype).slots()
+        self.slots.set(M=M, N=N, K=K, alpha=1.0, **dict(zip(("sam", "sak", "sbn", "sbk", "scm", "scn"), strides)))
+        self._hot = self.slots.values_of("A", "B", "C", "alpha", "beta")
         self.fn = compiled.function
 
     #: Whether the kernel reads per-tensor scales from device memory (the Hopper kernel's
@@ -256,13 +255,12 @@ class _Launcher:
     device_scales = False
 
     def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0)):
-        s = self.slots                             # (capture: nothing to allocate; no fused bias here)
-        s[0].value, s[1].value, s[2].value = a, b, c
-        s[12].value, s[13].value = alpha, beta
+        sa, sb, sc, al, be = self._hot             # (capture: nothing to allocate; no fused bias here)
+        sa.value, sb.value, sc.value, al.value, be.value = a, b, c, alpha, beta
         if self.fn is not None:
-            self.fn.launch(self.grid, self.threads, self.smem, stream, self.params)
+            self.fn.launch(self.grid, self.threads, self.smem, stream, self.slots.pointers)
             return
-        self.compiled.kernel[self.grid, self.threads, stream, self.smem](*[x.value for x in s])
+        self.compiled.kernel[self.grid, self.threads, stream, self.smem](*self.slots.python_values())
 
 
 def _stream_handle(stream, kind, device):

@@ -253,11 +253,10 @@ def _launch_bounds(config):
 
 
 def kernel_signature(config):
-    """The numba signature: three global byte addresses, M, N, K, six element strides, alpha, beta."""
-    from numba import float32, float64, int32, int64, void
+    """numba's signature of ``config``'s kernel (:func:`codegen.args.mma_sync_args`)."""
+    from .args import mma_sync_args
 
-    scalar = float64 if config.dtype == "f64" else float32
-    return void(int64, int64, int64, int32, int32, int32, int64, int64, int64, int64, int64, int64, scalar, scalar)
+    return mma_sync_args(config.dtype).signature()
 
 
 def compile_ptx_text(key: KernelKey, cc):

@@ -27,6 +27,7 @@ PARAM_TYPES = {
     "i32": ("int32", ctypes.c_int32),
     "i64": ("int64", ctypes.c_int64),
     "f32": ("float32", ctypes.c_float),
+    "f64": ("float64", ctypes.c_double),
 }
 
 

@@ -1,0 +1,33 @@
+"""The ``mma.sync`` GEMM kernel's arguments, declared once (:class:`~codegen.cute.params.KernelParams`).
+
+The kernel's ``def`` line (:mod:`codegen.emit`), numba's signature
+(:func:`codegen.kernel.kernel_signature`) and the launcher's argument slots
+(:class:`codegen.host._Launcher`) all come from :func:`mma_sync_args`:
+
+* ``A``, ``B``, ``C``: global byte addresses of A (M,K), B (its (N,K) view) and C (M,N);
+* ``M``, ``N``, ``K``; element strides ``sam``, ``sak`` of A, ``sbn``, ``sbk`` of B's (N,K)
+  view, ``scm``, ``scn`` of C;
+* ``alpha``, ``beta``: ``C = alpha * A @ B + beta * C``, float64 for f64 GEMMs, else float32.
+
+>>> mma_sync_args("f64").def_line("gemm_kernel")
+'def gemm_kernel(A, B, C, M, N, K, sam, sak, sbn, sbk, scm, scn, alpha, beta):'
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .cute.params import KernelParams
+
+__all__ = ["mma_sync_args"]
+
+
+@lru_cache(maxsize=None)
+def mma_sync_args(dtype):
+    """The arguments of the ``mma.sync`` kernel of element type ``dtype``."""
+    scalar = "f64" if dtype == "f64" else "f32"
+    return KernelParams("GemmSyncArgs", (
+        ("A", "i64"), ("B", "i64"), ("C", "i64"), ("M", "i32"), ("N", "i32"), ("K", "i32"),
+        ("sam", "i64"), ("sak", "i64"), ("sbn", "i64"), ("sbk", "i64"), ("scm", "i64"), ("scn", "i64"),
+        ("alpha", scalar), ("beta", scalar),
+    ))
