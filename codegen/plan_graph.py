@@ -73,6 +73,29 @@ def plan_dot_graph(name, rankdir, label, nodesep="0.5", ranksep="0.9"):
     )
 
 
+def _operand_nodes(g, cfg, op):
+    """An operand's three places: global memory, its shared stage and its register fragments."""
+    X = op.name
+    mn = "M" if X == "A" else "N"
+    maj = "K-major (k contiguous)" if op.major == "K" else f"{mn}-major ({mn.lower()} contiguous)"
+    g.add_node(f"g{X}", "\n".join([
+        f"{X} in global memory",
+        f"({mn},K) {cfg.dtype}, {maj}",
+        f"CTA tile {op.rows}x{cfg.bk} per k-step",
+    ]), fillcolor=MEMORY_FILL["global"])
+    g.add_node(f"s{X}", "\n".join([
+        f"{X} in shared memory",
+        f"{op.smem}",
+        f"({op.rows},{cfg.bk}) -> offset, {op.stage_elems} elements x {cfg.stages} stages",
+    ]), fillcolor=MEMORY_FILL["shared"])
+    frag = op.s2r.frag
+    g.add_node(f"r{X}", "\n".join([
+        f"{X} fragments (registers)",
+        f"{frag}  (FrgV,(Rest{mn},RestK))",
+        f"{size(frag)} {cfg.dtype} values per thread",
+    ]), fillcolor=MEMORY_FILL["registers"])
+
+
 def plan_graph(plan, *, name="gemm_plan", rankdir="TB"):
     """A :class:`~layoutalg.draw.graphs.DotGraph` of ``plan``'s data path.
 
@@ -96,27 +119,8 @@ def plan_graph(plan, *, name="gemm_plan", rankdir="TB"):
     g = plan_dot_graph(name, rankdir,
                        f"GEMM plan: {cfg.dtype} -> {cfg.out}, CTA tile {cfg.bm}x{cfg.bn}x{cfg.bk}, "
                        f"{cfg.threads} threads, {cfg.stages} shared-memory stages")
-    for op, other in ((plan.a, "M"), (plan.b, "N")):
-        X = op.name
-        mn = "M" if X == "A" else "N"
-        maj = "K-major (k contiguous)" if op.major == "K" else f"{mn}-major ({mn.lower()} contiguous)"
-        g.add_node(f"g{X}", "\n".join([
-            f"{X} in global memory",
-            f"({mn},K) {cfg.dtype}, {maj}",
-            f"CTA tile {op.rows}x{cfg.bk} per k-step",
-        ]), fillcolor=MEMORY_FILL["global"])
-        g.add_node(f"s{X}", "\n".join([
-            f"{X} in shared memory",
-            f"{op.smem}",
-            f"({op.rows},{cfg.bk}) -> offset, {op.stage_elems} elements x {cfg.stages} stages",
-        ]), fillcolor=MEMORY_FILL["shared"])
-        frag = op.s2r.frag
-        nfrag = size(frag)
-        g.add_node(f"r{X}", "\n".join([
-            f"{X} fragments (registers)",
-            f"{frag}  (FrgV,(Rest{mn},RestK))",
-            f"{nfrag} {cfg.dtype} values per thread",
-        ]), fillcolor=MEMORY_FILL["registers"])
+    for op in (plan.a, plan.b):
+        _operand_nodes(g, cfg, op)
     calls = plan.mma.kblocks * plan.mma.mma_m * plan.mma.mma_n
     g.add_node("mma", "\n".join([
         f"TiledMMA {mma.atom.name}",
