@@ -520,7 +520,9 @@ class _SwappedLauncher:
     def check(self):
         self.inner.check()
 
-    device_scales = True
+    @property
+    def device_scales(self):
+        return self.inner.device_scales
 
     def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0)):
         self.inner(b, a, c, alpha, beta, stream, capture, bias, scales)
@@ -677,13 +679,19 @@ def _new_out(A, kind, shape, et):
 def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None,
             scale_a=None, scale_b=None, bias=None, activation=None):
     """Validate, plan, compile and place the arguments once; returns a :class:`GemmLaunch`
-    whose call computes ``alpha * (scale_a * A) @ (scale_b * B) + beta * C`` (see :func:`gemm`)."""
+    whose call computes ``alpha * (scale_a * A) @ (scale_b * B) + beta * C`` (see :func:`gemm`).
+
+    Operands are 2-D (batch modes: :func:`gemm`).  Scales (and an ``alpha`` tensor) that the
+    kernel reads itself (float32 CUDA tensors, Hopper kernel) are read at every call; the
+    others are read once, here."""
     op = "prepare"
     a, b = _describe(A, op, "A"), _describe(B, op, "B")
     c = _describe(C, op, "C", OUT_DTYPES) if C is not None else None
     beta = _scalar(beta, "beta", op)
     if not hasattr(alpha, "shape"):                     # a number (a tensor is a scale below)
         alpha = _scalar(alpha, "alpha", op)
+    for x, name in ((alpha, "alpha"), (scale_a, "scale_a"), (scale_b, "scale_b")):
+        _check_scale(x, name, op)                       # also for an empty problem, which reads none
     fused = _check_fused(bias, activation, a, b.shape[1] if len(b.shape) == 2 else 0, beta, op)
     if 0 in a.shape or 0 in b.shape:
         return _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op)
@@ -830,21 +838,36 @@ def _scales(alpha, scale_a, scale_b, launcher, A, op):
     return out, tuple(addrs)
 
 
-def _scale(x, name, op):
-    """A per-tensor scale: None (1), a real number, or an array or tensor of one element (read
-    on the host: for a CUDA tensor this waits for the values it depends on)."""
-    if x is None:
-        return 1.0
+def _check_scale(x, name, op):
+    """``x`` is None, a real number or an array or tensor of one element (read nothing)."""
+    if x is None or (isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)):
+        return
     if isinstance(x, bool):
         raise GemmError(f"{op}: {name} must be a real number or a 1-element tensor, got {x!r}")
-    if isinstance(x, (int, float, np.integer, np.floating)):
-        return float(x)
     shape = getattr(x, "shape", None)
     if shape is None or not hasattr(x, "item"):
         raise GemmError(f"{op}: {name} must be a real number or a 1-element tensor, got {type(x).__name__} {x!r}")
     if int(np.prod(tuple(shape))) != 1:
         raise GemmError(f"{op}: {name} must be one scale for the whole operand (a real number or a 1-element "
                         f"tensor), got shape {tuple(shape)}; per-row or per-block scales are not supported")
+
+
+def _scale(x, name, op):
+    """A per-tensor scale: None (1), a real number, or an array or tensor of one element (read
+    on the host: for a CUDA tensor this waits for the values it depends on, and is refused
+    during a CUDA graph capture, where it cannot be read)."""
+    if x is None:
+        return 1.0
+    _check_scale(x, name, op)
+    if isinstance(x, (int, float, np.integer, np.floating)):
+        return float(x)
+    if getattr(x, "is_cuda", False):
+        import torch
+
+        if torch.cuda.is_current_stream_capturing():
+            raise GemmError(f"{op}: {name} is a CUDA tensor this kernel reads on the host (only the Hopper "
+                            f"kernel reads float32 scales itself), which a CUDA graph capture forbids; pass a "
+                            f"number, or a float32 tensor to a call that runs the Hopper kernel")
     v = x.item()
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise GemmError(f"{op}: {name} must hold a real number, got {v!r}")
@@ -1012,6 +1035,17 @@ def _refuse_in_capture(A):
                         "capturing (a warm-up), then capture")
 
 
+def _keep_for(stream, device, *xs):
+    """Keep the CUDA tensors among ``xs`` alive until the work queued on ``stream`` (a raw
+    handle) has run (torch's ``record_stream``): a kernel reads them there."""
+    import torch
+
+    s = torch.cuda.ExternalStream(stream, device=device)
+    for x in xs:
+        if getattr(x, "is_cuda", False):
+            x.record_stream(s)
+
+
 def _torch_stream(stream, device):
     if stream is None:
         import torch
@@ -1149,8 +1183,9 @@ def fold_batch(A, B, C, op):
                         f"as a weight shared by every row of A")
     lead = tuple(int(e) for e in np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
     shape = lead + (int(A.shape[-2]), int(B.shape[-1]))
+    rows = int(np.prod(shape[:-1], dtype=np.int64))                   # explicit: -1 is ambiguous when K or N is 0
     B2 = B.reshape(tuple(B.shape[-2:])) if nb > 2 else B
-    A2 = A.reshape(-1, A.shape[-1]) if na > 2 else A
+    A2 = A.reshape(rows, A.shape[-1]) if na > 2 else A
     C2 = None
     if C is not None:
         if tuple(int(e) for e in C.shape) != shape:
@@ -1160,7 +1195,7 @@ def fold_batch(A, B, C, op):
             raise GemmError(f"{op}: C of shape {tuple(C.shape)} and strides {_strides_of(C)} (elements) does not "
                             f"fold into one matrix of {shape[-1]} columns without a copy, and the result must be "
                             f"written into C's memory: pass a C whose leading modes are contiguous with its rows")
-        C2 = C.reshape(-1, shape[-1])
+        C2 = C.reshape(rows, shape[-1])
     return _Folded(A2, B2, C2, shape)
 
 
@@ -1217,10 +1252,12 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
 
                 C = torch.empty((hit.M, hit.N), dtype=hit.out_dtype, device=A.device)
                 beta = 0.0
-            scales = (0, 0, 0)
-            if scale_a is not None or scale_b is not None or not isinstance(alpha, (int, float)):
+            scales, given = (0, 0, 0), alpha
+            if scale_a is not None or scale_b is not None or type(alpha) not in (int, float):
                 alpha, scales = _scales(alpha, scale_a, scale_b, hit.launcher, A, "gemm")
             st = _torch_stream(stream, hit.device)
+            if stream is not None and any(scales):                  # read by the kernel on that stream:
+                _keep_for(st, hit.device, scale_a, scale_b, given)  # not freed before it runs
             hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), st, GraphCapture.of(A, st),
                          0 if bias is None else bias.data_ptr(), scales)
             return C

@@ -82,3 +82,15 @@ def test_torch_operator_takes_3d_inputs_with_autograd():
     assert x.grad.shape == x.shape and w.grad.shape == w.shape and b.grad.shape == b.shape
     with pytest.raises(GemmError, match="is a batch of matrices"):
         codegen.mm(x, torch.empty(2, 24, 56, device="meta", dtype=torch.bfloat16))
+
+
+def test_empty_batches_and_bad_scales_of_empty_problems():
+    """K or N of 0 folds too (no ambiguous -1 reshape); an empty problem still checks alpha
+    and the scales, though it reads none."""
+    out = codegen.gemm(np.zeros((2, 3, 0), np.float16), np.zeros((0, 4), np.float16))
+    assert out.shape == (2, 3, 4) and not out.any()
+    assert codegen.gemm(np.ones((2, 3, 5), np.float16), np.ones((5, 0), np.float16)).shape == (2, 3, 0)
+    with pytest.raises(GemmError, match=r"alpha must be one scale for the whole operand .* shape \(2,\)"):
+        codegen.gemm(np.zeros((0, 4), np.float16), np.zeros((4, 3), np.float16), alpha=np.zeros(2))
+    with pytest.raises(GemmError, match=r"scale_a must be a real number or a 1-element tensor, got str"):
+        codegen.gemm(np.zeros((0, 4), np.float16), np.zeros((4, 3), np.float16), scale_a="2")

@@ -135,3 +135,30 @@ def test_pointer_terms_examples():
     assert pointer_terms(ty, Layout(4, 4096), [stage])[1] == ()             # reaches bit 13
     assert pointer_terms(ty, sub, [Term(Leaf(slot=0), 3, 64)])[1] == ()      # bits the swizzle reads
     assert pointer_terms(ty.with_layout(ty.layout, bits=None), sub, [stage])[1] == ()
+
+
+def test_domain_offset_by_a_run_time_coordinate_forgets_the_bits():
+    """A run-time origin may lie anywhere (negative, past the extent), so the shifted tensor's
+    offset has no known bits, and nothing of it moves into the pointer; a constant origin
+    inside keeps them."""
+    import numpy as np
+    from numba import cuda
+    from numba.core.sigutils import normalize_signature
+    from numba.cuda.compiler import compile_cuda
+
+    from codegen import cute
+    from layoutalg import ComposedLayout, Layout
+
+    SW = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((8, 64), (64, 1)))
+
+    def k(X, i):
+        s = cute.make_shared_tensor(np.float32, SW)
+        moved = cute.domain_offset((i, 0), s)      # noqa: F841
+        fixed = cute.domain_offset((1, 0), s)      # noqa: F841
+        X[0] = moved[0, 0] + fixed[0, 0]
+
+    args, _ = normalize_signature("void(float32[::1], int64)")
+    res = compile_cuda(k, None, args, cc=(8, 0))
+    tm = res.type_annotation.typemap
+    assert tm["moved"].bits is None and tm["fixed"].bits == 64
+    assert cuda  # (numba.cuda is imported for its typing registry)

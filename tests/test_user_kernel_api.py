@@ -133,8 +133,17 @@ def test_make_ptr_refuses_bad_input_when_compiled_and_simulated():
                 cute.make_ptr(np.float32, addr)
             except cute.CuteError as e:
                 print(e)
+        f = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4))   # memory order, not C order
+        p = cute.make_ptr(np.float32, register_global(f))
+        print("F", np.shares_memory(p.array, f), p.array[:4].tolist())
+        try:
+            cute.make_ptr(np.float64, register_global(f), 4)
+        except cute.CuteError as e:
+            print(e)
     """)
     assert "is not 16-byte aligned" in res.stdout and "is in no array registered" in res.stdout, res.stdout + res.stderr
+    assert "F True [0.0, 4.0, 8.0, 1.0]" in res.stdout, res.stdout + res.stderr
+    assert "align 4 is less than a float64 element (8 bytes)" in res.stdout, res.stdout + res.stderr
 
 
 # ---- every case: offline PTX, and the simulator against numpy -----------------------------------

@@ -134,9 +134,11 @@ def swizzled_offset(builder, sw, bits, off, const=0, soff=None):
     return base + y if isinstance(base, int) else builder.add(base, ir.Constant(base.type, y))
 
 
-def lower_slice(context, builder, in_ty, in_val, out_ty, terms, values, new_dyn=()):
+def lower_slice(context, builder, in_ty, in_val, out_ty, terms, values, new_dyn=(), in_range=True):
     """The value of ``out_ty`` (a tensor, or an element) at ``in_val``'s offset plus ``terms``;
-    ``new_dyn``: values of the run-time extents the result adds (``local_tile``'s tile counts)."""
+    ``new_dyn``: values of the run-time extents the result adds (``local_tile``'s tile counts);
+    ``in_range`` False: run-time indices may lie outside their modes (``domain_offset``), so
+    nothing moves into the pointer."""
     t = tensor_proxy(context, builder, in_ty, in_val)
     dyn = dyn_values(builder, in_ty, t) + list(new_dyn)
     if isinstance(in_ty, CoordTensorType):
@@ -147,7 +149,7 @@ def lower_slice(context, builder, in_ty, in_val, out_ty, terms, values, new_dyn=
             return make_tensor_value(context, builder, out_ty, off=offs, dyn=dyn[:len(out_ty.dyn)])
         return context.make_tuple(builder, out_ty, [as_ir(o) for o in offs])
     if isinstance(out_ty, TensorType):
-        kept, moved = pointer_terms(in_ty, out_ty.layout, terms)
+        kept, moved = pointer_terms(in_ty, out_ty.layout, terms) if in_range else (terms, ())
         ptr = t.ptr
         if moved:                               # a stage's base: into the pointer (pointer_terms)
             ptr = builder.gep(ptr, [as_ir(emit_terms(builder, moved, values, None, dyn))])
@@ -369,6 +371,8 @@ class _MakePtr(AbstractTemplate):
         align = _literal_ints("make_ptr", args[2], "align") if len(args) == 3 else 16
         if not isinstance(align, int) or align <= 0 or align & (align - 1):
             raise CuteError(f"make_ptr: align must be a power-of-two constant (bytes), got {align!r}")
+        if align * 8 < dt.bitwidth:
+            raise CuteError(f"make_ptr: align {align} is less than a {dt} element ({dt.bitwidth // 8} bytes)")
         return signature(GmemPtrType(dt, align), *args)
 
 
@@ -967,8 +971,10 @@ class _DomainOffset(AbstractTemplate):
         terms = _offset_terms("domain_offset", ty, args[0])
         if isinstance(ty, CoordTensorType):
             return signature(ty, *args)
-        return signature(ty.with_layout(ty.layout, offset_alignment(ty.align, terms),
-                                        bits=offset_bits(ty.bits, terms)), *args)
+        # a run-time coordinate may lie anywhere (negative, past the extent): the offset's
+        # bits are known only where every coordinate is a constant
+        bits = offset_bits(ty.bits, terms) if all(t.leaf.value is not None for t in terms) else None
+        return signature(ty.with_layout(ty.layout, offset_alignment(ty.align, terms), bits=bits), *args)
 
 
 @_ireg.lower(api.domain_offset, types.Any, types.Any)
@@ -976,7 +982,8 @@ def _lower_domain_offset(context, builder, sig, args):
     ty = sig.args[1]
     terms = _offset_terms("domain_offset", ty, sig.args[0])
     # a coordinate may be negative: each mode is one integer, so no division is emitted
-    return lower_slice(context, builder, ty, args[1], sig.return_type, terms, leaves(builder, sig.args[0], args[0]))
+    return lower_slice(context, builder, ty, args[1], sig.return_type, terms, leaves(builder, sig.args[0], args[0]),
+                       in_range=False)
 
 
 # ---- clear / fill ------------------------------------------------------------------------

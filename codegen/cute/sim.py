@@ -33,16 +33,19 @@ __all__ = [
 
 
 class SimEngine(ArrayEngine):
-    """Flat numpy memory, an element offset into it, and its memory space."""
+    """Flat numpy memory, an element offset into it, and its memory space; ``base_align``: the
+    alignment (elements) of its start, as the GPU types take it (a ``make_ptr`` of less than
+    16 bytes; arrays count as any alignment)."""
 
-    __slots__ = ("space",)
+    __slots__ = ("space", "base_align")
 
-    def __init__(self, array, offset=0, space="gmem", residue=False):
+    def __init__(self, array, offset=0, space="gmem", residue=False, base_align=ALIGN_ANY):
         super().__init__(array, offset, residue)
         self.space = space
+        self.base_align = base_align
 
     def __add__(self, k):
-        return SimEngine(self.array, self.offset + k, self.space, self.residue)
+        return SimEngine(self.array, self.offset + k, self.space, self.residue, self.base_align)
 
     def __repr__(self):
         return f"SimEngine({self.space} {self.array.dtype}[{self.array.size}] + {self.offset})"
@@ -100,10 +103,10 @@ class SimPtr:
     """``make_ptr``'s twin: the registered host array holding ``address``, as flat
     ``dtype`` elements from there."""
 
-    __slots__ = ("array", "address")
+    __slots__ = ("array", "address", "align")
 
-    def __init__(self, array, address):
-        self.array, self.address = array, address
+    def __init__(self, array, address, align):
+        self.array, self.address, self.align = array, address, align
 
 
 def make_ptr(dtype, address, align=16):
@@ -114,14 +117,19 @@ def make_ptr(dtype, address, align=16):
     address = int(address)
     if isinstance(align, bool) or not isinstance(align, int) or align <= 0 or align & (align - 1):
         raise CuteError(f"make_ptr: align must be a power-of-two int (bytes), got {align!r}")
+    if align < dt.itemsize:
+        raise CuteError(f"make_ptr: align {align} is less than a {dt} element ({dt.itemsize} bytes)")
     if address % align:
         raise CuteError(f"make_ptr: address {address:#x} is not {align}-byte aligned (the kernel promised it is)")
     for (lo, hi), a in list(_atoms._GLOBALS.items()):
         if lo <= address < hi:
-            raw = _atoms._root(a).reshape(-1).view(np.uint8)
-            start = address - _atoms._byte_bounds(_atoms._root(a))[0]
+            root = _atoms._root(a)
+            raw = root.reshape(-1, order="A").view(np.uint8)      # the bytes in address order (C or F)
+            if not np.shares_memory(raw, root):
+                raise CuteError(f"make_ptr: the array holding {address:#x} is not contiguous in memory")
+            start = address - _atoms._byte_bounds(root)[0]
             n = (raw.size - start) // dt.itemsize
-            return SimPtr(raw[start:start + n * dt.itemsize].view(dt), address)
+            return SimPtr(raw[start:start + n * dt.itemsize].view(dt), address, align)
     raise CuteError(f"make_ptr: address {address:#x} is in no array registered with "
                     f"codegen.intrinsics.sim.register_global (the simulator reads only those)")
 
@@ -132,7 +140,10 @@ def make_tensor(array, layout):
     if not isinstance(layout, (Layout, ComposedLayout)):
         raise CuteError(f"make_tensor: expected a Layout or ComposedLayout, got {layout!r}")
     flat = array.array if isinstance(array, SimPtr) else _numpy(array)
-    return Tensor(SimEngine(flat, 0, "gmem", isinstance(layout, KernelLayout)), layout)
+    base = ALIGN_ANY
+    if isinstance(array, SimPtr) and array.align < 16:          # as the GPU types it (_base_align)
+        base = array.align // flat.dtype.itemsize
+    return Tensor(SimEngine(flat, 0, "gmem", isinstance(layout, KernelLayout), base), layout)
 
 
 def make_shared_tensor(dtype, layout):
@@ -263,6 +274,10 @@ class _Mem:
         self.base = base
         # the offset's largest power-of-two divisor (few distinct plans: copy_plan is cached)
         align = min(base & -base, ALIGN_ANY) if base else ALIGN_ANY
+        if isinstance(eng, SimEngine):
+            from math import gcd
+
+            align = gcd(align, eng.base_align)
         self.info = TensorInfo(space, self.array.dtype.itemsize * 8, self.swizzle, lay, self.array.dtype.name, align)
 
     def index(self, off):
@@ -381,8 +396,9 @@ def gemm(tiled_mma, C, A, B):
     """``C += A @ B`` over the fragments, one MMA atom (warp collective) per step."""
     Cm, Am, Bm = _Mem(C), _Mem(A), _Mem(B)
     plan = mma_plan(tiled_mma, Cm.info, Am.info, Bm.info)
-    if plan.intrinsic == "fma":                  # UniversalFMA: a*b exact in float64, one rounding
-        dt = Cm.array.dtype.type                 # (float64 operands: a*b rounded, then the add)
+    if plan.intrinsic == "fma":                  # UniversalFMA: float32 a*b exact in float64, the sum
+        dt = Cm.array.dtype.type                 # rounded to float64 then to float32 (a fused multiply-add
+        #                                          but for rare double roundings); float64: a*b rounded, then the add
         for s in plan.steps:
             i = Cm.index(s.c[0])
             Cm.array[i] = dt(np.float64(Am.array[Am.index(s.a[0])]) * np.float64(Bm.array[Bm.index(s.b[0])])
