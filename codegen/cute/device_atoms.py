@@ -18,7 +18,7 @@ from . import api
 from .atom_plan import TensorInfo, convert_plan, copy_if_plan, copy_plan, mma_plan
 from .device_tensor import dyn_values, element_pointer, swizzled_offset, tensor_proxy, typing_error
 from .dynamic import has_dynamic_shape
-from .offsets import CuteError, add_offset, as_ir, dyn_linear, emit_swizzle
+from .offsets import CuteError, add_offset, dyn_linear, emit_swizzle
 from .types import CoordTensorType, TensorType, TiledCopyType, TiledMMAType
 
 __all__ = ["tensor_info", "call_intrinsic"]
@@ -78,11 +78,8 @@ class _Mem:
 
     def at(self, off):
         off = dyn_linear(self.builder, off, self.dyn)           # run-time strides, if any
-        if isinstance(off, int) and self.soff is not None:     # a constant: the swizzle splits
-            return self.builder.gep(self.ptr, [as_ir(swizzled_offset(
-                self.builder, self.ty.swizzle, self.ty.bits, self.off, off, self.soff))])
-        if isinstance(off, int):
-            return element_pointer(self.context, self.builder, self.ty, self.ptr, self.off, off)
+        if isinstance(off, int):                                # a constant: the swizzle may split
+            return element_pointer(self.context, self.builder, self.ty, self.ptr, self.off, off, self.soff)
         return element_pointer(self.context, self.builder, self.ty,
                                self.ptr, add_offset(self.builder, self.off, off))
 
@@ -92,15 +89,8 @@ class _Mem:
         swizzle of the run-time offset computed once (:func:`swizzled_offset`)."""
         b = self.builder
         base = b.ptrtoint(b.addrspacecast(self.ptr, ir.PointerType(self.ptr.type.pointee, 3)), _I32)
-        x, sx = self.off, self.soff
-        if isinstance(x, ir.Constant):
-            x = int(x.constant)
-        if not isinstance(x, int):
-            x = b.trunc(x, _I32)
-        if isinstance(sx, ir.Constant):
-            sx = int(sx.constant)
-        if sx is not None and not isinstance(sx, int):
-            sx = b.trunc(sx, _I32)
+        x = _as_i32(b, self.off)
+        sx = None if self.soff is None else _as_i32(b, self.soff)
         if isinstance(off, int):
             x = swizzled_offset(b, self.ty.swizzle, getattr(self.ty, "bits", None), x, off, sx)
         else:
@@ -113,6 +103,13 @@ class _Mem:
         p = self.at(off)                                        # (run-time strides: in at)
         g = self.builder.addrspacecast(p, ir.PointerType(p.type.pointee, 1))
         return self.builder.ptrtoint(g, _I64)
+
+
+def _as_i32(builder, v):
+    """An offset (int, i64 constant or i64 IR) as an int or i32 IR."""
+    if isinstance(v, ir.Constant):
+        return int(v.constant)
+    return v if isinstance(v, int) else builder.trunc(v, _I32)
 
 
 # ---- copy --------------------------------------------------------------------------------

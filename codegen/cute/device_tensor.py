@@ -100,10 +100,11 @@ def dyn_values(builder, ty, struct):
     return [builder.extract_value(struct.dyn, i) for i in range(len(ty.dyn))] if ty.dyn else []
 
 
-def element_pointer(context, builder, ty, ptr, off, const=0):
+def element_pointer(context, builder, ty, ptr, off, const=0, soff=None):
     """Pointer to the element at (unswizzled) offset ``off + const`` of a tensor with base
-    ``ptr`` (``off``: the tensor's run-time offset, or a sum with it; ``const``: an int)."""
-    return builder.gep(ptr, [as_ir(swizzled_offset(builder, ty.swizzle, ty.bits, off, const))])
+    ``ptr`` (``off``: the tensor's run-time offset, or a sum with it; ``const``: an int;
+    ``soff``: ``swizzle(off)`` where the tensor carries it)."""
+    return builder.gep(ptr, [as_ir(swizzled_offset(builder, ty.swizzle, ty.bits, off, const, soff))])
 
 
 def swizzled_offset(builder, sw, bits, off, const=0, soff=None):
