@@ -92,6 +92,21 @@ def bursts(calls, rounds, burst_s=0.02, shuffle=False):
     return out
 
 
+def interleaved(calls, flop, rounds=10):
+    """The named callables ``calls`` (a dict) warmed up, then timed interleaved
+    (:func:`bursts`): ``(TFLOP/s by name, seconds a launch per round by name)`` for ``flop``
+    floating-point operations a call."""
+    import statistics
+
+    import torch
+
+    for fn in calls.values():
+        fn()
+    torch.cuda.synchronize()
+    times = dict(zip(calls, bursts(list(calls.values()), rounds)))
+    return {k: flop / statistics.median(t) / 1e12 for k, t in times.items()}, times
+
+
 def median_ratio(times, ref):
     """The median over rounds of ``ref``'s time over ``times`` (above 1: ``times`` is faster)."""
     import statistics

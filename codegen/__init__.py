@@ -7,12 +7,13 @@ True
 
 from . import _numpy_compat  # noqa: F401  (before numba is imported: numpy 2.5 and numba-cuda 0.30)
 from .config import GemmConfig
+from .grouped import grouped_gemm
 from .host import GemmError, GemmLaunch, gemm, prepare
 from .ptx import compile_ptx, emit_gemm_source
 from .plan import make_plan
 
-__all__ = ["GemmConfig", "gemm", "mm", "prepare", "GemmLaunch", "GemmError", "compile_ptx", "emit_gemm_source",
-           "make_plan"]
+__all__ = ["GemmConfig", "gemm", "mm", "grouped_gemm", "prepare", "GemmLaunch", "GemmError", "compile_ptx",
+           "emit_gemm_source", "make_plan"]
 
 
 def mm(A, B, *, alpha=1.0, out_dtype=None, precision=None, bias=None, activation=None):

@@ -55,7 +55,9 @@ class GemmConfig:
     each loads half of B's k-tile and the TMA unit delivers it to both (multicast); on a
     GPU only. ``activation`` (one of :data:`ACTIVATIONS`) and ``bias`` (the element type of a
     per-column bias, one of :data:`BIAS_DTYPES`), wgmma path: the epilogue stores
-    ``activation(alpha * A @ B + bias)`` (``beta`` must be 0).
+    ``activation(alpha * A @ B + bias)`` (``beta`` must be 0). ``grouped`` (wgmma path): a
+    grouped GEMM (:func:`codegen.grouped_gemm`): the rows of A and C split in groups by offsets
+    the kernel reads, each group multiplied by its own matrix of B.
     """
 
     dtype: str = "f16"
@@ -74,6 +76,7 @@ class GemmConfig:
     cluster_m: int = 1
     activation: str = None
     bias: str = None
+    grouped: bool = False
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -114,6 +117,10 @@ class GemmConfig:
         if (self.activation or self.bias) and self.path != "wgmma":
             raise ValueError(f"GemmConfig: a fused bias or activation is a wgmma-path option (path='wgmma'); got "
                              f"path {self.path!r}")
+        if self.grouped and (self.path != "wgmma" or self.split_k > 1 or self.activation or self.bias):
+            raise ValueError(f"GemmConfig: grouped (a grouped GEMM's scheduler) is a wgmma-path option without "
+                             f"split-K or a fused operation; got path {self.path!r}, split_k {self.split_k}, "
+                             f"activation {self.activation!r}, bias {self.bias!r}")
         if self.dtype in FP8 and self.path != "wgmma":
             raise ValueError(f"GemmConfig: {self.dtype} runs on the wgmma path only (path='wgmma', compute "
                              f"capability 9.0); got path {self.path!r}")
@@ -167,8 +174,9 @@ class GemmConfig:
 
     @classmethod
     def default(cls, dtype="f16", M=None, N=None, K=None, out_dtype=None, aligned=True, arch=None, b_dtype=None,
-                sms=132):
-        """A sensible plan for ``dtype`` and (optionally) the problem size.
+                sms=132, batch=1):
+        """A sensible plan for ``dtype`` and (optionally) the problem size: ``batch`` GEMMs of
+        ``M x N x K`` (one launch: the tiles of every matrix count).
 
         ``arch``: the compute capability to plan for; (9, 0) and newer give the Hopper plan
         (``path="wgmma"``: CTA tiles whose k-tile is one 128-byte swizzle row of each operand
@@ -184,25 +192,25 @@ class GemmConfig:
         about one such tile per multiprocessor, and operands copied element by element,
         get 128x128 tiles (more CTAs; smaller kernels to compile).
         """
-        tiles = None if M is None or N is None else -(-M // 128) * -(-N // 256)
-        bm, bn, stages = hopper_tile(M, N, sms)
+        tiles = None if M is None or N is None else -(-M // 128) * -(-N // 256) * batch
+        bm, bn, stages = hopper_tile(M, N, sms, batch)
         if dtype in FP8:
             if arch is not None and tuple(arch[:2]) < (9, 0):
                 raise ValueError(f"GemmConfig.default: {dtype} runs on the wgmma path, which needs compute "
                                  f"capability 9.0; got arch {tuple(arch)}")
             return cls(dtype, out_dtype, bm, bn, 128, 2, 4, stages, 8, 1, "wgmma", b_dtype,
-                       split_k_for(M, N, K, bm, bn, 128, sms))
+                       split_k_for(M, N, K, bm, bn, 128, sms, batch))
         if b_dtype not in (None, dtype):
             raise ValueError(f"GemmConfig.default: b_dtype is for mixed 8-bit floats, got {dtype!r} with {b_dtype!r}")
         hopper = (arch is not None and tuple(arch[:2]) >= (9, 0) and aligned and out_dtype != "f64")
         if hopper and dtype in ("f16", "bf16"):
             return cls(dtype, out_dtype, bm, bn, 64, 2, 4, stages, 8, 1, "wgmma", None,
-                       split_k_for(M, N, K, bm, bn, 64, sms))
+                       split_k_for(M, N, K, bm, bn, 64, sms, batch))
         if hopper and dtype == "tf32":
             # 128-byte K-major rows (32 f32) as for the other types: 48 KiB a stage, and a
             # k-tile of tf32 takes the tensor cores as long as one of f16 (half the rate)
             return cls(dtype, out_dtype, bm, bn, 32, 2, 4, stages, 8, 1, "wgmma", None,
-                       split_k_for(M, N, K, bm, bn, 32, sms))
+                       split_k_for(M, N, K, bm, bn, 32, sms, batch))
         big = aligned and (tiles is None or tiles >= 128)
         if dtype in ("f16", "bf16"):
             cfg = (cls(dtype, out_dtype, 128, 256, 64, 2, 4, 3, 8) if big
@@ -223,8 +231,9 @@ def _tiles(M, N, bm, bn):
     return -(-M // bm) * -(-N // bn)
 
 
-def hopper_tile(M, N, sms=132):
-    """(BM, BN, stages) of the Hopper plan for an ``M x N`` C on ``sms`` multiprocessors:
+def hopper_tile(M, N, sms=132, batch=1):
+    """(BM, BN, stages) of the Hopper plan for an ``M x N`` C (``batch`` of them) on ``sms``
+    multiprocessors:
     128x256 with 4 stages of 48 KiB where that gives more tiles than half the
     multiprocessors (or the size is unknown), unless one to three full waves of them are
     followed by a last wave that fills at most half the multiprocessors; else 128x128 with
@@ -244,11 +253,11 @@ def hopper_tile(M, N, sms=132):
     """
     if M is None or N is None:
         return 128, 256, 4
-    big = _tiles(M, N, 128, 256)
+    big = _tiles(M, N, 128, 256) * batch
     short_last = sms < big < 4 * sms and 2 * (big % sms) <= sms
     if 2 * big > sms and not short_last:
         return 128, 256, 4
-    if 2 * _tiles(M, N, 128, 128) > sms:
+    if 2 * _tiles(M, N, 128, 128) * batch > sms:
         return 128, 128, 6
     return 64, 128, 6
 
@@ -257,8 +266,9 @@ def hopper_tile(M, N, sms=132):
 SPLIT_K_MAX, SPLIT_K_MIN_KTILES = 4, 16
 
 
-def split_k_for(M, N, K, bm, bn, bk, sms):
-    """The parts to split K into for ``bm x bn x bk`` CTA tiles on ``sms`` multiprocessors:
+def split_k_for(M, N, K, bm, bn, bk, sms, batch=1):
+    """The parts to split K into for ``bm x bn x bk`` CTA tiles (of ``batch`` GEMMs) on ``sms``
+    multiprocessors:
     1 unless the tiles fill at most half of them, or full waves of tiles are followed by a
     last wave that fills at most a quarter of them; then as many parts as the
     multiprocessors hold of those tiles (at most :data:`SPLIT_K_MAX`, each of at least
@@ -276,7 +286,7 @@ def split_k_for(M, N, K, bm, bn, bk, sms):
     """
     if None in (M, N, K):
         return 1
-    full, last = divmod(-(-M // bm) * -(-N // bn), sms)      # full waves, and the tiles after them
+    full, last = divmod(-(-M // bm) * -(-N // bn) * batch, sms)      # full waves, and the tiles after them
     ktiles = -(-K // bk)
     if last == 0 or (2 if full == 0 else 4) * last > sms:
         return 1

@@ -17,7 +17,8 @@ import functools
 import re
 
 __all__ = ["DriverError", "available", "ensure_context", "compute_capability", "compile_image", "ptxas_arch", "ptxas_cubin", "Function",
-           "entry_name", "multiprocessors", "mem_alloc", "copy_to_device", "read_int32", "encode_tensor_map_2d"]
+           "entry_name", "multiprocessors", "mem_alloc", "copy_to_device", "read_int32", "encode_tensor_map",
+           "encode_tensor_map_2d"]
 
 _c = ctypes
 CU_FUNC_ATTRIBUTE_NUM_REGS = 4
@@ -165,24 +166,34 @@ def read_int32(ptr):
     return v.value
 
 
-def encode_tensor_map_2d(dtype, ptr, dims, row_stride_bytes, box, swizzle_bytes=128):
-    """A 2-D TMA tensor map (``cuTensorMapEncodeTiled``): ``dims`` and ``box`` innermost
-    first, in elements; ``row_stride_bytes``: the stride of dimension 1. Returns its 128 bytes.
+def encode_tensor_map(dtype, ptr, dims, strides_bytes, box, swizzle_bytes=128):
+    """A TMA tensor map of rank ``len(dims)`` (1 to 5; ``cuTensorMapEncodeTiled``): ``dims``
+    and ``box`` innermost first, in elements; ``strides_bytes``: the byte strides of
+    dimensions 1 and up. Returns its 128 bytes.
 
     Raises :class:`DriverError` naming the values the driver refused."""
+    rank = len(dims)
+    if len(strides_bytes) != rank - 1 or len(box) != rank:
+        raise DriverError(f"encode_tensor_map: {rank} dims take {rank - 1} strides and {rank} box sides, got "
+                          f"strides {tuple(strides_bytes)}, box {tuple(box)}")
     tmap = (_c.c_uint64 * 16)()
-    gdim = (_c.c_uint64 * 2)(*dims)
-    gstride = (_c.c_uint64 * 1)(row_stride_bytes)
-    bdim = (_c.c_uint32 * 2)(*box)
-    estride = (_c.c_uint32 * 2)(1, 1)
+    gdim = (_c.c_uint64 * rank)(*dims)
+    gstride = (_c.c_uint64 * max(1, rank - 1))(*strides_bytes)
+    bdim = (_c.c_uint32 * rank)(*box)
+    estride = (_c.c_uint32 * rank)(*([1] * rank))
     sw = {0: 0, 32: 1, 64: 2, 128: 3}[swizzle_bytes]
     try:
-        _call("cuTensorMapEncodeTiled", tmap, TENSOR_MAP_TYPES[dtype], 2, _c.c_void_p(ptr), gdim, gstride, bdim,
+        _call("cuTensorMapEncodeTiled", tmap, TENSOR_MAP_TYPES[dtype], rank, _c.c_void_p(ptr), gdim, gstride, bdim,
               estride, 0, sw, 3, 0)
     except DriverError as e:
-        raise DriverError(f"{e}: {dtype} tensor at {ptr:#x}, dims {tuple(dims)}, row stride {row_stride_bytes} B, "
+        raise DriverError(f"{e}: {dtype} tensor at {ptr:#x}, dims {tuple(dims)}, strides {tuple(strides_bytes)} B, "
                           f"box {tuple(box)}") from None
     return bytes(tmap)
+
+
+def encode_tensor_map_2d(dtype, ptr, dims, row_stride_bytes, box, swizzle_bytes=128):
+    """A 2-D TMA tensor map: :func:`encode_tensor_map` with one stride, that of dimension 1."""
+    return encode_tensor_map(dtype, ptr, dims, (row_stride_bytes,), box, swizzle_bytes)
 
 
 def compile_image(ptx):

@@ -21,6 +21,7 @@ import numpy as np
 from layoutalg.element_types import ElementType, element_type
 
 from .args import mma_sync_args
+from .batch import Batch, batch_operands, fold_batch
 from .config import ACTIVATIONS, BIAS_DTYPES, DTYPES, FP8, KMAJOR_ONLY, OUT_DTYPES, GemmConfig
 from .errors import GemmError
 from .kernel import KernelKey, get_kernel, simulating
@@ -81,7 +82,7 @@ def _etype(x, kind, op, name, allowed):
     return et
 
 
-def _describe(x, op, name, allowed=_BITS_IN):
+def _describe(x, op, name, allowed=_BITS_IN, ranks=(2,)):
     kind = _kind(x, op, name)
     et = _etype(x, kind, op, name, allowed)
     shape = tuple(int(s) for s in x.shape)
@@ -100,9 +101,30 @@ def _describe(x, op, name, allowed=_BITS_IN):
         strides = (tuple(s // item for s in cai["strides"]) if cai.get("strides")
                    else tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape))))
         ptr, dev = int(cai["data"][0]), "cuda"
-    if len(shape) != 2:
-        raise GemmError(f"{op}: {name} must be 2-D, got shape {shape}")
+    if len(shape) not in ranks:
+        raise GemmError(f"{op}: {name} must be {' or '.join(f'{r}-D' for r in ranks)}, got shape {shape}")
     return _Array(kind, et, shape, strides, ptr, dev)
+
+
+def _split_batch(a, b, c, op):
+    """``(a, b, c, batch)``: a batch of GEMMs, ``a`` (L,M,K), ``b`` (L,K,N), ``c`` (L,M,N) or
+    None (3-D :class:`_Array`), as their first matrices (2-D, at the same addresses) and the
+    :class:`~codegen.batch.Batch` of element strides between matrices (a new C: contiguous).
+    The matrices of C must not share memory (each is written)."""
+    if len(a.shape) != 3 or len(b.shape) != 3 or (c is not None and len(c.shape) != 3):
+        raise GemmError(f"{op}: a batch of GEMMs takes A (L,M,K), B (L,K,N) and C (L,M,N), got shapes {a.shape}, "
+                        f"{b.shape}" + (f", {c.shape}" if c is not None else ""))
+    L, M, _ = a.shape
+    N = b.shape[2]
+    if b.shape[0] != L or (c is not None and c.shape[0] != L):
+        raise GemmError(f"{op}: batches of {L} (A {a.shape}) and {b.shape[0]} (B {b.shape})"
+                        + (f" and {c.shape[0]} (C {c.shape})" if c is not None else "") + " matrices differ")
+    sc = c.strides[0] if c is not None else M * N
+    mats = [replace(x, shape=x.shape[1:], strides=x.strides[1:]) if x is not None else None for x in (a, b, c)]
+    if c is not None and L > 1 and M * N and abs(sc) * max(c.etype.bits // 8, 1) < _span(mats[2])[1] - _span(mats[2])[0]:
+        raise GemmError(f"{op}: C's {L} matrices of {M}x{N} share memory (strides {c.strides}): each is written; "
+                        f"pass a C whose matrices are apart")
+    return mats[0], mats[1], mats[2], Batch(L, a.strides[0], b.strides[0], sc)
 
 
 def _major(shape, strides):
@@ -236,12 +258,15 @@ class _Launcher:
 
     ``__call__(a, b, c, alpha, beta, stream)`` writes the addresses and scalars into the
     argument slots and launches: one driver call on a GPU, numba's simulated dispatcher
-    in the simulator.
+    in the simulator.  A ``batch`` (:class:`~codegen.batch.Batch`) is a launch per matrix
+    (the Hopper kernel runs a batch in one).
     """
 
-    def __init__(self, compiled, grid, M, N, K, strides):
+    def __init__(self, compiled, grid, M, N, K, strides, batch=None):
         cfg = compiled.config
         self.compiled = compiled
+        eb, ob = cfg.bits // 8, element_type(cfg.out).bits // 8
+        self._steps = (range(batch.count), batch.a * eb, batch.b * eb, batch.c * ob) if batch is not None else None
         self.grid = grid
         self.threads = cfg.threads
         self.smem = compiled.smem_bytes
@@ -255,6 +280,14 @@ class _Launcher:
     device_scales = False
 
     def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0)):
+        if self._steps is not None:
+            ls, da, db, dc = self._steps
+            for l in ls:
+                self._launch(a + l * da, b + l * db, c + l * dc, alpha, beta, stream)
+            return
+        self._launch(a, b, c, alpha, beta, stream)
+
+    def _launch(self, a, b, c, alpha, beta, stream):
         sa, sb, sc, al, be = self._hot             # (capture: nothing to allocate; no fused bias here)
         sa.value, sb.value, sc.value, al.value, be.value = a, b, c, alpha, beta
         if self.fn is not None:
@@ -438,14 +471,15 @@ def _check_operands(C, a, b, c, config, out_dtype, precision, op):
     return _Checked(a, b, M, N, K, kind, b_fp8, out)
 
 
-def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, fused=None):
+def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, fused=None, batch=None):
     """Validate everything that does not change between calls with the same signature,
-    choose the plan and compile it."""
+    choose the plan and compile it (``batch``: a :class:`~codegen.batch.Batch` of GEMMs of
+    the shape of ``a``, ``b`` and ``c``, or None)."""
     chk = _check_operands(C, a, b, c, config, out_dtype, precision, op)
     a, b, M, N, K, kind, b_fp8, out = chk.a, chk.b, chk.M, chk.N, chk.K, chk.kind, chk.b_fp8, chk.out
     chosen = config is None
     if chosen:
-        config = GemmConfig.default(kind, M, N, K, out, b_dtype=b_fp8)
+        config = GemmConfig.default(kind, M, N, K, out, b_dtype=b_fp8, batch=batch.count if batch else 1)
     elif out is not None and config.out != out:
         config = config.with_(out_dtype=out)
     if config.dtype not in DTYPES:
@@ -457,7 +491,7 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, 
         _check_fp8_operands(a, b, a_major, b_major, b_shape, b_strides, op)
     _check_gpu()
     ops = _Operands(a, replace(b, shape=b_shape, strides=b_strides), a_major, b_major, M, N, K,
-                    c.strides if c is not None else (N, 1), c.ptr if c is not None else 0)
+                    c.strides if c is not None else (N, 1), c.ptr if c is not None else 0, batch)
     hopper = _wgmma_setup(None if chosen else config, config.dtype, out or config.out, ops, op, beta, fused)
     if hopper is not None:
         return hopper
@@ -469,20 +503,22 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, 
     b_vec = _vec(bits, b_major, b_shape, b_strides, b.ptr)
     if chosen and (not a_vec or not b_vec or min(a_vec, b_vec) * bits < 128):
         # operands copied element-wise or in pieces under 16 bytes: the smaller plan
-        config = GemmConfig.default(kind, M, N, K, config.out_dtype, aligned=False)
+        config = GemmConfig.default(kind, M, N, K, config.out_dtype, aligned=False,
+                                    batch=batch.count if batch else 1)
     key = KernelKey(config, a_major, b_major, a_vec, b_vec, a_vec is None, b_vec is None)
     compiled = get_kernel(key)
     grid = -(-M // config.bm) * -(-N // config.bn)
     c_strides = c.strides if c is not None else (N, 1)
     strides = (a.strides[0], a.strides[1], b_strides[0], b_strides[1], c_strides[0], c_strides[1])
-    return _Setup(_Launcher(compiled, grid, M, N, K, strides), element_type(config.out), M, N)
+    return _Setup(_Launcher(compiled, grid, M, N, K, strides, batch), element_type(config.out), M, N)
 
 
 @dataclass(frozen=True)
 class _Operands:
     """A GEMM as the Hopper kernel reads it: A as (M,K), B as (N,K) (``b`` holds the shape and
     strides of B's transpose, so both operands are (rows, K)), their majorness, and C's element
-    strides and address. ``swapped``: this is the caller's GEMM transposed (see ``transposed``)."""
+    strides and address; ``batch``: a :class:`~codegen.batch.Batch` of such GEMMs, or None.
+    ``swapped``: this is the caller's GEMM transposed (see ``transposed``)."""
 
     a: _Array
     b: _Array
@@ -493,6 +529,7 @@ class _Operands:
     K: int
     c_strides: tuple
     c_ptr: int
+    batch: Batch | None = None
     swapped: bool = False
 
     def transposed(self):
@@ -500,7 +537,8 @@ class _Operands:
         N trade places and C's strides reverse (a column-major C is a row-major ``C^T``). Each
         operand keeps its majorness, so K-major operands stay K-major."""
         return replace(self, a=self.b, b=self.a, a_major=self.b_major, b_major=self.a_major, M=self.N, N=self.M,
-                       c_strides=self.c_strides[::-1], swapped=not self.swapped)
+                       c_strides=self.c_strides[::-1], swapped=not self.swapped,
+                       batch=self.batch.transposed() if self.batch is not None else None)
 
 
 class _SwappedLauncher:
@@ -571,10 +609,10 @@ def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None):
     key = WgmmaKey(cfg, view.a_major, view.b_major)
     # compile the kernel this call needs (the TMA-store epilogue for beta = 0 and a C that TMA
     # can write; C allocated here is); the launcher compiles the other when a call needs it
-    tma = beta == 0 and c_tma_ok(wgmma_plan(key), view.c_ptr, view.c_strides, view.M, view.N)
+    tma = beta == 0 and c_tma_ok(wgmma_plan(key), view.c_ptr, view.c_strides, view.M, view.N, view.batch)
     compiled = get_wgmma_kernel(replace(key, epilogue="tma" if tma else "registers"))
     launcher = WgmmaLauncher(compiled, view.M, view.N, view.K, (view.a.shape, view.a.strides),
-                             (view.b.shape, view.b.strides), view.c_strides)
+                             (view.b.shape, view.b.strides), view.c_strides, view.batch)
     return _Setup(_SwappedLauncher(launcher) if view.swapped else launcher, element_type(cfg.out), ops.M, ops.N)
 
 
@@ -591,6 +629,10 @@ def _wgmma_refusal(cc, kind, ops):
                 f"column-major (strides (1, K')); got A strides {a.strides}, B strides {b.strides[::-1]}")
     if not tma_ok(ops.a_major, a.shape, a.strides, a.ptr, eb) or not tma_ok(ops.b_major, b.shape, b.strides, b.ptr, eb):
         return "16-byte aligned operands with a unit stride and 16-byte multiple row strides (TMA)"
+    bt = ops.batch
+    if bt is not None and bt.count > 1 and any(s <= 0 or (s * eb) % 16 for s in (bt.a, bt.b)):
+        return (f"matrices of A and B a positive multiple of 16 bytes apart (TMA), got batch strides {bt.a} and "
+                f"{bt.b} elements")
     return None
 
 
@@ -614,7 +656,8 @@ def _wgmma_config(config, kind, out, view, cc):
     fp8 = kind in FP8
     return GemmConfig.default(view.a.etype.name if fp8 else kind, view.M, view.N, view.K, out, arch=cc,
                               b_dtype=view.b.etype.name if fp8 else None,
-                              sms=132 if simulating() else _multiprocessors())
+                              sms=132 if simulating() else _multiprocessors(),
+                              batch=view.batch.count if view.batch is not None else 1)
 
 
 def _fp8_bits(a, b, precision, config, op):
@@ -681,18 +724,22 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
     """Validate, plan, compile and place the arguments once; returns a :class:`GemmLaunch`
     whose call computes ``alpha * (scale_a * A) @ (scale_b * B) + beta * C`` (see :func:`gemm`).
 
-    Operands are 2-D (batch modes: :func:`gemm`).  Scales (and an ``alpha`` tensor) that the
-    kernel reads itself (float32 CUDA tensors, Hopper kernel) are read at every call; the
+    Operands are 2-D, or a batch of GEMMs of one shape: A (L,M,K), B (L,K,N), C (L,M,N)
+    (any strides; broadcast batch modes: :func:`gemm`).  Scales (and an ``alpha`` tensor) that
+    the kernel reads itself (float32 CUDA tensors, Hopper kernel) are read at every call; the
     others are read once, here."""
     op = "prepare"
-    a, b = _describe(A, op, "A"), _describe(B, op, "B")
-    c = _describe(C, op, "C", OUT_DTYPES) if C is not None else None
+    a, b = _describe(A, op, "A", ranks=(2, 3)), _describe(B, op, "B", ranks=(2, 3))
+    c = _describe(C, op, "C", OUT_DTYPES, ranks=(2, 3)) if C is not None else None
+    batched = 3 in (len(a.shape), len(b.shape)) or (c is not None and len(c.shape) == 3)
+    if batched:                                         # shapes checked before any work
+        _split_batch(a, b, c, op)
     beta = _scalar(beta, "beta", op)
     if not hasattr(alpha, "shape"):                     # a number (a tensor is a scale below)
         alpha = _scalar(alpha, "alpha", op)
     for x, name in ((alpha, "alpha"), (scale_a, "scale_a"), (scale_b, "scale_b")):
         _check_scale(x, name, op)                       # also for an empty problem, which reads none
-    fused = _check_fused(bias, activation, a, b.shape[1] if len(b.shape) == 2 else 0, beta, op)
+    fused = _check_fused(bias, activation, a, b.shape[-1], beta, op)
     if 0 in a.shape or 0 in b.shape:
         return _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op)
     if a.kind == "numpy" or simulating():
@@ -707,13 +754,14 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
         A, a = (T, t) if name == "A" else (A, a)
         B, b = (T, t) if name == "B" else (B, b)
         keep, refresh = keep + (T,), refresh + [fn]
-    st = _setup(A, B, C, a, b, c, config, out_dtype, precision, op, beta, fused)
+    ma, mb, mc, batch = _split_batch(a, b, c, op) if batched else (a, b, c, None)
+    st = _setup(A, B, C, ma, mb, mc, config, out_dtype, precision, op, beta, fused, batch)
     keep += (bias, scale_a, scale_b, alpha)             # what the kernel reads by address
     alpha, scales = _scales(alpha, scale_a, scale_b, st.launcher, A, op)
     if C is None:
-        C = _new_out(A, a.kind, (st.M, st.N), st.out)
+        C = _new_out(A, a.kind, (batch.count, st.M, st.N) if batched else (st.M, st.N), st.out)
         beta = 0.0
-        c = _describe(C, op, "C", OUT_DTYPES)
+        c = _describe(C, op, "C", OUT_DTYPES, ranks=(2, 3))
     return GemmLaunch(st.launcher, (a.ptr, b.ptr, c.ptr), alpha, beta, handle, C,
                       keep=keep, copy_in=_calls(refresh),
                       bias=fused.ptr if fused is not None else 0, scales=scales)
@@ -749,14 +797,19 @@ class _Beta:
 
 
 def _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op):
-    """A GEMM with M, N or K = 0, checked as any other: the launch sets C to ``beta * C`` (K = 0)
-    or leaves the empty C (M or N = 0); a new C is zeros of the output type."""
+    """A GEMM with M, N or K = 0 (or a batch of none), checked as any other: the launch sets C
+    to ``beta * C`` (K = 0) or leaves the empty C (M or N = 0); a new C is zeros of the
+    output type."""
+    lead = ()
+    if 3 in (len(a.shape), len(b.shape)) or (c is not None and len(c.shape) == 3):
+        a, b, c, batch = _split_batch(a, b, c, op)
+        lead = (batch.count,)
     chk = _check_operands(C, a, b, c, config, out_dtype, precision, op)
     M, N, kind, out = chk.M, chk.N, chk.kind, chk.out
     if c is None:
         name = out or (config.out if config is not None else
                        "bf16" if kind in FP8 else "f32" if kind == "tf32" else kind)
-        C = _new_out(A, a.kind, (M, N), element_type(name))
+        C = _new_out(A, a.kind, lead + (M, N), element_type(name))
         if a.kind != "numpy":
             _Beta(C, 0.0)(0, 0, 0, 0.0, 0.0)            # torch/cupy/numba's empty: zeros, as numpy's
         beta = 0.0
@@ -880,13 +933,16 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
     from dataclasses import replace
 
     sim = simulating()
+    batched = len(a.shape) == 3
     if C is not None:      # on the caller's C, before any copy hides a stride 0 or read-only memory
-        _check_c(C, c, a.shape[0], b.shape[1], op)
+        _check_c(C, _split_batch(a, b, c, op)[2] if batched else c, a.shape[-2], b.shape[-1], op)
     hA, hB = _packed(_host(A, a)), _packed(_host(B, b))
     hC = _packed(_host(C, c)) if C is not None else None
     # the element types stay the caller's (torch fp8 crosses to the host as its bytes)
-    a, b = replace(_describe(hA, op, "A"), etype=a.etype), replace(_describe(hB, op, "B"), etype=b.etype)
-    c = _describe(hC, op, "C", OUT_DTYPES) if hC is not None else None
+    ranks = (len(a.shape),)
+    a = replace(_describe(hA, op, "A", ranks=ranks), etype=a.etype)
+    b = replace(_describe(hB, op, "B", ranks=ranks), etype=b.etype)
+    c = _describe(hC, op, "C", OUT_DTYPES, ranks=ranks) if hC is not None else None
     if sim:   # plan with the host addresses (their alignment is what the kernel sees)
         a, b = replace(a, ptr=_addr(hA)), replace(b, ptr=_addr(hB))
         c = replace(c, ptr=_addr(hC)) if c is not None else None
@@ -902,11 +958,12 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
                 hA, a = T, replace(a, ptr=_addr(T))
             else:
                 hB, b = T, replace(b, ptr=_addr(T))
-    st = _setup(hA, hB, hC, a, b, c, config, out_dtype, precision, op, beta)
+    ma, mb, mc, batch = _split_batch(a, b, c, op) if batched else (a, b, c, None)
+    st = _setup(hA, hB, hC, ma, mb, mc, config, out_dtype, precision, op, beta, None, batch)
     if hC is None:
         if st.out.numpy is None:
             raise GemmError(f"{op}: numpy has no {st.out.name}; pass C or choose out_dtype='f32'")
-        hC = np.zeros((st.M, st.N), dtype=st.out.numpy)
+        hC = np.zeros((batch.count, st.M, st.N) if batched else (st.M, st.N), dtype=st.out.numpy)
         beta = 0.0
     target = C if C is not None else hC
     if sim:
@@ -990,8 +1047,7 @@ class _Fast:
 
     launcher: _Launcher
     out_dtype: object         # torch dtype of a new C
-    M: int
-    N: int
+    shape: tuple              # of a new C: (M, N), or (L, M, N) for a batch
     device: int
     spans: tuple              # the bytes A, B and C cover from their addresses (see _span)
 
@@ -1062,13 +1118,15 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
 
     ``A``: (M,K), ``B``: (K,N), ``C``: (M,N) or None (a new array of the output type).
     Arrays may be numpy (copied), numba device arrays, CuPy arrays or torch tensors, with
-    any strides.  As ``torch.matmul``, ``A`` may have batch modes, ``(..., M, K)``, with a
-    ``B`` shared by all of them (``(K, N)``, or batch modes of 1): one GEMM of all the rows,
-    one launch; C (given or new) is ``(..., M, N)`` (:func:`fold_batch`).  A batch of B
-    matrices is refused.  fp16/bf16 use ``mma.sync`` m16n8k16 with f32 accumulation; fp32 runs on
-    CUDA cores unless ``precision="tf32"``; fp64 uses the m8n8k4 f64 MMA.  On a Hopper GPU
-    (compute capability 9.0), fp16/bf16 and tf32 with operands that TMA can read run on
-    the wgmma kernel instead (tf32 only with both operands K-major: A row-major, B
+    any strides.  As ``torch.matmul``, ``A`` and ``B`` may have batch modes, ``(..., M, K)``
+    and ``(..., K, N)``, which broadcast; C (given or new) is ``(..., M, N)``
+    (:mod:`codegen.batch`).  With a ``B`` shared by every matrix of A (``(K, N)``, or batch
+    modes of 1) the product is one GEMM of all the rows; otherwise it is a batch of ``L``
+    GEMMs, one launch of the Hopper kernel (whose tile scheduler walks every matrix's tiles),
+    a launch per matrix on the ``mma.sync`` kernels.  fp16/bf16 use ``mma.sync`` m16n8k16 with
+    f32 accumulation; fp32 runs on CUDA cores unless ``precision="tf32"``; fp64 uses the
+    m8n8k4 f64 MMA.  On a Hopper GPU (compute capability 9.0), fp16/bf16 and tf32 with
+    operands that TMA can read run on the wgmma kernel instead (tf32 only with both operands K-major: A row-major, B
     column-major; wgmma reads tf32 as the f32 bits with the low 13 mantissa bits ignored,
     the mma.sync path rounds to nearest).  The wgmma kernel writes a row- or column-major C
     (even leading dimension); a column-major C runs as ``C^T = B^T @ A^T``, with A and B,
@@ -1120,6 +1178,19 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
                    precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
                    activation=activation)
         return C if C is not None else out.reshape(folded.shape)
+    batched = batch_operands(A, B, C, "gemm")
+    if batched is not None:                  # (..., M, K) @ (..., K, N): a batch of L GEMMs, one launch
+        out = _dispatch(batched.A, batched.B, batched.C, alpha=alpha, beta=beta, config=config,
+                        out_dtype=out_dtype, precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b,
+                        bias=bias, activation=activation)
+        return C if C is not None else out.reshape(batched.shape)
+    return _dispatch(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype, precision=precision,
+                     stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation)
+
+
+def _dispatch(A, B, C, *, alpha, beta, config, out_dtype, precision, stream, scale_a, scale_b, bias, activation):
+    """:func:`gemm` of 2-D operands or of a batch (A (L,M,K), B (L,K,N)): through the torch
+    operator where autograd needs it, else :func:`_gemm`."""
     if (C is None and beta == 0 and scale_a is None and scale_b is None and config is None
             and getattr(A, "requires_grad", False) | getattr(B, "requires_grad", False)
             | getattr(bias, "requires_grad", False)):
@@ -1132,71 +1203,6 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
                       activation=activation)
     return _gemm(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype, precision=precision,
                  stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation)
-
-
-class _Folded:
-    """Operands of more than two dimensions, folded into one GEMM (:func:`fold_batch`)."""
-
-    __slots__ = ("A", "B", "C", "shape")
-
-    def __init__(self, A, B, C, shape):
-        self.A, self.B, self.C, self.shape = A, B, C, shape
-
-
-def _strides_of(x):
-    if type(x).__module__.startswith("torch"):
-        return tuple(int(s) for s in x.stride())
-    return tuple(int(s) // x.itemsize for s in x.strides)
-
-
-def _rows_fold(shape, strides):
-    """Whether the modes before the last one fold into one (each stride the next one's times
-    its extent, extents of 1 aside): then a reshape to ``(-1, shape[-1])`` is a view."""
-    dims = [(e, d) for e, d in zip(shape[:-1], strides[:-1]) if e != 1]
-    return all(d == d2 * e2 for (_, d), (e2, d2) in zip(dims, dims[1:]))
-
-
-def fold_batch(A, B, C, op):
-    """3-D (and more) operands as ``torch.matmul`` takes them, as one GEMM: ``A`` of shape
-    ``(..., M, K)`` with ``B`` ``(K, N)`` (or batch modes of 1) is the ``(prod(...) * M, K)``
-    by ``(K, N)`` product, in one launch; the result (or ``C``) has shape ``(..., M, N)``
-    (the batch modes broadcast as torch's).  ``A`` is folded by a reshape (a copy where its
-    rows do not fold); ``C`` must fold as a view (its memory is the result).  None where
-    ``A`` and ``B`` are 2-D.  A ``B`` with a batch (one matrix per batch entry) is refused.
-    """
-    sa, sb = getattr(A, "shape", None), getattr(B, "shape", None)
-    if sa is None or sb is None:
-        return None                           # not arrays: the general path names them
-    na, nb = len(sa), len(sb)
-    if na <= 2 and nb <= 2:
-        return None
-    if na < 2 or nb < 2:
-        raise GemmError(f"{op}: A and B must have 2 or more dimensions, got shapes {tuple(A.shape)} and "
-                        f"{tuple(B.shape)}")
-    kinds = {_kind(x, op, n) for x, n in ((A, "A"), (B, "B"), (C, "C")) if x is not None}
-    if not kinds <= {"torch", "numpy", "cupy"}:
-        raise GemmError(f"{op}: operands of more than 2 dimensions are taken as torch tensors, CuPy or numpy "
-                        f"arrays, got {', '.join(sorted(kinds))}")
-    if any(int(e) != 1 for e in B.shape[:-2]):
-        raise GemmError(f"{op}: B of shape {tuple(B.shape)} is a batch of matrices; a batched GEMM (one B per "
-                        f"batch entry) is not supported: B must be (K, N) or have batch modes of 1, "
-                        f"as a weight shared by every row of A")
-    lead = tuple(int(e) for e in np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
-    shape = lead + (int(A.shape[-2]), int(B.shape[-1]))
-    rows = int(np.prod(shape[:-1], dtype=np.int64))                   # explicit: -1 is ambiguous when K or N is 0
-    B2 = B.reshape(tuple(B.shape[-2:])) if nb > 2 else B
-    A2 = A.reshape(rows, A.shape[-1]) if na > 2 else A
-    C2 = None
-    if C is not None:
-        if tuple(int(e) for e in C.shape) != shape:
-            raise GemmError(f"{op}: C has shape {tuple(C.shape)}, expected {shape} (A {tuple(A.shape)} @ "
-                            f"B {tuple(B.shape)})")
-        if not _rows_fold(tuple(C.shape), _strides_of(C)):
-            raise GemmError(f"{op}: C of shape {tuple(C.shape)} and strides {_strides_of(C)} (elements) does not "
-                            f"fold into one matrix of {shape[-1]} columns without a copy, and the result must be "
-                            f"written into C's memory: pass a C whose leading modes are contiguous with its rows")
-        C2 = C.reshape(rows, shape[-1])
-    return _Folded(A2, B2, C2, shape)
 
 
 def _torch_dtype(out_dtype):
@@ -1234,9 +1240,9 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             import torch
 
             out = element_type(launch.kernel.config.out)
-            spans = tuple(_span(_describe(x, "gemm", n)) if x is not None else None
+            spans = tuple(_span(_describe(x, "gemm", n, ranks=(2, 3))) if x is not None else None
                           for x, n in ((A, "A"), (B, "B"), (C, "C")))
-            hit = _FAST[key] = _Fast(launch._launcher, getattr(torch, out.torch), A.shape[0], B.shape[1],
+            hit = _FAST[key] = _Fast(launch._launcher, getattr(torch, out.torch), tuple(launch.C.shape),
                                      A.get_device(), spans)
             if C is None:
                 return launch()
@@ -1250,7 +1256,7 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             if C is None:
                 import torch
 
-                C = torch.empty((hit.M, hit.N), dtype=hit.out_dtype, device=A.device)
+                C = torch.empty(hit.shape, dtype=hit.out_dtype, device=A.device)
                 beta = 0.0
             scales, given = (0, 0, 0), alpha
             if scale_a is not None or scale_b is not None or type(alpha) not in (int, float):

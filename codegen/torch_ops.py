@@ -5,7 +5,8 @@
 that a torch model can use it:
 
 * **autograd**: ``dA = alpha * dC @ B^T`` and ``dB = alpha * A^T @ dC``, each a call of the
-  same operator, so the backward GEMMs run on the generated kernels too;
+  same operator, so the backward GEMMs run on the generated kernels too (for a batch of
+  GEMMs, ``(L,M,K) @ (L,K,N)``, batches of them);
 * **torch.compile** (``fullgraph=True``): a fake implementation gives the result's shape,
   dtype and strides without running anything, so dynamo traces the call as one node and
   Inductor calls the kernel;
@@ -44,17 +45,20 @@ def out_dtype_of(a_dtype, out_dtype=None):
 def _mm(A: torch.Tensor, B: torch.Tensor, alpha: float, out_dtype: Optional[torch.dtype],
         precision: Optional[str], bias: Optional[torch.Tensor] = None,
         activation: Optional[str] = None) -> torch.Tensor:
-    """``activation(alpha * A @ B + bias)`` into a new row-major tensor, by the generated kernel."""
+    """``activation(alpha * A @ B + bias)`` into a new row-major tensor, by the generated kernel;
+    ``A`` (M,K) and ``B`` (K,N), or a batch: (L,M,K) and (L,K,N)."""
     return _gemm(A, B, alpha=alpha, out_dtype=out_dtype, precision=precision, bias=bias, activation=activation)
 
 
 @_mm.register_fake
 def _mm_fake(A, B, alpha, out_dtype, precision, bias=None, activation=None):
-    if A.dim() != 2 or B.dim() != 2 or A.shape[1] != B.shape[0]:
-        raise GemmError(f"mm: A {tuple(A.shape)} and B {tuple(B.shape)} are not (M,K) and (K,N)")
-    if bias is not None and tuple(bias.shape) != (B.shape[1],):
-        raise GemmError(f"mm: bias has shape {tuple(bias.shape)}, expected ({B.shape[1]},)")
-    return A.new_empty((A.shape[0], B.shape[1]), dtype=out_dtype_of(A.dtype, out_dtype))
+    if not (A.dim() == B.dim() and A.dim() in (2, 3) and A.shape[-1] == B.shape[-2]
+            and A.shape[:-2] == B.shape[:-2]):
+        raise GemmError(f"mm: A {tuple(A.shape)} and B {tuple(B.shape)} are not (M,K) and (K,N), nor (L,M,K) and "
+                        f"(L,K,N)")
+    if bias is not None and tuple(bias.shape) != (B.shape[-1],):
+        raise GemmError(f"mm: bias has shape {tuple(bias.shape)}, expected ({B.shape[-1]},)")
+    return A.new_empty(tuple(A.shape[:-1]) + (B.shape[-1],), dtype=out_dtype_of(A.dtype, out_dtype))
 
 
 def _setup_context(ctx, inputs, output):
@@ -88,12 +92,12 @@ def _backward(ctx, grad):
         z = _mm(A, B, ctx.alpha, torch.float32, ctx.precision, bias, None)
         dz = grad.float() * activation_grad(z, ctx.activation)
     dA = dB = dbias = None
-    if ctx.needs_input_grad[0]:                      # (M,N) @ (N,K)
+    if ctx.needs_input_grad[0]:                      # ([L,]M,N) @ ([L,]N,K)
         dA = _mm(dz.to(B.dtype), B.mT, ctx.alpha, A.dtype, ctx.precision)
-    if ctx.needs_input_grad[1]:                      # (K,M) @ (M,N)
+    if ctx.needs_input_grad[1]:                      # ([L,]K,M) @ ([L,]M,N)
         dB = _mm(A.mT, dz.to(A.dtype), ctx.alpha, B.dtype, ctx.precision)
     if bias is not None and ctx.needs_input_grad[5]:
-        dbias = dz.float().sum(0).to(bias.dtype)
+        dbias = dz.float().reshape(-1, dz.shape[-1]).sum(0).to(bias.dtype)
     return dA, dB, None, None, None, dbias, None
 
 
@@ -114,12 +118,20 @@ def mm(A, B, *, alpha=1.0, out_dtype=None, precision=None, bias=None, activation
         raise GemmError(f"mm: out_dtype must be a torch dtype (or None), got {out_dtype!r}")
     if precision is not None and not isinstance(precision, str):
         raise GemmError(f"mm: precision must be a string (or None), got {precision!r}")
-    if A.dim() > 2 or B.dim() > 2:             # (..., M, K) @ (K, N): one GEMM of all the rows
-        from .host import fold_batch
+    if A.dim() > 2 or B.dim() > 2:
+        from .batch import batch_operands, fold_batch
 
-        f = fold_batch(A, B, None, "mm")
+        f = fold_batch(A, B, None, "mm")        # (..., M, K) @ (K, N): one GEMM of all the rows
+        if f is None:                           # (..., M, K) @ (..., K, N): a batch of L GEMMs
+            f = batch_operands(A, B, None, "mm")
+            return _op(f.A, f.B, alpha, out_dtype, precision, bias, activation).reshape(f.shape)
         return mm(f.A, f.B, alpha=alpha, out_dtype=out_dtype, precision=precision, bias=bias,
                   activation=activation).reshape(f.shape)
+    return _op(A, B, alpha, out_dtype, precision, bias, activation)
+
+
+def _op(A, B, alpha, out_dtype, precision, bias, activation):
+    """The operator on 2-D operands or a batch (3-D), or :func:`_gemm` where nothing needs it."""
     grad = A.requires_grad or B.requires_grad or bias is not None and bias.requires_grad
     if not _compiling() and not (grad and torch.is_grad_enabled()):
         # eager and nothing to differentiate: the operator's dispatch in Python would double

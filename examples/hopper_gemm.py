@@ -77,12 +77,12 @@ def producer(p):
     state = PIPE.producer_start()
     sched = SCHED.params(p)
     for unit in SCHED.units(sched):
-        tile = SCHED.work(sched, unit)                 # its corner (m0, n0) and k-tiles
+        tile = SCHED.work(sched, unit)                 # its corner (m0, n0), matrix l (0) and k-tiles
         for kt in range(tile.kt0, tile.kt1):
             PIPE.producer_acquire(state, p.err)        # the stage is empty; expect its bytes
             bar = PIPE.full_barrier(state)
-            LOAD_A.load(p.tmap_a, base + STORAGE.a + state.stage * A_BYTES, tile.m0, kt * BK, bar)
-            LOAD_B.load(p.tmap_b, base + STORAGE.b + state.stage * B_BYTES, tile.n0, kt * BK, bar)
+            LOAD_A.load(p.tmap_a, base + STORAGE.a + state.stage * A_BYTES, tile.m0, kt * BK, tile.l, bar)
+            LOAD_B.load(p.tmap_b, base + STORAGE.b + state.stage * B_BYTES, tile.n0, kt * BK, tile.l, bar)
             state = PIPE.advance(state)
 
 
@@ -112,12 +112,13 @@ def consumer(p, c):
         acc = MMA.wait(acc, 0)
         PIPE.consumer_release(prev, 0)
         MMA.to_array(acc, accs)
-        nbox = EPILOGUE.store_tile(p, acc, accs, tile.m0, tile.n0, c, nbox, p.alpha)
+        nbox = EPILOGUE.store_tile(p, acc, accs, tile, c, nbox, p.alpha)
     EPILOGUE.drain()
 
 
-def hopper_gemm(tmap_a, tmap_b, tmap_c, alpha, err, rows_m, group, ktiles, whole, splits, units, tiles):
-    p = HopperArgs(tmap_a, tmap_b, tmap_c, alpha, err, rows_m, group, ktiles, whole, splits, units, tiles)
+def hopper_gemm(tmap_a, tmap_b, tmap_c, alpha, err, rows_m, group, ktiles, whole, splits, units, tiles, batch_units):
+    p = HopperArgs(tmap_a, tmap_b, tmap_c, alpha, err, rows_m, group, ktiles, whole, splits, units, tiles,
+                   batch_units)
     PIPE.init()                                        # every thread waits until the barriers exist
     if cuda.threadIdx.x < 128:                         # warpgroup 0: the producer
         cute.setmaxnreg_dec(40)

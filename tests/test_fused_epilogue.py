@@ -40,7 +40,7 @@ def test_the_kernel_applies_the_operation_before_each_store():
     src = emit_wgmma_source(make_wgmma_plan(split), "registers")
     # split-K: the operation goes on the full sums, after the last part has added the others'
     assert re.search(r"if SCHEDULER\.fixup\(.*\n\s+OP\.apply\(p, accs, work\.n0, alpha\).*\n\s+acc = MMA\.from_array\(accs\)"
-                     r"\n\s+nbox = EPILOGUE\.store_tile\(p, acc, accs, work\.m0, work\.n0, c, nbox, 1\.0\)", src)
+                     r"\n\s+nbox = EPILOGUE\.store_tile\(p, acc, accs, work, c, nbox, 1\.0\)", src)
 
 
 @pytest.mark.parametrize("cfg, epilogue, instr", [

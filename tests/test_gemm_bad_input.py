@@ -253,8 +253,8 @@ def test_column_major_c_on_hopper_runs_the_transposed_gemm_and_other_cs_do_not(m
     A, B = np.ones((40, 24), np.float16), np.ones((24, 72), np.float16)
     st = setup(A, B, np.zeros((40, 72), np.float16, order="F"))
     inner = st.launcher.inner
-    (path, key), (M, N, K, a_desc, b_desc, c_strides) = inner.compiled, inner.args
-    assert (st.M, st.N, path, key.a_major, key.b_major) == (40, 72, "wgmma", "MN", "K")
+    (path, key), (M, N, K, a_desc, b_desc, c_strides, batch) = inner.compiled, inner.args
+    assert (st.M, st.N, path, key.a_major, key.b_major, batch) == (40, 72, "wgmma", "MN", "K", None)
     assert (M, N, K, a_desc, b_desc, c_strides) == (72, 40, 24, ((72, 24), (1, 72)), ((40, 24), (24, 1)), (40, 1))
     st.launcher(1, 2, 3, 1.0, 0.0)
     assert inner.calls == [(2, 1, 3, 1.0, 0.0, 0, None, 0, (0, 0, 0))]   # (..., stream, capture, bias, scales)

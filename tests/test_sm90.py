@@ -128,10 +128,10 @@ def test_ptx_for_sm90a_has_wgmma_tma_and_mbarriers_and_no_spills(tmp_path):
     # four wgmma a k-tile: in the main loop, and in each of the tile's first four k-tiles, which
     # are unrolled because each is followed by a 64-column box of the previous tile's C
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") == 4 * (1 + 4)
-    assert "cp.async.bulk.tensor.2d" in ptx and "mbarrier.try_wait.parity" in ptx and "setmaxnreg" in ptx
+    assert "cp.async.bulk.tensor.3d" in ptx and "mbarrier.try_wait.parity" in ptx and "setmaxnreg" in ptx
     # the f16 C goes out through shared memory and a TMA store a box: during the next tile's
     # first k-tiles, and after the last tile
-    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 4 + 4
+    assert ptx.count("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group") == 4 + 4
     assert "bar.sync" in ptx and "cp.async.bulk.wait_group.read 0" in ptx
     assert ".local" not in ptx
     _ptxas_no_spills(ptx, tmp_path)
@@ -216,7 +216,7 @@ def test_ptx_of_tf32_and_fp8_plans_has_their_wgmma_and_no_spills(dtype, b_dtype,
     # tf32: an f32 C, stored from registers after the tile; fp8: a bf16 C staged and stored
     # during the next tile's first four k-tiles, which are unrolled
     assert ptx.count("wgmma.mma_async") == (4 if dtype == "tf32" else 4 * (1 + 4)) and ".target sm_90a" in ptx
-    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx and "mbarrier.try_wait.parity" in ptx
+    assert "cp.async.bulk.tensor.3d.shared::cluster.global" in ptx and "mbarrier.try_wait.parity" in ptx
     assert ".local" not in ptx
     _ptxas_no_spills(ptx, tmp_path)
 
@@ -549,7 +549,7 @@ def test_each_epilogue_is_its_own_kernel():
 
     cfg = GemmConfig.default("f16", arch=(9, 0))
     tma, reg = compile_ptx(cfg, "K", "MN", "tma"), compile_ptx(cfg, "K", "MN", "registers")
-    store = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
+    store = "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group"
     # a box at a time, in two places; the only global loads: the scales and alpha (epilogue_alpha)
     assert tma.count(store) == 4 + 4 and tma.count("ld.global") == 3
     assert store not in reg and reg.count("ld.global") > 2          # beta * C
@@ -624,7 +624,7 @@ def test_cluster_ptx_multicasts_half_of_b_and_does_not_spill(b_major, tmp_path):
     assert 2 * len(halves) == len(plan.b.boxes)
     ptx = compile_wgmma_ptx(key)
     assert ptx.count(".multicast::cluster") == len(halves)
-    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [") == 1   # A
+    assert ptx.count("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [") == 1   # A
     assert ptx.count("barrier.cluster.arrive") == 2 and "mapa.shared::cluster.u32" in ptx
     assert ptx.count("mbarrier.arrive.shared::cluster.b64") == 2      # release at CTA scope (see ptx_sm90)
     assert "mbarrier.arrive.release.cluster" not in ptx
@@ -643,35 +643,39 @@ def test_scheduler_units_cover_every_tile_and_k_tile_once(split, cluster, monkey
     from codegen.cute import TileScheduler, scheduler as S
 
     sched = TileScheduler(128, 256, 64, 8, split > 1, 2, 128, 0, cluster)
-    for M, N, K, grid in ((1000, 3000, 700, 8), (4096, 4096, 1024, 132), (129, 257, 64, 6), (2560, 4096, 640, 132)):
+    for M, N, K, grid, L in ((1000, 3000, 700, 8, 1), (4096, 4096, 1024, 132, 1), (129, 257, 64, 6, 1),
+                             (2560, 4096, 640, 132, 1), (1000, 600, 700, 8, 3), (129, 257, 64, 6, 5)):
         num_m, num_n, ktiles = -(-M // 128), -(-N // 256), -(-K // 64)
-        p = SimpleNamespace(**sched.host_params(M, N, K, grid, min(split, ktiles)))    # a k-tile a part at least
-        tiles = num_m * num_n
+        p = SimpleNamespace(**sched.host_params(M, N, K, grid, min(split, ktiles), L))   # a k-tile a part at least
+        tiles = num_m * num_n * L if cluster == 1 else p.tiles
         whole = tiles // grid * grid if split > 1 else tiles
         got = {}
         for bid in range(grid):
             cuda = SimpleNamespace(blockIdx=SimpleNamespace(x=bid), gridDim=SimpleNamespace(x=grid))
             monkeypatch.setattr(S, "cuda", cuda)
+            monkeypatch.setattr(S, "int64", int)
             monkeypatch.setattr(S, "cluster_ctarank", lambda: bid % cluster)
             sp = sched.params(p)
             units = list(sched.units(sp))
             for unit in units:
                 w = sched.work(sp, unit)
-                got.setdefault((w.m0, w.n0), []).append((w.kt0, w.kt1))
+                got.setdefault((w.l, w.m0, w.n0), []).append((w.kt0, w.kt1))
+                assert 0 <= w.l < L
                 if cluster == 1:
-                    assert (w.m0, w.n0) == sched.corner(w.tile, num_m, num_n)
+                    assert (w.m0, w.n0) == sched.corner(w.tile - w.l * num_m * num_n, num_m, num_n)
+                    assert w.l == w.tile // (num_m * num_n)
                     assert (w.kt0, w.kt1) == (0, ktiles) or w.tile >= whole
                 else:
                     assert w.m0 % (2 * 128) == (bid % 2) * 128
             last = units[-1] if units else sched.first()
             assert sched.work_at(sp, last + sched.stride()).kt1 == 0
-        inside = {k: v for k, v in got.items() if k[0] < M and k[1] < N}
-        assert set(inside) == {(m * 128, n * 256) for m in range(num_m) for n in range(num_n)}
+        inside = {k: v for k, v in got.items() if k[1] < M and k[2] < N}
+        assert set(inside) == {(lb, m * 128, n * 256) for lb in range(L) for m in range(num_m) for n in range(num_n)}
         for parts in inside.values():
             parts.sort()
             assert parts[0][0] == 0 and parts[-1][1] == ktiles
             assert all(a[1] == b[0] and a[0] < a[1] for a, b in zip(parts, parts[1:])), parts
-        assert all(k[0] >= M for k in got if k not in inside)      # a cluster's extra tile: past M only
+        assert all(k[1] >= M for k in got if k not in inside)      # a cluster's extra tile: past M only
 
 
 def test_descriptors_encode_the_start_address_as_the_isa_says(monkeypatch):

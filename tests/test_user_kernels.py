@@ -185,8 +185,8 @@ def test_hopper_tutorial_kernel_compiles_offline_for_sm90a(tmp_path):
     text = kernel_ptx(hg.hopper_gemm, hg.ARGS.signature(), (9, 0, "a"), (hg.THREADS, 1))
     assert ".target sm_90a" in text and "call." not in text and ".local" not in text
     assert text.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") == 4         # a k-tile
-    assert text.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 4       # a box of C each
-    for instr in ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
+    assert text.count("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group") == 4       # a box of C each
+    for instr in ("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes",
                   "mbarrier.try_wait.parity", "setmaxnreg.inc.sync.aligned.u32 232", "wgmma.wait_group.sync.aligned 1"):
         assert instr in text, instr
     if shutil.which("ptxas"):

@@ -150,7 +150,8 @@ class TmaStoreEpilogue:
     ``consumer_bytes`` apart (two buffers of ``box_elems`` elements each); ``boxes`` a
     slice, ``box_pairs`` register pairs a box; ``thr``: ``(T128) -> offset`` and ``pair``:
     ``(P) -> offset`` in the slice's unswizzled staging layout, where box ``j`` is the
-    ``j``-th block of ``box_elems``; ``swizzle``: a box buffer's ``offset -> offset``."""
+    ``j``-th block of ``box_elems``; ``swizzle``: a box buffer's ``offset -> offset``;
+    ``grouped``: C is one matrix whatever the tile's group (a grouped GEMM)."""
 
     store: object
     out: str
@@ -162,6 +163,7 @@ class TmaStoreEpilogue:
     thr: object
     pair: object
     swizzle: object
+    grouped: bool = False
 
     @property
     def elem_bytes(self):
@@ -230,10 +232,10 @@ class TmaStoreEpilogue:
                 packed[q] = self.cvt(alpha * accs[2 * q], alpha * accs[2 * q + 1])
 
     @device
-    def store_box(self, p, packed, m0, n0, c, j, nbox):
-        """Box ``j`` of consumer ``c``'s slice (rows ``m0 + 64c``, columns ``n0 + j *
-        box columns``) from ``packed``, through buffer ``nbox & 1`` (``nbox``: the boxes
-        this consumer stored before). Returns ``nbox + 1``."""
+    def store_box(self, p, packed, work, c, j, nbox):
+        """Box ``j`` of consumer ``c``'s slice of the tile of ``work`` (rows ``m0 + 64c``,
+        columns ``n0 + j * box columns`` of matrix ``l``) from ``packed``, through buffer
+        ``nbox & 1`` (``nbox``: the boxes this consumer stored before). Returns ``nbox + 1``."""
         wtid = cuda.threadIdx.x & 127
         buf = smem_base() + self.staging + c * self.consumer_bytes
         if self.boxes % 2 == 0:        # consecutive boxes of a slice alternate
@@ -249,17 +251,20 @@ class TmaStoreEpilogue:
             bulk_wait_group_read(0)
         named_barrier_sync(1 + c, 128)
         if wtid == 0:                  # TMA clips rows >= M and columns >= N
-            self.store.store(p.tmap_c, buf, m0 + 64 * c, n0 + self.store.box[0] * j)
+            lc = work.l
+            if self.grouped:           # the groups' rows are rows of one C
+                lc = 0
+            self.store.store(p.tmap_c, buf, work.m0 + 64 * c, work.n0 + self.store.box[0] * j, lc)
         return nbox + 1
 
     @device
-    def store_tile(self, p, acc, accs, m0, n0, c, nbox, alpha):
-        """The whole slice from ``alpha * accs`` (``acc``: the same as a tuple, unused);
-        returns the boxes stored so far."""
+    def store_tile(self, p, acc, accs, work, c, nbox, alpha):
+        """The whole slice of the tile of ``work`` from ``alpha * accs`` (``acc``: the same as
+        a tuple, unused); returns the boxes stored so far."""
         packed = cuda.local.array(self.pairs, uint32)
         self.pack(accs, alpha, packed)
         for j in range(self.boxes):
-            nbox = self.store_box(p, packed, m0, n0, c, j, nbox)
+            nbox = self.store_box(p, packed, work, c, j, nbox)
         return nbox
 
     @device
@@ -337,18 +342,23 @@ class RegisterEpilogue:
             st_global_b16(addr, self.cvt(v, v))
 
     @device
-    def store_tile(self, p, acc, accs, m0, n0, c, nbox, alpha):
-        """``C = alpha * acc + beta * C`` for consumer ``c``'s slice of the tile at ``(m0, n0)``
-        (``accs``: the accumulators as an array, read with constant indices where the tile is
-        inside C; at its edges the loop's branches keep it rolled, and the tuple ``acc`` is
-        indexed at run time instead, which keeps it in registers); returns ``nbox`` (as the
-        TMA epilogue's, which counts its boxes)."""
+    def store_tile(self, p, acc, accs, work, c, nbox, alpha):
+        """``C = alpha * acc + beta * C`` for consumer ``c``'s slice of the tile of ``work``
+        (its corner ``(m0, n0)`` in matrix ``l`` of C, ``p.scl`` elements apart, rows below
+        ``work.rows`` and ``p.M``; ``accs``: the
+        accumulators as an array, read with constant indices where the tile is inside C; at
+        its edges the loop's branches keep it rolled, and the tuple ``acc`` is indexed at run
+        time instead, which keeps it in registers); returns ``nbox`` (as the TMA epilogue's,
+        which counts its boxes)."""
         wtid = cuda.threadIdx.x & 127
+        m0, n0 = work.m0, work.n0
         c_row = m0 + 64 * c + self.thr_row(wtid)
         c_col = n0 + self.thr_col(wtid)
         eb = self.elem_bytes
-        if m0 + self.bm <= p.M and n0 + self.bn <= p.N and p.beta == 0:     # an interior tile: stores only
-            base = p.C + (int64(c_row) * p.scm + c_col) * eb
+        cl = p.C + int64(work.l) * p.scl * eb                                # matrix l of C
+        rows = min(p.M, work.rows)                                           # a group's end (grouped GEMMs)
+        if m0 + self.bm <= rows and n0 + self.bn <= p.N and p.beta == 0:     # an interior tile: stores only
+            base = cl + (int64(c_row) * p.scm + c_col) * eb
             for q in range(self.acc_regs // 2):
                 addr = base + (int64(self.pair_row(q)) * p.scm + self.pair_col(q)) * eb
                 self.store_pair(addr, alpha * accs[2 * q], alpha * accs[2 * q + 1])
@@ -356,8 +366,8 @@ class RegisterEpilogue:
             for q in range(self.acc_regs // 2):
                 row = c_row + self.pair_row(q)
                 col = c_col + self.pair_col(q)
-                if row < p.M:
-                    addr = p.C + (int64(row) * p.scm + col) * eb
+                if row < rows:
+                    addr = cl + (int64(row) * p.scm + col) * eb
                     v0 = alpha * acc[2 * q]
                     v1 = alpha * acc[2 * q + 1]
                     if col + 1 < p.N:

@@ -36,7 +36,9 @@ class WgmmaMainloop:
     """``a``/``b``: the operands' stage regions (byte offsets in the shared storage) and
     ``a_stage``/``b_stage`` the bytes of one stage; ``a_rows``: bytes between two consumer
     warpgroups' rows of A (each multiplies its own 64 rows); ``bk``: the k-tile;
-    ``share``: the operand a cluster's two CTAs share (each loads half, multicast), or None."""
+    ``share``: the operand a cluster's two CTAs share (each loads half, multicast), or None;
+    ``grouped``: a grouped GEMM, whose A is one matrix (the groups' rows) and B one matrix a
+    group (:attr:`WorkTile.l`)."""
 
     pipeline: object
     load_a: object
@@ -49,6 +51,7 @@ class WgmmaMainloop:
     a_rows: int
     bk: int
     share: str = None
+    grouped: bool = False
 
     @property
     def multicast_b(self):
@@ -64,19 +67,22 @@ class WgmmaMainloop:
         self.load_b.prefetch(p.tmap_b)
 
     @device
-    def load(self, p, state, m0, n0, kt):
-        """Producer: k-tile ``kt`` of the tile at ``(m0, n0)`` into the stage of ``state``;
-        returns the next state."""
+    def load(self, p, state, work, kt):
+        """Producer: k-tile ``kt`` of the tile of ``work`` (a :class:`WorkTile`: its corner
+        and matrix of the batch) into the stage of ``state``; returns the next state."""
         self.pipeline.producer_acquire(state, p.err)
         bar = self.pipeline.full_barrier(state)
         base = smem_base()
         k0 = kt * self.bk
-        self.load_a.load(p.tmap_a, base + self.a + state.stage * self.a_stage, m0, k0, bar)
+        la = work.l
+        if self.grouped:               # every group's rows are rows of one A
+            la = 0
+        self.load_a.load(p.tmap_a, base + self.a + state.stage * self.a_stage, work.m0, k0, la, bar)
         if self.multicast_b:
-            self.load_b.load_multicast(p.tmap_b, base + self.b + state.stage * self.b_stage, n0, k0, bar,
-                                       cluster_ctarank())
+            self.load_b.load_multicast(p.tmap_b, base + self.b + state.stage * self.b_stage, work.n0, k0, work.l,
+                                       bar, cluster_ctarank())
         else:
-            self.load_b.load(p.tmap_b, base + self.b + state.stage * self.b_stage, n0, k0, bar)
+            self.load_b.load(p.tmap_b, base + self.b + state.stage * self.b_stage, work.n0, k0, work.l, bar)
         return self.pipeline.advance(state)
 
     @device

@@ -3,7 +3,12 @@
 A persistent kernel launches about one CTA per multiprocessor; each walks *work units*
 ``blockIdx.x, blockIdx.x + gridDim.x, ...`` (:meth:`TileScheduler.units`) and turns each
 into a :class:`WorkTile` (:meth:`TileScheduler.work`): the corner ``(m0, n0)`` of its
-``bm x bn`` tile of C and the k-tiles ``[kt0, kt1)`` it multiplies.
+``bm x bn`` tile of C, the matrix ``l`` of a batch it belongs to, and the k-tiles
+``[kt0, kt1)`` it multiplies.
+
+* **Batches**: a batch of ``L`` GEMMs of one shape (CuTe's mode ``L``) is ``L`` times the
+  tiles of one, numbered matrix after matrix, so a batch is one launch whose CTAs run
+  tiles of several matrices at once.
 
 * **Grouped raster**: tiles are numbered ``group_m`` tile rows at a time, column by column
   within the group (Triton's ``GROUP_M``), so the CTAs running at once share rows of A and
@@ -14,6 +19,14 @@ into a :class:`WorkTile` (:meth:`TileScheduler.work`): the corner ``(m0, n0)`` o
   hands its partial sums over through a workspace in global memory; the part that arrives
   last adds the others' and finishes the tile (:meth:`TileScheduler.fixup`). No part waits
   for another, so any number of CTAs is safe.
+* **Groups** (``grouped``): a grouped GEMM (mixture-of-experts layers) splits the rows of A
+  and C into groups at offsets the kernel reads from device memory (``p.offs``: the ``int32``
+  end row of each of ``p.groups`` groups), each group multiplied by its own matrix ``l`` of B.
+  A group's rows are whole tiles from its first row, the last one cut at the group's end
+  (:attr:`WorkTile.rows`); the units of a group are consecutive, its tiles rastered as a
+  matrix's (the groups share no operand: on the H200, 128 groups of 128 rows ran at 0.92 of
+  ``torch._grouped_mm`` with all groups' tile rows rastered together, 8 at a time, and at
+  1.00 with one tile row at a time, 2026-11-29).
 * **Clusters** (``cluster`` 2): a unit is a pair of vertically adjacent tiles, one a CTA of
   the cluster (``cluster_ctarank``), which share B.
 
@@ -35,18 +48,18 @@ from .objects import device, device_object, late_import
 from .smem import smem_base
 
 (cuda, int64) = late_import("numba", "cuda", "int64")
-(atom_add_acq_rel_gpu, cluster_ctarank, ld_global_cg_v2_b32, ld_shared_b32, named_barrier_sync, st_global_b32,
- st_global_v2_b32, st_shared_b32, u32_as_f32) = late_import(
-    "codegen.intrinsics", "atom_add_acq_rel_gpu", "cluster_ctarank", "ld_global_cg_v2_b32", "ld_shared_b32",
-    "named_barrier_sync", "st_global_b32", "st_global_v2_b32", "st_shared_b32", "u32_as_f32")
+(atom_add_acq_rel_gpu, cluster_ctarank, ld_global_b32, ld_global_cg_v2_b32, ld_shared_b32, named_barrier_sync,
+ st_global_b32, st_global_v2_b32, st_shared_b32, u32_as_f32) = late_import(
+    "codegen.intrinsics", "atom_add_acq_rel_gpu", "cluster_ctarank", "ld_global_b32", "ld_global_cg_v2_b32",
+    "ld_shared_b32", "named_barrier_sync", "st_global_b32", "st_global_v2_b32", "st_shared_b32", "u32_as_f32")
 
-__all__ = ["WorkTile", "SchedulerParams", "TileScheduler"]
+__all__ = ["WorkTile", "SchedulerParams", "TileScheduler", "NO_ROW_LIMIT"]
 
 
 class SchedulerParams(NamedTuple):
     """What a scheduler derives from the problem once: tile rows (pairs of them in a
     cluster), units of a raster group, k-tiles, tiles of the full waves, parts of K, units,
-    tiles."""
+    tiles (of the whole batch), units of one matrix of the batch."""
 
     rows_m: int
     group: int
@@ -55,11 +68,21 @@ class SchedulerParams(NamedTuple):
     splits: int
     units: int
     tiles: int
+    batch_units: int
+    offs: int = 0
+    groups: int = 0
+    m: int = 0
+
+
+#: The row limit of a tile that only its matrix's extent bounds.
+NO_ROW_LIMIT = 0x7FFFFFFF
 
 
 class WorkTile(NamedTuple):
-    """A unit of work: the tile's corner, its k-tiles ``[kt0, kt1)``, the tile's index and
-    (split-K) the part of K."""
+    """A unit of work: the tile's corner, its k-tiles ``[kt0, kt1)``, the tile's index,
+    (split-K) the part of K, the matrix of the batch (0 without one; a grouped GEMM's group),
+    and the row its matrix ends at (a group's end; :data:`NO_ROW_LIMIT` where only the
+    matrix's extent bounds it)."""
 
     m0: int
     n0: int
@@ -67,6 +90,8 @@ class WorkTile(NamedTuple):
     kt1: int
     tile: int
     part: int
+    l: int
+    rows: int
 
 
 @device_object
@@ -80,7 +105,7 @@ class TileScheduler:
     #: The kernel arguments :meth:`params` reads (:class:`~codegen.cute.KernelParams` fields),
     #: with the values :meth:`host_params` gives them.
     ARGS = (("rows_m", "i32"), ("group", "i32"), ("ktiles", "i32"), ("whole", "i32"), ("splits", "i32"),
-            ("units", "i32"), ("tiles", "i32"))
+            ("units", "i32"), ("tiles", "i32"), ("batch_units", "i32"))
 
     bm: int
     bn: int
@@ -91,6 +116,7 @@ class TileScheduler:
     acc_regs: int = 0
     tickets: int = 0
     cluster: int = 1
+    grouped: bool = False
 
     def corner(self, tile, num_m, num_n):
         """The corner of tile ``tile`` in the grouped raster (host twin of :meth:`work`)."""
@@ -109,31 +135,59 @@ class TileScheduler:
         """Bytes of one consumer's partial sums: ``(T128,V) -> 8 B`` pairs of float32."""
         return 128 * self.acc_regs * 4
 
-    def host_params(self, M, N, K, grid, splits=1):
-        """What the kernel's scheduler needs of an ``M x N x K`` problem on ``grid`` CTAs,
-        computed on the host once per launch configuration and passed as kernel arguments
-        (``rows_m``, ``group``, ``ktiles``, ``whole``, ``splits``, ``units``, ``tiles``):
-        constants of the launch, which the kernel reads where it uses them instead of keeping
-        them in registers (as CUTLASS's tile schedulers take their ``Params``)."""
+    def host_params(self, M, N, K, grid, splits=1, batch=1):
+        """What the kernel's scheduler needs of ``batch`` ``M x N x K`` problems on ``grid``
+        CTAs, computed on the host once per launch configuration and passed as kernel
+        arguments (``rows_m``, ``group``, ``ktiles``, ``whole``, ``splits``, ``units``,
+        ``tiles``, ``batch_units``): constants of the launch, which the kernel reads where it
+        uses them instead of keeping them in registers (as CUTLASS's tile schedulers take
+        their ``Params``)."""
         num_m, num_n = -(-M // self.bm), -(-N // self.bn)
-        tiles = num_m * num_n
-        whole, units, rows_m = tiles, tiles, num_m
+        rows_m = -(-num_m // 2) if self.cluster > 1 else num_m
+        batch_units = rows_m * num_n                      # a matrix's units (tiles, pairs of them in clusters)
+        tiles = batch_units * batch
+        whole, units = tiles, tiles
         if self.split:
             whole = tiles // grid * grid
             units = whole + (tiles - whole) * splits
         else:
             splits = 1
-        if self.cluster > 1:
-            rows_m = -(-num_m // 2)
-            units = rows_m * num_n
         return dict(rows_m=rows_m, group=self.group_rows * num_n, ktiles=-(-K // self.bk), whole=whole, splits=splits,
-                    units=units, tiles=tiles)
+                    units=units, tiles=tiles, batch_units=batch_units)
 
     @device
     def params(self, p):
-        """The :class:`SchedulerParams` of the kernel's arguments ``p`` (:meth:`host_params`)."""
+        """The :class:`SchedulerParams` of the kernel's arguments ``p`` (:meth:`host_params`);
+        a grouped GEMM's tile rows and units are counted here from the groups' offsets."""
+        if self.grouped:
+            return self.grouped_params(p)
         return SchedulerParams(int64(p.rows_m), int64(p.group), int64(p.ktiles), int64(p.whole), int64(p.splits),
-                               int64(p.units), int64(p.tiles))
+                               int64(p.units), int64(p.tiles), int64(p.batch_units), 0, 0, 0)
+
+    @device
+    def grouped_params(self, p):
+        """A grouped GEMM's :class:`SchedulerParams`: every group's tile rows, summed."""
+        rows_m = int64(0)
+        lo = int64(0)
+        for h in range(p.groups):
+            hi = self.group_end(p.offs, h, lo, p.M)
+            rows_m += self.unit_rows(hi - lo)
+            lo = hi
+        units = rows_m * (int64(p.group) // self.group_rows)          # tile rows x tile columns
+        return SchedulerParams(rows_m, int64(p.group), int64(p.ktiles), units, int64(1), units, units, units,
+                               int64(p.offs), int64(p.groups), int64(p.M))
+
+    @device
+    def unit_rows(self, rows):
+        """Rows of units of a group of ``rows`` rows: its tile rows (pairs of them in a cluster)."""
+        return (rows + self.bm * self.cluster - 1) // (self.bm * self.cluster)
+
+    @device
+    def group_end(self, offs, h, lo, m):
+        """The end row of group ``h`` (after ``lo``, the previous one's), read at ``offs`` and
+        kept within ``[lo, m]``: offsets that decrease or pass A's ``m`` rows make empty or
+        shorter groups, never rows outside A and C."""
+        return min(max(int64(ld_global_b32(offs + 4 * h)), lo), int64(m))
 
     @device
     def first(self):
@@ -155,7 +209,7 @@ class TileScheduler:
         """The :class:`WorkTile` of ``unit``, or an empty one (no k-tiles) past the last."""
         if unit < sp.units:
             return self.work(sp, unit)
-        return WorkTile(0, 0, 0, 0, 0, 0)
+        return WorkTile(0, 0, 0, 0, 0, 0, 0, 0)
 
     @device
     def work(self, sp, unit):
@@ -170,13 +224,34 @@ class TileScheduler:
                 part = unit - sp.whole - (tile - sp.whole) * sp.splits
                 kt0 = part * sp.ktiles // sp.splits
                 kt1 = (part + 1) * sp.ktiles // sp.splits
-        first_m = (tile // sp.group) * self.group_rows
-        rows = min(sp.rows_m - first_m, self.group_rows)
-        m0 = (first_m + (tile % sp.group) % rows) * self.bm
-        n0 = ((tile % sp.group) // rows) * self.bn
-        if self.cluster > 1:           # this CTA's tile of the pair (rows >= M: zero-filled, never stored)
+        l = tile // sp.batch_units     # the matrix of the batch; t: the tile in it
+        t = tile - l * sp.batch_units
+        rows_m = sp.rows_m
+        lo = 0                         # the first row of the matrix (a group's)
+        end = NO_ROW_LIMIT
+        if self.grouped:               # the tile's group l, rows [lo, end): its tiles rastered as a matrix's
+            num_n = sp.group // self.group_rows
+            first = int64(0)           # the group's first tile row among all groups'
+            lo = int64(0)
+            end = int64(0)
+            rows_m = int64(0)
+            for h in range(sp.groups):
+                end = self.group_end(sp.offs, h, lo, sp.m)
+                rows_m = self.unit_rows(end - lo)
+                if tile < (first + rows_m) * num_n:
+                    l = h
+                    break
+                first += rows_m
+                lo = end
+            t = tile - first * num_n
+        first_m = (t // sp.group) * self.group_rows
+        band = min(rows_m - first_m, self.group_rows)
+        m0 = (first_m + (t % sp.group) % band) * self.bm
+        n0 = ((t % sp.group) // band) * self.bn
+        if self.cluster > 1:           # this CTA's tile of the pair (rows >= M or the group's end: never stored)
             m0 = 2 * m0 + cluster_ctarank() * self.bm
-        return WorkTile(m0, n0, kt0, kt1, tile, part)
+        m0 += lo
+        return WorkTile(m0, n0, kt0, kt1, tile, part, l, end)
 
     @device
     def fixup(self, p, sp, work, accs, c):

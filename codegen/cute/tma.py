@@ -1,4 +1,5 @@
-"""TMA copy atoms: a tile of a 2-D global tensor to or from a shared-memory layout.
+"""TMA copy atoms: a tile of a global matrix (or of one of a batch of them) to or from a
+shared-memory layout.
 
 The tensor memory accelerator copies boxes described by a *tensor map*, which the host
 encodes from the global tensor (address, extents, row stride) and the box (its extents and
@@ -9,7 +10,9 @@ swizzle; the host side (:meth:`TmaLoad.tensor_map`) encodes the map for an array
 and the kernel receives the map's device address as an argument.
 
 Coordinates follow the operand's major order: a K-major operand ``(rows, K)`` is
-``(k, row)`` innermost first, an MN-major one ``(row, k)``.
+``(k, row)`` innermost first, an MN-major one ``(row, k)``. Every map has a third
+dimension, the batch ``l`` (CuTe's ``(M, K, L)``), of one matrix when there is no batch:
+one kernel serves a GEMM and a batch of them.
 
 >>> a = TmaLoad("A", "f16", 2, "K", (64, 128), ((0, 0, 0),), 128)
 >>> a.coords(128, 64)
@@ -22,9 +25,9 @@ from dataclasses import dataclass
 
 from .objects import device, device_object, late_import
 
-(bulk_commit_group, prefetch_tensormap, tensormap_acquire, tma_load_2d, tma_load_2d_multicast,
- tma_store_2d) = late_import("codegen.intrinsics", "bulk_commit_group", "prefetch_tensormap", "tensormap_acquire",
-                             "tma_load_2d", "tma_load_2d_multicast", "tma_store_2d")
+(bulk_commit_group, prefetch_tensormap, tensormap_acquire, tma_load_3d, tma_load_3d_multicast,
+ tma_store_3d) = late_import("codegen.intrinsics", "bulk_commit_group", "prefetch_tensormap", "tensormap_acquire",
+                             "tma_load_3d", "tma_load_3d_multicast", "tma_store_3d")
 
 __all__ = ["TmaLoad", "TmaStore", "make_tma_load", "tma_type", "encode_tensor_map", "MAP_BYTES"]
 
@@ -32,18 +35,26 @@ __all__ = ["TmaLoad", "TmaStore", "make_tma_load", "tma_type", "encode_tensor_ma
 MAP_BYTES = 128
 
 
-def encode_tensor_map(dtype, elem_bytes, ptr, dims, row_stride_bytes, box, swizzle_bytes, simulated):
-    """A 2-D tensor map for ``dims`` (innermost first) at global address ``ptr``: the
-    driver's 128 bytes on a GPU; in numba's simulator, a registered host array whose
-    address stands for it (returned as ``(array, address)``)."""
+def encode_tensor_map(dtype, elem_bytes, ptr, dims, strides_bytes, box, swizzle_bytes, simulated):
+    """A tensor map for ``dims`` (innermost first) with the byte strides ``strides_bytes`` of
+    dimensions 1 and up, at global address ``ptr``: the driver's 128 bytes on a GPU; in
+    numba's simulator, a registered host array whose address stands for it (returned as
+    ``(array, address)``)."""
     if simulated:
-        from ..intrinsics.sim_sm90 import encode_tensor_map_2d
+        from ..intrinsics.sim_sm90 import encode_tensor_map as encode
 
-        arr = encode_tensor_map_2d(elem_bytes, ptr, dims, row_stride_bytes, box, swizzle_bytes)
+        arr = encode(elem_bytes, ptr, dims, strides_bytes, box, swizzle_bytes)
         return arr, int(arr.__array_interface__["data"][0])
     from .. import driver
 
-    return driver.encode_tensor_map_2d(dtype, ptr, dims, row_stride_bytes, box, swizzle_bytes)
+    return driver.encode_tensor_map(dtype, ptr, dims, strides_bytes, box, swizzle_bytes)
+
+
+def _batch_stride(batch, matrix_bytes):
+    """The byte stride of a map's batch dimension: the batch's, or for a single matrix (whose
+    stride is never used) one that TMA takes, a positive multiple of 16."""
+    count, stride_bytes = batch
+    return stride_bytes if count > 1 else _round16(matrix_bytes)
 
 
 def tma_type(dtype):
@@ -142,18 +153,18 @@ class TmaLoad:
         prefetch_tensormap(tmap)
 
     @device
-    def load(self, tmap, dst, row0, k0, bar):
-        """The stage's boxes of the tile at ``(row0, k0)`` into shared address ``dst``,
-        their bytes counted on the mbarrier ``bar``."""
+    def load(self, tmap, dst, row0, k0, l, bar):
+        """The stage's boxes of the tile at ``(row0, k0)`` of matrix ``l`` of the batch (0
+        without one) into shared address ``dst``, their bytes counted on the mbarrier ``bar``."""
         for i in range(len(self.boxes)):
             off, r, k = self.boxes[i]
             if self.k_major:
-                tma_load_2d(dst + off, tmap, k0 + k, row0 + r, bar)
+                tma_load_3d(dst + off, tmap, k0 + k, row0 + r, l, bar)
             else:
-                tma_load_2d(dst + off, tmap, row0 + r, k0 + k, bar)
+                tma_load_3d(dst + off, tmap, row0 + r, k0 + k, l, bar)
 
     @device
-    def load_multicast(self, tmap, dst, row0, k0, bar, rank):
+    def load_multicast(self, tmap, dst, row0, k0, l, bar, rank):
         """A cluster's shared operand: this CTA (``rank`` 0 or 1) loads its half of the
         stage's rows into both CTAs' stages (the same offsets), signalling both CTAs'
         barriers at ``bar``."""
@@ -162,20 +173,23 @@ class TmaLoad:
             off, r, k = self.boxes[i]
             if r < rows:
                 if self.k_major:
-                    tma_load_2d_multicast(dst + off + nbytes * rank, tmap, k0 + k, row0 + r + rows * rank, bar, 3)
+                    tma_load_3d_multicast(dst + off + nbytes * rank, tmap, k0 + k, row0 + r + rows * rank, l, bar, 3)
                 else:
-                    tma_load_2d_multicast(dst + off + nbytes * rank, tmap, row0 + r + rows * rank, k0 + k, bar, 3)
+                    tma_load_3d_multicast(dst + off + nbytes * rank, tmap, row0 + r + rows * rank, k0 + k, l, bar, 3)
 
-    def tensor_map(self, ptr, shape, strides, simulated=False):
-        """The map of an operand ``(rows, K)`` with element ``strides`` at ``ptr``."""
+    def tensor_map(self, ptr, shape, strides, simulated=False, batch=(1, 0)):
+        """The map of an operand ``(rows, K)`` with element ``strides`` at ``ptr``; ``batch``:
+        ``(L, element stride)`` of a batch of such matrices (one by default)."""
         rows, k = shape
+        eb = self.elem_bytes
         if self.major == "K":
-            dims, stride = (k, rows), strides[0] * self.elem_bytes
+            dims, stride = (k, rows), strides[0] * eb
         else:
-            dims, stride = (rows, k), strides[1] * self.elem_bytes
+            dims, stride = (rows, k), strides[1] * eb
         if rows == 1 or k == 1:         # a single row: its stride is never used, but TMA wants a multiple of 16
             stride = _round16(stride)
-        return encode_tensor_map(self.map_dtype, self.elem_bytes, ptr, dims, stride, self.box,
+        strides_bytes = (stride, _batch_stride((batch[0], batch[1] * eb), stride * dims[1]))
+        return encode_tensor_map(self.map_dtype, eb, ptr, dims + (batch[0],), strides_bytes, self.box + (1,),
                                  self.swizzle_bytes, simulated)
 
 
@@ -197,17 +211,20 @@ class TmaStore:
         tensormap_acquire(tmap)
 
     @device
-    def store(self, tmap, src, row0, col0):
-        """The box at shared address ``src`` to ``(row0, col0)`` (clipped to the tensor),
-        as one bulk async-group."""
-        tma_store_2d(tmap, src, col0, row0)
+    def store(self, tmap, src, row0, col0, l):
+        """The box at shared address ``src`` to ``(row0, col0)`` of matrix ``l`` of the
+        batch (clipped to the matrix), as one bulk async-group."""
+        tma_store_3d(tmap, src, col0, row0, l)
         bulk_commit_group()
 
-    def tensor_map(self, ptr, shape, row_stride, simulated=False):
-        """The map of ``(M, N)`` with row stride ``row_stride`` elements (columns contiguous)."""
+    def tensor_map(self, ptr, shape, row_stride, simulated=False, batch=(1, 0)):
+        """The map of ``(M, N)`` with row stride ``row_stride`` elements (columns contiguous);
+        ``batch``: ``(L, element stride)`` of a batch of such matrices (one by default)."""
         M, N = shape
-        stride = row_stride * self.elem_bytes
+        eb = self.elem_bytes
+        stride = row_stride * eb
         if M == 1:                      # one row: any stride will do, and TMA wants a multiple of 16
             stride = _round16(stride)
-        return encode_tensor_map(self.map_dtype, self.elem_bytes, ptr, (N, M), stride, self.box,
+        strides_bytes = (stride, _batch_stride((batch[0], batch[1] * eb), stride * M))
+        return encode_tensor_map(self.map_dtype, eb, ptr, (N, M, batch[0]), strides_bytes, self.box + (1,),
                                  self.swizzle_bytes, simulated)

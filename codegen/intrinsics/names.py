@@ -82,12 +82,14 @@ from ..atom_intrinsics import WGMMA_SHAPES, wgmma_name  # noqa: E402
 #: The Hopper (sm_90a) names (:mod:`codegen.intrinsics.ptx_sm90` and its simulator twins).
 SM90_NAMES = (
     "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero", "acc_to_array", "acc_from_array",
-    "tma_load_2d", "tma_prefetch_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive",
+    "tma_load_2d", "tma_load_3d", "tma_prefetch_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive",
     "mbarrier_try_wait", "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
-    "tma_store_2d", "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read", "named_barrier_sync",
+    "tma_store_2d", "tma_store_3d", "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read",
+    "named_barrier_sync",
     "atom_add_acq_rel_gpu", "ld_global_cg_v2_b32",
     "cluster_ctarank", "cluster_sync", "mapa_shared", "mbarrier_arrive_cluster", "tma_load_2d_multicast",
+    "tma_load_3d_multicast",
 ) + tuple(wgmma_name(n, t, k) for n, t, _, k in WGMMA_SHAPES)
 
 ATOM_NAMES = ATOM_NAMES + SM90_NAMES

@@ -14,6 +14,8 @@ Each name is a numba ``@intrinsic`` lowering to inline PTX, as in
   compiler from moving accumulator uses across them; ``f32x_zero(n)`` is a tuple of zeros.
 * ``tma_load_2d(dst, tmap, c0, c1, mbar)``: ``cp.async.bulk.tensor.2d`` of one box at
   coordinates ``(c0, c1)`` (innermost first) into shared memory, signalling ``mbar``.
+* ``tma_load_3d(dst, tmap, c0, c1, c2, mbar)``: the same of a rank-3 map (a batch of
+  matrices: ``c2`` the batch index); ``tma_store_3d`` and ``tma_load_3d_multicast`` likewise.
 * ``tma_prefetch_2d(tmap, c0, c1)``: ``cp.async.bulk.prefetch.tensor.2d.L2`` of the same box
   into the L2 cache only (no shared memory, no completion to wait for).
 * ``mbarrier_init``, ``mbarrier_arrive_expect_tx``, ``mbarrier_arrive``,
@@ -52,12 +54,14 @@ from .ptx import _F32, _I32, _I64, _MEM, _VOID, _as_i32, _as_i64, _asm, _tuple_f
 
 __all__ = [
     "wgmma_fence", "wgmma_commit", "wgmma_wait", "acc_fence", "f32x_zero", "acc_to_array", "acc_from_array",
-    "tma_load_2d", "tma_prefetch_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive",
+    "tma_load_2d", "tma_load_3d", "tma_prefetch_2d", "mbarrier_init", "mbarrier_arrive_expect_tx", "mbarrier_arrive",
     "mbarrier_try_wait", "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
-    "tma_store_2d", "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read", "named_barrier_sync",
+    "tma_store_2d", "tma_store_3d", "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read",
+    "named_barrier_sync",
     "atom_add_acq_rel_gpu", "ld_global_cg_v2_b32",
     "cluster_ctarank", "cluster_sync", "mapa_shared", "mbarrier_arrive_cluster", "tma_load_2d_multicast",
+    "tma_load_3d_multicast",
 ]
 
 #: (N, input type name, PTX input type, K) of the wgmma intrinsics defined here
@@ -248,26 +252,48 @@ def acc_from_array(typingctx, arr, n):
     return sig, codegen
 
 
+def _lower_tma(text, kinds):
+    """The codegen of a TMA instruction ``text`` whose operands are, in order, of the
+    constraint ``kinds`` ("r" a 32-bit, "l" a 64-bit, "h" a 16-bit integer)."""
+    tys = {"r": _I32, "l": _I64, "h": ir.IntType(16)}
+
+    def codegen(context, builder, sig, args):
+        vals = []
+        for k, v, ty in zip(kinds, args, sig.args):
+            if k == "l":
+                vals.append(_as_i64(context, builder, v, ty))
+            else:
+                x = _as_i32(context, builder, v, ty)
+                vals.append(builder.trunc(x, tys["h"]) if k == "h" else x)
+        _asm(builder, _VOID, [tys[k] for k in kinds], text, ",".join(kinds) + "," + _MEM, vals, True)
+        return context.get_dummy_value()
+
+    return codegen
+
+
+def _tma_typing(op, names, tys):
+    for nm, ty in zip(names, tys):
+        _want_int(op, nm, ty)
+    return types.void(*tys)
+
+
+_LOAD = "cp.async.bulk.tensor.{r}d.shared::cluster.global.mbarrier::complete_tx::bytes"
+
+
 @intrinsic
 def tma_load_2d(typingctx, dst, tmap, c0, c1, mbar):
     """``cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes``: the
     box of tensor map ``tmap`` (a global address) at coordinates ``(c0, c1)`` into shared
     address ``dst``; completion is signalled on the mbarrier at shared address ``mbar``."""
-    op = "tma_load_2d"
-    for nm, ty in (("dst", dst), ("tmap", tmap), ("c0", c0), ("c1", c1), ("mbar", mbar)):
-        _want_int(op, nm, ty)
-    sig = types.void(dst, tmap, c0, c1, mbar)
-    text = ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-            "[$0], [$1, {$2, $3}], [$4];")
+    sig = _tma_typing("tma_load_2d", ("dst", "tmap", "c0", "c1", "mbar"), (dst, tmap, c0, c1, mbar))
+    return sig, _lower_tma(_LOAD.format(r=2) + " [$0], [$1, {$2, $3}], [$4];", "rlrrr")
 
-    def codegen(context, builder, sig, args):
-        a = [_as_i32(context, builder, args[0], sig.args[0]), _as_i64(context, builder, args[1], sig.args[1]),
-             _as_i32(context, builder, args[2], sig.args[2]), _as_i32(context, builder, args[3], sig.args[3]),
-             _as_i32(context, builder, args[4], sig.args[4])]
-        _asm(builder, _VOID, [_I32, _I64, _I32, _I32, _I32], text, "r,l,r,r,r," + _MEM, a, True)
-        return context.get_dummy_value()
 
-    return sig, codegen
+@intrinsic
+def tma_load_3d(typingctx, dst, tmap, c0, c1, c2, mbar):
+    """``tma_load_2d`` of a rank-3 map: the box at coordinates ``(c0, c1, c2)``."""
+    sig = _tma_typing("tma_load_3d", ("dst", "tmap", "c0", "c1", "c2", "mbar"), (dst, tmap, c0, c1, c2, mbar))
+    return sig, _lower_tma(_LOAD.format(r=3) + " [$0], [$1, {$2, $3, $4}], [$5];", "rlrrrr")
 
 
 @intrinsic
@@ -380,24 +406,23 @@ def globaltimer(typingctx):
 
 
 
+_STORE = "cp.async.bulk.tensor.{r}d.global.shared::cta.bulk_group"
+
+
 @intrinsic
 def tma_store_2d(typingctx, tmap, src, c0, c1):
     """``cp.async.bulk.tensor.2d.global.shared::cta.bulk_group``: the box at shared address
     ``src`` to coordinates ``(c0, c1)`` (innermost first) of tensor map ``tmap``; what lies
     outside the tensor is not written."""
-    op = "tma_store_2d"
-    for nm, ty in (("tmap", tmap), ("src", src), ("c0", c0), ("c1", c1)):
-        _want_int(op, nm, ty)
-    sig = types.void(tmap, src, c0, c1)
-    text = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$2, $3}], [$1];"
+    sig = _tma_typing("tma_store_2d", ("tmap", "src", "c0", "c1"), (tmap, src, c0, c1))
+    return sig, _lower_tma(_STORE.format(r=2) + " [$0, {$2, $3}], [$1];", "lrrr")
 
-    def codegen(context, builder, sig, args):
-        a = [_as_i64(context, builder, args[0], sig.args[0]), _as_i32(context, builder, args[1], sig.args[1]),
-             _as_i32(context, builder, args[2], sig.args[2]), _as_i32(context, builder, args[3], sig.args[3])]
-        _asm(builder, _VOID, [_I64, _I32, _I32, _I32], text, "l,r,r,r," + _MEM, a, True)
-        return context.get_dummy_value()
 
-    return sig, codegen
+@intrinsic
+def tma_store_3d(typingctx, tmap, src, c0, c1, c2):
+    """``tma_store_2d`` to a rank-3 map: the box to coordinates ``(c0, c1, c2)``."""
+    sig = _tma_typing("tma_store_3d", ("tmap", "src", "c0", "c1", "c2"), (tmap, src, c0, c1, c2))
+    return sig, _lower_tma(_STORE.format(r=3) + " [$0, {$2, $3, $4}], [$1];", "lrrrr")
 
 
 bulk_commit_group = _void_asm("bulk_commit_group", "cp.async.bulk.commit_group;")
@@ -495,20 +520,15 @@ def tma_load_2d_multicast(typingctx, dst, tmap, c0, c1, mbar, mask):
     """``tma_load_2d`` to every CTA of the cluster in ``mask`` (``.multicast::cluster``):
     the box lands at shared offset ``dst`` of each, and its bytes count on the mbarrier at
     offset ``mbar`` of each."""
-    op = "tma_load_2d_multicast"
-    for nm, ty in (("dst", dst), ("tmap", tmap), ("c0", c0), ("c1", c1), ("mbar", mbar), ("mask", mask)):
-        _want_int(op, nm, ty)
-    sig = types.void(dst, tmap, c0, c1, mbar, mask)
-    text = ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-            "[$0], [$1, {$2, $3}], [$4], $5;")
+    sig = _tma_typing("tma_load_2d_multicast", ("dst", "tmap", "c0", "c1", "mbar", "mask"),
+                      (dst, tmap, c0, c1, mbar, mask))
+    return sig, _lower_tma(_LOAD.format(r=2) + ".multicast::cluster [$0], [$1, {$2, $3}], [$4], $5;", "rlrrrh")
 
-    def codegen(context, builder, sig, args):
-        a = [_as_i32(context, builder, args[0], sig.args[0]), _as_i64(context, builder, args[1], sig.args[1]),
-             _as_i32(context, builder, args[2], sig.args[2]), _as_i32(context, builder, args[3], sig.args[3]),
-             _as_i32(context, builder, args[4], sig.args[4])]
-        m = builder.trunc(_as_i32(context, builder, args[5], sig.args[5]), ir.IntType(16))
-        _asm(builder, _VOID, [_I32, _I64, _I32, _I32, _I32, ir.IntType(16)], text, "r,l,r,r,r,h," + _MEM, a + [m],
-             True)
-        return context.get_dummy_value()
 
-    return sig, codegen
+@intrinsic
+def tma_load_3d_multicast(typingctx, dst, tmap, c0, c1, c2, mbar, mask):
+    """``tma_load_2d_multicast`` of a rank-3 map: the box at coordinates ``(c0, c1, c2)``."""
+    sig = _tma_typing("tma_load_3d_multicast", ("dst", "tmap", "c0", "c1", "c2", "mbar", "mask"),
+                      (dst, tmap, c0, c1, c2, mbar, mask))
+    return sig, _lower_tma(_LOAD.format(r=3) + ".multicast::cluster [$0], [$1, {$2, $3, $4}], [$5], $6;",
+                           "rlrrrrh")

@@ -26,7 +26,7 @@ Same names and signatures as the PTX intrinsics; each computes what the instruct
   a GPU only);
 * fences, ``setmaxnreg`` and tensor-map prefetches do nothing here.
 
-Tensor maps in the simulator are made by :func:`encode_tensor_map_2d` (the same fields as
+Tensor maps in the simulator are made by :func:`encode_tensor_map` (the same fields as
 the driver's, kept in a registered host array) instead of the driver.
 """
 
@@ -40,32 +40,43 @@ import numpy as np
 from .names import SM90_NAMES, WGMMA_SHAPES, wgmma_name
 from .sim import _as_int, _memory, _thread, register_global
 
-__all__ = list(SM90_NAMES) + ["encode_tensor_map_2d"]
+__all__ = list(SM90_NAMES) + ["encode_tensor_map", "encode_tensor_map_2d"]
 
 _LOCK = threading.RLock()
 _MAPS = {}          # host address of a registered map -> its fields
 
 
-def encode_tensor_map_2d(elem_bytes, ptr, dims, row_stride_bytes, box, swizzle_bytes=128):
-    """A simulated tensor map: a registered 16-word host array whose address the kernel
-    receives; the simulated TMA looks its fields up by that address.  Raises ValueError where
-    the driver's ``cuTensorMapEncodeTiled`` refuses the values: an address that is not
-    16-byte aligned, a row stride that is not a multiple of 16 bytes, a box side over 256 or
-    a box row that is not a multiple of 16 bytes."""
+def encode_tensor_map(elem_bytes, ptr, dims, strides_bytes, box, swizzle_bytes=128):
+    """A simulated tensor map of rank 2 or 3 (``dims`` and ``box`` innermost first,
+    ``strides_bytes`` the byte strides of dimensions 1 and up): a registered 16-word host
+    array whose address the kernel receives; the simulated TMA looks its fields up by that
+    address.  Raises ValueError where the driver's ``cuTensorMapEncodeTiled`` refuses the
+    values: an address that is not 16-byte aligned, a stride that is not a positive multiple
+    of 16 bytes, a box side over 256 or a box row that is not a multiple of 16 bytes."""
+    dims, strides_bytes, box = tuple(dims), tuple(strides_bytes), tuple(box)
     bad = []
+    if len(dims) not in (2, 3) or len(strides_bytes) != len(dims) - 1 or len(box) != len(dims):
+        bad.append(f"{len(dims)} dims take {len(dims) - 1} strides and as many box sides as dims (2 or 3), got "
+                   f"strides {strides_bytes}, box {box}")
     if ptr % 16:
         bad.append(f"address {ptr:#x} is not 16-byte aligned")
-    if row_stride_bytes % 16 or not 0 < row_stride_bytes < 1 << 40:
-        bad.append(f"row stride {row_stride_bytes} B is not a positive multiple of 16")
+    if any(d % 16 or not 0 < d < 1 << 40 for d in strides_bytes):
+        bad.append(f"strides {strides_bytes} B are not positive multiples of 16")
     if not all(0 < b <= 256 for b in box) or (box[0] * elem_bytes) % 16:
-        bad.append(f"box {tuple(box)} of {elem_bytes}-byte elements: sides 1..256, rows a multiple of 16 B")
+        bad.append(f"box {box} of {elem_bytes}-byte elements: sides 1..256, rows a multiple of 16 B")
     if bad:
-        raise ValueError(f"encode_tensor_map_2d: {'; '.join(bad)} (tensor of dims {tuple(dims)})")
+        raise ValueError(f"encode_tensor_map: {'; '.join(bad)} (tensor of dims {dims})")
     arr = np.zeros(16, dtype=np.uint64)
     addr = register_global(arr)
     with _LOCK:
-        _MAPS[addr] = (elem_bytes, ptr, tuple(dims), row_stride_bytes, tuple(box), swizzle_bytes)
+        _MAPS[addr] = (elem_bytes, ptr, dims + (1,) * (3 - len(dims)), strides_bytes + (0,) * (3 - len(dims)),
+                       box[:2], swizzle_bytes)
     return arr
+
+
+def encode_tensor_map_2d(elem_bytes, ptr, dims, row_stride_bytes, box, swizzle_bytes=128):
+    """A simulated 2-D tensor map: :func:`encode_tensor_map` with the stride of dimension 1."""
+    return encode_tensor_map(elem_bytes, ptr, dims, (row_stride_bytes,), box, swizzle_bytes)
 
 
 # ---- mbarriers ----------------------------------------------------------------
@@ -139,10 +150,10 @@ def _swizzle(off, swizzle_bytes):
 
 
 def _map_fields(op, tmap):
-    """(element bytes, address, dims, row stride, box, swizzle bytes) of a simulated map."""
+    """(element bytes, address, dims, strides, box, swizzle bytes) of a simulated map, as rank 3."""
     fields = _MAPS.get(tmap)
     if fields is None:
-        raise RuntimeError(f"{op}: {tmap:#x} is not a simulated tensor map (encode_tensor_map_2d)")
+        raise RuntimeError(f"{op}: {tmap:#x} is not a simulated tensor map (encode_tensor_map)")
     return fields
 
 
@@ -153,21 +164,29 @@ def _chunk_order(nbytes, sw):
 
 def tma_load_2d(dst, tmap, c0, c1, mbar):
     """Simulated ``cp.async.bulk.tensor.2d``: the box at (c0, c1) into shared memory at once."""
-    op = "tma_load_2d"
+    _load("tma_load_2d", dst, tmap, c0, c1, 0, mbar)
+
+
+def tma_load_3d(dst, tmap, c0, c1, c2, mbar):
+    """Simulated ``cp.async.bulk.tensor.3d``: the box at (c0, c1, c2) into shared memory at once."""
+    _load("tma_load_3d", dst, tmap, c0, c1, c2, mbar)
+
+
+def _load(op, dst, tmap, c0, c1, c2, mbar):
     dst, tmap = _as_int(op, "dst", dst), _as_int(op, "tmap", tmap)
-    c0, c1 = _as_int(op, "c0", c0), _as_int(op, "c1", c1)
-    eb, ptr, dims, stride, box, sw = _map_fields(op, tmap)
+    c0, c1, c2 = _as_int(op, "c0", c0), _as_int(op, "c1", c1), _as_int(op, "c2", c2)
+    eb, ptr, dims, strides, box, sw = _map_fields(op, tmap)
     mem = _memory(op)
     row_bytes = box[0] * eb
     out = np.zeros(box[1] * row_bytes, dtype=np.uint8)
-    for r in range(box[1]):
+    for r in range(box[1] if 0 <= c2 < dims[2] else 0):       # a batch index outside: all zeros
         y = c1 + r
         if not 0 <= y < dims[1]:
             continue
         x0, x1 = max(c0, 0), min(c0 + box[0], dims[0])
         if x1 <= x0:
             continue
-        data = mem.read_global(op, ptr + y * stride + x0 * eb, (x1 - x0) * eb)
+        data = mem.read_global(op, ptr + c2 * strides[1] + y * strides[0] + x0 * eb, (x1 - x0) * eb)
         out[r * row_bytes + (x0 - c0) * eb: r * row_bytes + (x1 - c0) * eb] = np.frombuffer(data, np.uint8)
     view = mem.shared_view(op, dst, out.size)
     if sw:
@@ -182,21 +201,29 @@ def tma_load_2d(dst, tmap, c0, c1, mbar):
 
 def tma_store_2d(tmap, src, c0, c1):
     """Simulated ``cp.async.bulk.tensor.2d`` store: the box at shared ``src`` to (c0, c1), at once."""
-    op = "tma_store_2d"
+    _store("tma_store_2d", tmap, src, c0, c1, 0)
+
+
+def tma_store_3d(tmap, src, c0, c1, c2):
+    """Simulated ``cp.async.bulk.tensor.3d`` store: the box at shared ``src`` to (c0, c1, c2), at once."""
+    _store("tma_store_3d", tmap, src, c0, c1, c2)
+
+
+def _store(op, tmap, src, c0, c1, c2):
     tmap, src = _as_int(op, "tmap", tmap), _as_int(op, "src", src)
-    c0, c1 = _as_int(op, "c0", c0), _as_int(op, "c1", c1)
-    eb, ptr, dims, stride, box, sw = _map_fields(op, tmap)
+    c0, c1, c2 = _as_int(op, "c0", c0), _as_int(op, "c1", c1), _as_int(op, "c2", c2)
+    eb, ptr, dims, strides, box, sw = _map_fields(op, tmap)
     mem = _memory(op)
     row_bytes = box[0] * eb
     staged = np.array(mem.shared_view(op, src, box[1] * row_bytes))
     if sw:
         staged = staged.reshape(-1, 16)[_chunk_order(staged.size, sw)].reshape(-1)
     x0, x1 = max(c0, 0), min(c0 + box[0], dims[0])
-    for r in range(box[1]):
+    for r in range(box[1] if 0 <= c2 < dims[2] else 0):
         y = c1 + r
         if 0 <= y < dims[1] and x0 < x1:
             row = staged[r * row_bytes + (x0 - c0) * eb: r * row_bytes + (x1 - c0) * eb]
-            mem.write_global(op, ptr + y * stride + x0 * eb, row.tobytes())
+            mem.write_global(op, ptr + c2 * strides[1] + y * strides[0] + x0 * eb, row.tobytes())
 
 
 def bulk_commit_group():
@@ -290,6 +317,11 @@ def mbarrier_arrive_cluster(addr):
 def tma_load_2d_multicast(dst, tmap, c0, c1, mbar, mask):
     """Not simulated (see the module's notes on clusters)."""
     _no_clusters("tma_load_2d_multicast")
+
+
+def tma_load_3d_multicast(dst, tmap, c0, c1, c2, mbar, mask):
+    """Not simulated (see the module's notes on clusters)."""
+    _no_clusters("tma_load_3d_multicast")
 
 
 def tma_prefetch_2d(tmap, c0, c1):

@@ -5,16 +5,19 @@ the launcher's argument slots all come from :data:`GEMM_ARGS`.
 
 * ``tmap_a``, ``tmap_b``, ``tmap_c``: device addresses of the TMA tensor maps of A (M,K),
   B (N,K) and C (M,N) (0: no map of C);
-* ``C``: the address of C, with element strides ``scm``, ``scn``; ``M``, ``N``, ``K``;
+* ``C``: the address of C, with element strides ``scm``, ``scn`` and ``scl`` (from one
+  matrix of a batch to the next); ``M``, ``N``, ``K`` (of each matrix of the batch);
 * ``alpha``, ``beta``: ``C = alpha * A @ B + beta * C``;
 * ``bias``: the address of a fused per-column bias (0: none);
 * ``scale_a``, ``scale_b``, ``alpha_at``: the addresses of float32 scalars the kernel
   multiplies ``alpha`` by: per-tensor scales and an ``alpha`` given as a tensor (0: none;
   :func:`codegen.cute.epilogue_alpha`);
+* ``offs``, ``groups``: a grouped GEMM's groups: the address of their ``int32`` end rows,
+  and how many (:class:`codegen.cute.TileScheduler`, ``grouped``);
 * ``err``: the address of an int32 error word (a wait that times out writes 1 there);
 * ``ws``: the split-K workspace;
 * ``rows_m``, ``group``, ``ktiles``, ``whole``, ``splits`` (the parts of K), ``units``,
-  ``tiles``: the tile scheduler's numbers for this launch
+  ``tiles``, ``batch_units``: the tile scheduler's numbers for this launch
   (:meth:`codegen.cute.TileScheduler.host_params`).
 """
 
@@ -27,9 +30,9 @@ __all__ = ["GEMM_ARGS", "GemmArgs"]
 
 GEMM_ARGS = KernelParams("GemmArgs", (
     ("tmap_a", "i64"), ("tmap_b", "i64"), ("tmap_c", "i64"), ("C", "i64"),
-    ("M", "i32"), ("N", "i32"), ("K", "i32"), ("scm", "i64"), ("scn", "i64"),
+    ("M", "i32"), ("N", "i32"), ("K", "i32"), ("scm", "i64"), ("scn", "i64"), ("scl", "i64"),
     ("alpha", "f32"), ("beta", "f32"), ("bias", "i64"), ("scale_a", "i64"), ("scale_b", "i64"), ("alpha_at", "i64"),
-    ("err", "i64"), ("ws", "i64"),
+    ("offs", "i64"), ("groups", "i32"), ("err", "i64"), ("ws", "i64"),
 ) + TileScheduler.ARGS)
 
 #: The kernel's arguments as one value (a ``NamedTuple``).

@@ -74,7 +74,7 @@ def producer(p):
     for unit in SCHEDULER.units(sched):
         work = SCHEDULER.work(sched, unit)
         for kt in range(work.kt0, work.kt1):
-            state = MAINLOOP.load(p, state, work.m0, work.n0, kt)
+            state = MAINLOOP.load(p, state, work, kt)
 '''
 
 _CONSUMER_HEAD = '''
@@ -112,20 +112,31 @@ _CONSUMER_OVERLAP = '''
             if kt == 0 or kt < work.kt1:
                 acc, state, prev = MAINLOOP.mma_step(p, acc, state, prev, c, kt == 0, peer)
             if pend:
-                nbox = EPILOGUE.store_box(p, packed, done.m0, done.n0, c, kt, nbox)
+                nbox = EPILOGUE.store_box(p, packed, done, c, kt, nbox)
         nxt = SCHEDULER.work_at(sched, unit + SCHEDULER.stride())
         for kt in range(EPILOGUE.boxes, work.kt1):
             acc, state, prev = MAINLOOP.mma_step(p, acc, state, prev, c, False, peer)
         acc = MAINLOOP.mma_tail(acc, prev, peer)
         MMA.to_array(acc, accs)
-{apply}        EPILOGUE.pack(accs, {alpha}, packed)  # no multiplies when alpha == 1
-        pend = True
-        done = work
-        work = nxt
+{apply}{pack}        work = nxt
     if pend:  # the last tile's C
         for j in range(EPILOGUE.boxes):
-            nbox = EPILOGUE.store_box(p, packed, done.m0, done.n0, c, j, nbox)
+            nbox = EPILOGUE.store_box(p, packed, done, c, j, nbox)
     EPILOGUE.drain()
+'''
+
+_PACK = '''        EPILOGUE.pack(accs, {alpha}, packed)  # no multiplies when alpha == 1
+        pend = True
+        done = work
+'''
+
+_PACK_GROUPED = '''        if work.m0 + SCHEDULER.bm <= work.rows:  # inside its group: packed, out by TMA during the next tile
+            EPILOGUE.pack(accs, {alpha}, packed)
+            pend = True
+            done = work
+        else:  # its group ends inside it: out now, from registers, up to the group's end
+            nbox = REG_EPILOGUE.store_tile(p, acc, accs, work, c, nbox, {alpha})
+            pend = False
 '''
 
 _KERNEL = '''
@@ -162,9 +173,14 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None):
     alpha = "1.0" if op else "alpha"                    # a fused operation applies alpha itself
     apply = "        OP.apply(p, accs, work.n0, alpha)  # act(alpha * acc + bias[n])\n" if op else ""
     if overlaps_epilogue(plan, epilogue):
-        lines.append(head + _CONSUMER_OVERLAP.format(apply=apply, alpha=alpha))
+        pack = _PACK_GROUPED if cfg.grouped else _PACK
+        lines.append(head + _CONSUMER_OVERLAP.format(apply=apply, pack=pack.format(alpha=alpha)))
     else:
-        store = f"        nbox = EPILOGUE.store_tile(p, acc, accs, work.m0, work.n0, c, nbox, {alpha})\n"
+        store = f"        nbox = EPILOGUE.store_tile(p, acc, accs, work, c, nbox, {alpha})\n"
+        if cfg.grouped and epilogue == "tma":       # TMA clips at C's edges only, not at a group's end
+            store = (f"        if work.m0 + SCHEDULER.bm <= work.rows:  # inside its group: by TMA\n    {store}"
+                     f"        else:  # its group ends inside it: from registers, up to the group's end\n"
+                     f"            nbox = REG_EPILOGUE.store_tile(p, acc, accs, work, c, nbox, {alpha})\n")
         if op:
             store = apply + "        acc = MMA.from_array(accs)\n" + store
         if plan.split:
@@ -226,6 +242,8 @@ def _constants(plan, epi):
         ("SCHEDULER", parts.scheduler, "the CTA's work units and their tiles"),
         ("EPILOGUE", epi, f"CLayout_64x{cfg.bn} (T128,V{plan.acc_regs}) -> (m,n), out to C"),
     ]
+    if cfg.grouped and epi is not parts.reg_epilogue:
+        defs.append(("REG_EPILOGUE", parts.reg_epilogue, "the tiles a group's end cuts: from registers, up to it"))
     if parts.op is not None:
         defs.append(("OP", parts.op, f"act(alpha * acc + bias[n]): activation {cfg.activation}, bias {cfg.bias}"))
     for name, obj, comment in defs:

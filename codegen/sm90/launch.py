@@ -30,30 +30,43 @@ def tma_ok(major, shape, strides, ptr, ebytes):
     return strides[other] > 0 or shape[other] == 1
 
 
-def c_tma_ok(plan, c, c_strides, M, N):
-    """Whether the staged epilogue can store C at address ``c`` with element ``c_strides``:
-    the plan stages C (a 16-bit output), and C is 16-byte aligned with unit column stride
-    and a row stride of a multiple of 16 bytes."""
+def c_tma_ok(plan, c, c_strides, M, N, batch=None):
+    """Whether the staged epilogue can store C at address ``c`` with element ``c_strides``
+    (and ``batch``'s stride of C, for a batch of GEMMs): the plan stages C (a 16-bit output),
+    and C is 16-byte aligned with unit column stride and row and batch strides of multiples
+    of 16 bytes."""
     if plan.store is None:
         return False
     ob = plan.out.bits // 8
     scm, scn = c_strides
+    if batch is not None and batch.count > 1 and (batch.c * ob) % 16:
+        return False
     return not (c % 16 or (scn != 1 and N > 1) or (scm * ob) % 16 and M > 1)
 
 
 class WgmmaLauncher:
-    """The Hopper kernel with its arguments in place; called as ``(a, b, c, alpha, beta, stream)``."""
+    """The Hopper kernel with its arguments in place; called as ``(a, b, c, alpha, beta, stream)``.
+    ``batch``: a :class:`~codegen.batch.Batch` of GEMMs of this shape (None: one); for a
+    grouped kernel (``config.grouped``), the groups: ``count`` of them, B's stride from one
+    group's matrix to the next (A and C are one matrix each, ``M`` rows in all)."""
 
-    def __init__(self, compiled, M, N, K, a_desc, b_desc, c_strides):
+    def __init__(self, compiled, M, N, K, a_desc, b_desc, c_strides, batch=None):
         plan = compiled.plan
         self.M, self.N = M, N
         self.c_strides = tuple(c_strides)
+        self.batch = batch
+        L = batch.count if batch is not None else 1
+        self.grouped = plan.config.grouped
+        if self.grouped and (batch is None or batch.a or batch.c):
+            raise ValueError(f"WgmmaLauncher: a grouped kernel takes the groups as a Batch of one A and one C "
+                             f"(strides 0), got {batch}")
         self.compiled = compiled                            # the kernel compiled at set-up
         self._kernels = {compiled.key.epilogue: compiled}   # by epilogue, the other on first use
         self.threads = plan.threads
         self.smem = plan.smem_bytes
         cfg = plan.config
-        tiles = -(-M // cfg.bm) * -(-N // cfg.bn)
+        # a grouped GEMM's groups start tile rows of their own: at most one more a group
+        tiles = ((-(-M // cfg.bm) + L) if self.grouped else -(-M // cfg.bm) * L) * -(-N // cfg.bn)
         self.splits = max(1, min(cfg.split_k, -(-K // cfg.bk)))      # at least one k-tile a part
         units = tiles * self.splits
         self.sim = compiled.function is None
@@ -65,7 +78,7 @@ class WgmmaLauncher:
             # as many clusters as run at once (a GPU's multiprocessors need not pair up), each
             # walking pairs of vertically adjacent tiles, which share B
             num_m, num_n = -(-M // cfg.bm), -(-N // cfg.bn)
-            pairs = -(-num_m // 2) * num_n
+            pairs = ((-(-num_m // 2) + L) if self.grouped else -(-num_m // 2) * L) * num_n
             fits = compiled.function.max_active_clusters(plan.threads, plan.smem_bytes, 2)
             self.grid = 2 * max(1, min(pairs, fits))
         else:
@@ -81,8 +94,9 @@ class WgmmaLauncher:
         # the operands' TMA loads know their maps (f32 data that wgmma reads as tf32 travels as
         # f32, the 8-bit floats as bytes); the arrays' shapes and strides are the launcher's
         parts = plan.device
-        self._a = (parts.load_a, a_desc)
-        self._b = (parts.load_b, b_desc)
+        self._a = (parts.load_a, a_desc, (1 if self.grouped else L, batch.a if batch is not None else 0))
+        self._b = (parts.load_b, b_desc, (L, batch.b if batch is not None else 0))
+        self._c_batch = (1, 0) if self.grouped else (L, batch.c if batch is not None else 0)
         if self.sim:
             import numpy as np
 
@@ -94,10 +108,11 @@ class WgmmaLauncher:
             self.err = driver.mem_alloc(4)
             driver.store_kernel()              # loaded now: a graph capture may need it (maps)
         self.slots = GEMM_ARGS.slots()
-        self.slots.set(M=M, N=N, K=K, scm=c_strides[0], scn=c_strides[1], alpha=1.0, err=self.err,
-                       **plan.device.scheduler.host_params(M, N, K, self.grid, self.splits))
+        self.slots.set(M=M, N=N, K=K, scm=c_strides[0], scn=c_strides[1], scl=self._c_batch[1], alpha=1.0,
+                       err=self.err, groups=L if self.grouped else 0,
+                       **plan.device.scheduler.host_params(M, N, K, self.grid, self.splits, L))
         self._hot = self.slots.values_of("tmap_a", "tmap_b", "tmap_c", "C", "alpha", "beta", "ws", "bias",
-                                         "scale_a", "scale_b", "alpha_at")
+                                         "scale_a", "scale_b", "alpha_at", "offs")
         self._maps = {}
         self._keep = []
 
@@ -117,16 +132,17 @@ class WgmmaLauncher:
         return dev
 
     def _map(self, which, ptr, capture=None):
-        load, (shape, strides) = which
-        return self._device_map(load.tensor_map(ptr, shape, strides, self.sim), capture)
+        load, (shape, strides), batch = which
+        return self._device_map(load.tensor_map(ptr, shape, strides, self.sim, batch), capture)
 
     def _c_map(self, c, capture=None):
         """The TMA map of C for the staged epilogue, or 0 where C cannot take it."""
         plan = self.compiled.plan
-        if not c_tma_ok(plan, c, self.c_strides, self.M, self.N):
+        if not c_tma_ok(plan, c, self.c_strides, self.M, self.N, self.batch):
             return 0
         store = plan.device.tma_epilogue.store
-        return self._device_map(store.tensor_map(c, (self.M, self.N), self.c_strides[0], self.sim), capture)
+        return self._device_map(store.tensor_map(c, (self.M, self.N), self.c_strides[0], self.sim, self._c_batch),
+                                capture)
 
     def _kernel(self, epilogue):
         hit = self._kernels.get(epilogue)
@@ -176,14 +192,16 @@ class WgmmaLauncher:
     #: The kernel multiplies ``alpha`` by the float32 scalars at the addresses ``scales``.
     device_scales = True
 
-    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0)):
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0), offs=0):
         """Launch on ``stream``; ``capture`` (a :class:`codegen.host.GraphCapture`) while a
         CUDA graph is being captured: the device memory a new map or a workspace needs;
         ``bias``: the address of a fused bias (kernels with a fused bias); ``scales``: the
-        addresses of the float32 scales of A and B and of alpha the kernel reads (0: none)."""
+        addresses of the float32 scales of A and B and of alpha the kernel reads (0: none);
+        ``offs``: a grouped kernel's groups' int32 end rows."""
         ma, mb, mc = self.maps(a, b, c, capture)
-        ta, tb, tc, cc, al, be, ws, bs, sa, sb, sc = self._hot
+        ta, tb, tc, cc, al, be, ws, bs, sa, sb, sc, of = self._hot
         ta.value, tb.value, tc.value, cc.value, al.value, be.value, bs.value = ma, mb, mc, c, alpha, beta, bias
+        of.value = offs
         sa.value, sb.value, sc.value = scales
         ws.value = self.workspace(stream, capture)
         k = self._kernel("tma" if mc and beta == 0 else "registers")

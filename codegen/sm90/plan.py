@@ -222,6 +222,8 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
     mma = make_wgmma(et.name, etb.name, cfg.bn, a.smem, b.smem, a_major, b_major)
     out = element_type(cfg.out)
     tma_epi = make_tma_store_epilogue(out.name, cfg.bn, 0) if out.bits == 16 else None
+    if tma_epi is not None and cfg.grouped:
+        tma_epi = replace(tma_epi, grouped=True)
     parts = _kernel_parts(cfg, a, b, mma, consumers, share, tma_epi, make_register_epilogue(out.name, cfg.bm, cfg.bn))
     if cfg.activation or cfg.bias:
         parts = replace(parts, op=make_bias_activation(cfg.bn, cfg.activation, cfg.bias))
@@ -252,9 +254,9 @@ def _kernel_parts(cfg, a, b, mma, consumers, share, tma_epi, reg_epi):
     storage = SharedStorage(tuple(regions))
     pipeline = TmaPipeline(S, a.stage_bytes + b.stage_bytes, storage.full, storage.empty, consumers * cluster, cluster)
     mainloop = WgmmaMainloop(pipeline, a.load, b.load, mma, storage.a, storage.b, a.stage_bytes, b.stage_bytes,
-                             a.consumer_bytes, cfg.bk, share)
+                             a.consumer_bytes, cfg.bk, share, cfg.grouped)
     scheduler = TileScheduler(cfg.bm, cfg.bn, cfg.bk, cfg.group_m, cfg.split_k > 1, consumers, mma.acc_regs,
-                              storage.tickets, cluster)
+                              storage.tickets, cluster, cfg.grouped)
     if tma_epi is not None:
         tma_epi = replace(tma_epi, staging=storage.c)
     return WgmmaKernelParts(storage, pipeline, a.load, b.load, mma, mainloop, scheduler, tma_epi, reg_epi,

@@ -73,24 +73,57 @@ def case_forward():
     return max(errs) < 1e-2, f"f16, bf16, tf32 300x170x200 against float32: max rel error {max(errs):.1e}"
 
 
-def case_batch():
-    """(batch, seq, K) @ (K, N) with a bias: one GEMM of all the rows; values and gradients."""
-    g = torch.Generator(device="cuda").manual_seed(4)
-    x = torch.randn(3, 100, 96, device="cuda", generator=g).to(DT).requires_grad_()
-    w = (torch.randn(96, 80, device="cuda", generator=g) / 10).to(DT).requires_grad_()
-    b = torch.randn(80, device="cuda", generator=g).to(DT).requires_grad_()
+def _gelu_linear(x_shape, w_shape, seed):
+    """``codegen.mm(x, w, bias=b, activation="gelu")`` of random operands of these shapes,
+    against torch in float32: ``(x, w, y, x2, w2, relative errors of the value, dx, dw, db)``."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(*x_shape, device="cuda", generator=g).to(DT).requires_grad_()
+    w = (torch.randn(*w_shape, device="cuda", generator=g) / 10).to(DT).requires_grad_()
+    b = torch.randn(w_shape[-1], device="cuda", generator=g).to(DT).requires_grad_()
     y = codegen.mm(x, w, bias=b, activation="gelu")
     x2, w2, b2 = (t.detach().float().requires_grad_() for t in (x, w, b))
     ref = torch.nn.functional.gelu(x2 @ w2 + b2)
     y.float().square().sum().backward()
     ref.square().sum().backward()
-    errs = [rel(y, ref), rel(x.grad, x2.grad), rel(w.grad, w2.grad), rel(b.grad, b2.grad)]
+    return x, w, y, x2, w2, [rel(y, ref), rel(x.grad, x2.grad), rel(w.grad, w2.grad), rel(b.grad, b2.grad)]
+
+
+def case_batch():
+    """(batch, seq, K) @ (K, N) with a bias: one GEMM of all the rows; values and gradients."""
+    x, w, y, x2, w2, errs = _gelu_linear((3, 100, 96), (96, 80), 4)
     C = torch.empty(3, 100, 80, device="cuda", dtype=DT)
     out = codegen.gemm(x.detach(), w.detach(), C)
     errs.append(rel(C, x2.detach() @ w2.detach()))
     ok = out is C and tuple(y.shape) == (3, 100, 80) and max(errs) < 2e-2
     return ok, "(3,100,96) @ (96,80) + bias, GELU: value, dx, dw, db, gemm into a 3-D C: max rel errors " + \
         ", ".join(f"{e:.1e}" for e in errs)
+
+
+def case_bmm():
+    """A batch of GEMMs, (4, 2, 100, 96) @ (2, 96, 80) (broadcast batch modes) with a bias and
+    GELU: values and gradients through the operator; torch.compile(fullgraph=True) of it; a
+    CUDA graph of a batched gemm into a given C, replayed on new inputs."""
+    x, w, y, x2, w2, errs = _gelu_linear((4, 2, 100, 96), (2, 96, 80), 5)
+    fn = torch.compile(lambda u, v: codegen.mm(u, v), fullgraph=True)
+    errs.append(rel(fn(x.detach(), w.detach()), x2.detach() @ w2.detach()))
+    A = torch.randn(8, 256, 192, device="cuda", dtype=DT)
+    B = torch.randn(8, 192, 320, device="cuda", dtype=DT)
+    C = torch.empty(8, 256, 320, device="cuda", dtype=DT)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        codegen.gemm(A, B, C)                      # the warm-up
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        codegen.gemm(A, B, C)
+    for seed in range(2):
+        A.copy_(torch.randn(8, 256, 192, device="cuda", generator=torch.Generator(device="cuda").manual_seed(seed)))
+        graph.replay()
+        errs.append(rel(C, A.float() @ B.float()))
+    ok = tuple(y.shape) == (4, 2, 100, 80) and max(errs) < 2e-2
+    return ok, ("(4,2,100,96) @ (2,96,80) + bias, GELU: value, dx, dw, db, compiled, 2 graph replays of (8,256,192) "
+                "@ (8,192,320): max rel errors " + ", ".join(f"{e:.1e}" for e in errs))
 
 
 def _data(steps=3, seed=1):
@@ -231,7 +264,7 @@ def case_host_time():
         " a call, 64^3 f16 (target: codegen.mm <= 15 us)"
 
 
-CASES = [case_forward, case_batch, case_fp8_scales_graph, case_autograd, case_gemm_has_grad, case_fused_autograd, case_compile, case_graph, case_capture_new_kind,
+CASES = [case_forward, case_batch, case_bmm, case_fp8_scales_graph, case_autograd, case_gemm_has_grad, case_fused_autograd, case_compile, case_graph, case_capture_new_kind,
          case_host_time]
 
 

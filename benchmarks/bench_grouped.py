@@ -1,0 +1,158 @@
+"""Grouped GEMMs (mixture-of-experts) against ``torch._grouped_mm`` (a GPU with torch).
+
+    python benchmarks/bench_grouped.py [--shapes 8x2048x4096x7168,64x256x4096x7168,128x128x2048x7168]
+                                       [--dtype bf16] [--json out.json]
+
+Each shape is ``GxRxNxK``: ``G`` groups of ``R`` rows each, ``x`` (G*R, K), ``w`` (G, K, N) as
+``w_t.transpose(1, 2)`` of a contiguous (G, N, K) (the experts' weights, K-major), ``offs``
+the groups' int32 end rows. Interleaved in bursts (``bench_gemm.bursts``) on the same
+operands: ``codegen.grouped_gemm(x, w, offs, out)`` (one launch, the groups read by the kernel)
+and ``torch._grouped_mm(x, w, offs=offs)``. Targets (the torch-model issue): at least 1.0 of
+``torch._grouped_mm`` at the three shapes. First checks correctness against float32 products
+(groups of random sizes, empty ones, sizes that cut tiles) and a CUDA graph replayed with new
+offsets. Writes ``$OUT/bench_grouped.json``.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+if not hasattr(np, "row_stack"):          # numba-cuda 0.30 touches np.row_stack (gone in numpy 2.5)
+    np.row_stack = np.vstack
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+
+import codegen  # noqa: E402
+from bench_gemm import interleaved, median_ratio  # noqa: E402
+
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def _reference(x, w, offs):
+    out = torch.zeros(x.shape[0], w.shape[2], device=x.device)
+    lo = 0
+    for g, hi in enumerate(offs.tolist()):
+        out[lo:hi] = x[lo:hi].float() @ w[g].float()
+        lo = hi
+    return out, lo
+
+
+def correctness(dtype):
+    g = torch.Generator(device="cuda").manual_seed(0)
+    rows = []
+    for sizes, N, K in (([300, 0, 128, 1, 129, 77], 520, 264), ([16] * 40, 256, 512), ([0, 1000, 24], 1000, 136)):
+        G = len(sizes)
+        offs = torch.tensor(np.cumsum(sizes), dtype=torch.int32, device="cuda")
+        x = torch.randn(int(sum(sizes)), K, device="cuda", generator=g).to(dtype)
+        w = (torch.randn(G, N, K, device="cuda", generator=g) / K ** 0.5).to(dtype).transpose(1, 2)
+        out = codegen.grouped_gemm(x, w, offs)
+        ref, end = _reference(x, w, offs)
+        err = ((out[:end].float() - ref[:end]).abs().max() / ref.abs().max()).item()
+        rows.append({"sizes": sizes[:8], "N": N, "K": K, "rel_err": err})
+    # a CUDA graph: captured after a warm-up, replayed with other group sizes
+    x = torch.randn(512, 256, device="cuda", generator=g).to(dtype)
+    w = torch.randn(4, 256, 384, device="cuda", generator=g).to(dtype)
+    offs = torch.tensor([128, 256, 384, 512], dtype=torch.int32, device="cuda")
+    out = torch.zeros(512, 384, device="cuda", dtype=dtype)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        codegen.grouped_gemm(x, w, offs, out)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        codegen.grouped_gemm(x, w, offs, out)
+    errs = []
+    for sizes in ([100, 0, 300, 112], [512, 0, 0, 0]):
+        offs.copy_(torch.tensor(np.cumsum(sizes), dtype=torch.int32))
+        graph.replay()
+        ref, end = _reference(x, w, offs)
+        errs.append(((out[:end].float() - ref[:end]).abs().max() / ref.abs().max()).item())
+    rows.append({"sizes": "graph replays", "rel_err": max(errs)})
+    return rows
+
+
+def sweep(G, R, N, K, dtype, rounds=8):
+    """The Hopper plans that might suit a shape, each against ``torch._grouped_mm``, interleaved."""
+    from codegen import GemmConfig
+
+    name = "bf16" if dtype == torch.bfloat16 else "f16"
+    x = torch.randn(G * R, K, device="cuda", dtype=dtype)
+    w = (torch.randn(G, N, K, device="cuda", dtype=dtype) / K ** 0.5).transpose(1, 2)
+    offs = torch.arange(1, G + 1, device="cuda", dtype=torch.int32) * R
+    out = torch.empty(G * R, N, device="cuda", dtype=dtype)
+    plans = {f"{bm}x{bn} s{st} g{gm} c{cl}": GemmConfig(name, None, bm, bn, 64, 2, 4, st, gm, 1, "wgmma",
+                                                       cluster_m=cl)
+             for bm, bn, st, gm, cl in ((128, 256, 4, 8, 1), (128, 256, 4, 8, 2), (128, 256, 4, 1, 2),
+                                        (128, 256, 4, 2, 1), (128, 128, 6, 8, 2), (64, 256, 5, 8, 2))}
+    calls = {k: (lambda c=c: codegen.grouped_gemm(x, w, offs, out, config=c)) for k, c in plans.items()}
+    calls["torch_grouped_mm"] = lambda: torch._grouped_mm(x, w, offs=offs)
+    _, times = interleaved(calls, 1.0, rounds)
+    want = torch._grouped_mm(x, w, offs=offs).float()
+    ratios = {}
+    for k in plans:
+        err = (out_of(x, w, offs, plans[k]) - want).abs().max() / want.abs().max()
+        ratios[k] = (median_ratio(times[k], times["torch_grouped_mm"]), err.item())
+    return ratios
+
+
+def out_of(x, w, offs, config):
+    """``codegen.grouped_gemm`` into a new output, as float32."""
+    return codegen.grouped_gemm(x, w, offs, config=config).float()
+
+
+def speed(G, R, N, K, dtype, rounds=10):
+    x = torch.randn(G * R, K, device="cuda", dtype=dtype)
+    w = (torch.randn(G, N, K, device="cuda", dtype=dtype) / K ** 0.5).transpose(1, 2)
+    offs = torch.arange(1, G + 1, device="cuda", dtype=torch.int32) * R
+    out = torch.empty(G * R, N, device="cuda", dtype=dtype)
+    calls = {"ours": lambda: codegen.grouped_gemm(x, w, offs, out),
+             "torch_grouped_mm": lambda: torch._grouped_mm(x, w, offs=offs)}
+    tflops, times = interleaved(calls, 2.0 * G * R * N * K, rounds)
+    row = {"shape": [G, R, N, K], "dtype": str(dtype)}
+    row.update({f"{k}_tflops": v for k, v in tflops.items()})
+    row["ours_vs_torch"] = median_ratio(times["ours"], times["torch_grouped_mm"])
+    ref = torch._grouped_mm(x, w, offs=offs).float()
+    row["rel_err_vs_torch"] = ((out.float() - ref).abs().max() / ref.abs().max()).item()
+    return row
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shapes", default="8x2048x4096x7168,64x256x4096x7168,128x128x2048x7168")
+    p.add_argument("--dtype", default="bf16", choices=tuple(DTYPES))
+    p.add_argument("--json", default=None)
+    p.add_argument("--sweep", action="store_true", help="time several plans a shape against torch instead")
+    args = p.parse_args(argv)
+    dtype = DTYPES[args.dtype]
+    if args.sweep:
+        for s in args.shapes.split(","):
+            r = sweep(*(int(v) for v in s.split("x")), dtype)
+            print(f"{s}: of torch._grouped_mm (rel err): " + ", ".join(f"{k} {v:.3f} ({e:.0e})"
+                                                                     for k, (v, e) in r.items()), flush=True)
+        return 0
+    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "correctness": correctness(dtype),
+           "speed": []}
+    print("correctness: " + ", ".join(f"{r['sizes']} {r['rel_err']:.1e}" for r in res["correctness"]), flush=True)
+    for s in args.shapes.split(","):
+        G, R, N, K = (int(v) for v in s.split("x"))
+        r = speed(G, R, N, K, dtype)
+        res["speed"].append(r)
+        print(f"{s} {args.dtype} TFLOP/s: ours {r['ours_tflops']:.0f}, torch._grouped_mm {r['torch_grouped_mm_tflops']:.0f}; "
+              f"ours/torch {r['ours_vs_torch']:.3f} (target >= 1.0), rel err vs torch {r['rel_err_vs_torch']:.1e}",
+              flush=True)
+    out_dir = os.environ.get("OUT")
+    for path in filter(None, [args.json, os.path.join(out_dir, "bench_grouped.json") if out_dir else None]):
+        with open(path, "w") as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Grouped GEMMs (mixture-of-experts layers): ``codegen.grouped_gemm(x, w, offs)``.
+
+In the shape of ``torch._grouped_mm``'s 2-D by 3-D case: the rows of ``x`` (``(M, K)``) are
+split into ``G`` groups at ``offs`` (``G`` ``int32`` end rows, non-decreasing: group ``g`` is
+rows ``[offs[g-1], offs[g])``, the first from row 0), and each group is multiplied by its own
+matrix of ``w`` (``(G, K, N)``): ``out[rows of g] = x[rows of g] @ w[g]``.
+
+One persistent launch of the Hopper kernel whose tile scheduler walks every group's tiles
+(:class:`codegen.cute.TileScheduler` with ``grouped``): it reads ``offs`` from device memory
+itself, so a call needs no host synchronization (the group sizes are data, as in a router's
+output) and replays in a CUDA graph. A group's rows start a tile row of their own; a tile
+inside its group goes out by TMA (a 16-bit output), one that a group's end cuts from
+registers, up to the end.
+"""
+
+from __future__ import annotations
+
+from .batch import Batch
+from .errors import GemmError
+
+__all__ = ["grouped_gemm"]
+
+#: Prepared launches, by everything that selects one (dtypes, shapes, strides, device, options).
+_LAUNCHES = {}
+_MAX_LAUNCHES = 256
+
+
+def _array(x, op, name, rank):
+    """The :class:`codegen.host._Array` of ``x`` (in the simulator, at its registered address)."""
+    from dataclasses import replace
+
+    from .host import _BITS_IN, _describe
+
+    d = _describe(x, op, name, _BITS_IN, ranks=(rank,))
+    if d.kind == "numpy" and _simulating():
+        from .intrinsics.sim import register_global
+
+        d = replace(d, ptr=register_global(x))
+    return d
+
+
+def _simulating():
+    from .simulation import simulating
+
+    return simulating()
+
+
+def _check_offsets(offs, G, op):
+    shape = tuple(int(e) for e in getattr(offs, "shape", ()))
+    dt = str(getattr(offs, "dtype", ""))
+    if shape != (G,) or dt not in ("torch.int32", "int32"):
+        raise GemmError(f"{op}: offs must be {G} int32 end rows (one a group of w), got "
+                        f"{type(offs).__name__} of shape {shape} and dtype {dt or None}")
+
+
+def _offsets(offs, x, op):
+    """The address of ``offs`` (checked by :func:`_check_offsets`), contiguous, beside ``x``."""
+    import numpy as np
+
+    G = int(offs.shape[0])
+    mod = type(offs).__module__
+    if mod.startswith("torch"):
+        if not offs.is_cuda or offs.device != x.device or (G > 1 and offs.stride(0) != 1):
+            raise GemmError(f"{op}: offs must be a contiguous int32 tensor on {x.device}, got one on {offs.device} "
+                            f"with stride {offs.stride()}")
+        return int(offs.data_ptr())
+    if mod.startswith("cupy"):
+        return int(offs.data.ptr)
+    if isinstance(offs, np.ndarray) and _simulating():
+        from .intrinsics.sim import register_global
+
+        return register_global(np.ascontiguousarray(offs) if not offs.flags.c_contiguous else offs)
+    raise GemmError(f"{op}: offs is a {type(offs).__name__}; pass an int32 tensor on the operands' device")
+
+
+def _prepare(X, W, out, x, w, o, op, config=None):
+    """The Hopper launcher of these operands, compiled on first use."""
+    from . import host as H
+    from .config import GemmConfig
+    from .sm90.kernel import WgmmaKey, get_wgmma_kernel
+    from .sm90.launch import WgmmaLauncher, tma_ok
+
+    M, K = x.shape
+    G, K2, N = w.shape
+    if K != K2:
+        raise GemmError(f"{op}: inner dimensions differ: x is {M}x{K}, w is {G}x{K2}x{N}")
+    if x.etype != w.etype or x.etype.name not in ("f16", "bf16"):
+        raise GemmError(f"{op}: x and w must both be f16 or both bf16, got {x.etype.name} and {w.etype.name}")
+    if x.kind != w.kind or (x.kind == "torch" and x.device != w.device):
+        raise GemmError(f"{op}: x and w must be arrays of one kind on one device, got {x.kind} on {x.device} and "
+                        f"{w.kind} on {w.device}")
+    if x.kind == "numpy" and not _simulating():
+        raise GemmError(f"{op}: x is a numpy array; a grouped GEMM runs on GPU arrays (torch, CuPy), or on numpy "
+                        f"arrays in numba's simulator")
+    if 0 in (M, N, K, G):
+        raise GemmError(f"{op}: x {x.shape} and w {w.shape} have an extent 0")
+    cc = (9, 0) if _simulating() else H._device_cc()
+    if cc < (9, 0):
+        raise GemmError(f"{op}: a grouped GEMM runs on the Hopper kernel (compute capability 9.0); this GPU is "
+                        f"{cc[0]}.{cc[1]}")
+    eb = x.etype.bits // 8
+    w_nk = ((N, K), (w.strides[2], w.strides[1]))              # each group's B as (N, K)
+    b_major = H._major(*w_nk)
+    a_major = H._major(x.shape, x.strides)
+    if not tma_ok(a_major, x.shape, x.strides, x.ptr, eb) or not tma_ok(b_major, w_nk[0], w_nk[1], w.ptr, eb) \
+            or (G > 1 and (w.strides[0] <= 0 or (w.strides[0] * eb) % 16)):
+        raise GemmError(f"{op}: x (strides {x.strides}) and w (strides {w.strides}) must be readable by TMA: 16-byte "
+                        f"aligned, unit stride along one dimension, other strides multiples of 16 bytes")
+    if o is not None:
+        if o.shape != (M, N) or o.etype.name not in ("f16", "bf16", "f32") or o.strides[1] != 1 or o.strides[0] % 2 \
+                or o.ptr % (2 * o.etype.bits // 8):
+            raise GemmError(f"{op}: out must be a row-major (M, N) = ({M}, {N}) f16, bf16 or f32 array with an even "
+                            f"row stride, got shape {o.shape}, {o.etype.name}, strides {o.strides}")
+        if o.kind != x.kind:
+            raise GemmError(f"{op}: out is a {o.kind} array, x a {x.kind} array")
+    out_name = o.etype.name if o is not None else x.etype.name
+    sms = 132 if _simulating() else H._multiprocessors()
+    if config is not None:
+        if not isinstance(config, GemmConfig) or config.path != "wgmma" or config.dtype != x.etype.name:
+            raise GemmError(f"{op}: config must be a {x.etype.name} GemmConfig with path='wgmma', got {config!r}")
+        cfg = config.with_(out_dtype=out_name, grouped=True)
+    else:
+        cfg = GemmConfig.default(x.etype.name, max(1, M // G), N, K, out_name, arch=cc, sms=sms, batch=G)
+        # groups of two tile rows or more: clusters of two CTAs, vertical neighbours in a group,
+        # share its B (each loads half, multicast). On the H200 (bf16, N 4096, K 7168, against
+        # torch._grouped_mm): 64 groups of 256 rows 0.93 with clusters, 0.88 without; 8 of 2048
+        # 1.02 and 1.00; but 128 groups of 128 rows (one tile row: a pair's second tile idle)
+        # 0.65 against 0.98 (benchmarks/RESULTS.md, 2026-11-29)
+        pairs = M // G >= 2 * cfg.bm and not _simulating()
+        cfg = cfg.with_(grouped=True, split_k=1, cluster_m=2 if pairs else 1)
+    # a 16-bit C is stored by TMA, overlapped with the next tile's MMAs, but for the tiles a
+    # group's end cuts (TMA clips at C's edges only), which are stored from registers
+    compiled = get_wgmma_kernel(WgmmaKey(cfg, a_major, b_major, "tma" if out_name in ("f16", "bf16") else "registers"))
+    launcher = WgmmaLauncher(compiled, M, N, K, (x.shape, x.strides), w_nk, (o.strides if o is not None else (N, 1)),
+                             Batch(G, 0, w.strides[0], 0))
+    return launcher
+
+
+def grouped_gemm(x, w, offs, out=None, *, stream=None, config=None):
+    """``out[rows of g] = x[rows of g] @ w[g]`` for the groups of rows that ``offs`` ends
+    (``torch._grouped_mm(x, w, offs=offs)``); returns ``out``.
+
+    ``x``: (M, K) and ``w``: (G, K, N), both f16 or both bf16 torch (or CuPy) CUDA arrays that
+    TMA reads (16-byte aligned, unit stride along one dimension: ``w`` may be
+    ``w_t.transpose(1, 2)`` of a contiguous ``(G, N, K)``); ``offs``: ``G`` int32 end rows on
+    the same device, non-decreasing, at most M (the kernel reads them: values that decrease
+    or pass M shorten groups and never reach rows outside ``x`` and ``out``; they are read as
+    unsigned, so a negative one is past M). Empty groups are allowed. ``out``: a row-major
+    (M, N) f16, bf16 or f32 array, or None (a new one of x's type). Rows past ``offs[-1]``
+    are not written. On a Hopper GPU (compute capability 9.0), or numpy arrays in numba's
+    simulator. ``stream``: as :func:`codegen.gemm`'s; ``config``: a Hopper
+    :class:`~codegen.GemmConfig` (``path="wgmma"``, without split-K; clusters of two CTAs
+    share a group's B) instead of the default plan for the groups' average size.
+
+    Not differentiable yet, and no 8-bit floats.
+    """
+    op = "grouped_gemm"
+    x_, w_ = _array(x, op, "x", 2), _array(w, op, "w", 3)
+    o_ = _array(out, op, "out", 2) if out is not None else None
+    key = (x_.kind, x_.etype.name, x_.shape, x_.strides, x_.ptr % 16, w_.etype.name, w_.shape, w_.strides,
+           w_.ptr % 16, None if o_ is None else (o_.etype.name, o_.shape, o_.strides, o_.ptr % 16), str(x_.device),
+           config)
+    _check_offsets(offs, w_.shape[0], op)
+    launcher = _LAUNCHES.get(key)
+    if launcher is None:
+        launcher = _prepare(x, w, out, x_, w_, o_, op, config)
+        if len(_LAUNCHES) >= _MAX_LAUNCHES:
+            _LAUNCHES.clear()
+        _LAUNCHES[key] = launcher
+    offs_at = _offsets(offs, x, op)
+    if out is None:
+        out = _new_out(x, x_, (x_.shape[0], w_.shape[2]))
+        o_ = _array(out, op, "out", 2)
+    from .host import GraphCapture, _stream_handle
+
+    st = 0 if _simulating() else _stream_handle(stream, x_.kind, x_.device)
+    launcher(x_.ptr, w_.ptr, o_.ptr, 1.0, 0.0, st, GraphCapture.of(x, st) if x_.kind == "torch" else None, 0,
+             (0, 0, 0), offs_at)
+    return out
+
+
+def _new_out(x, desc, shape):
+    if desc.kind == "torch":
+        import torch
+
+        return torch.empty(shape, dtype=x.dtype, device=x.device)
+    if desc.kind == "cupy":
+        import cupy
+
+        return cupy.empty(shape, dtype=x.dtype)
+    import numpy as np
+
+    return np.zeros(shape, dtype=x.dtype)

@@ -1,0 +1,133 @@
+"""Grouped GEMMs (``codegen.grouped_gemm``): the Hopper kernel whose tile scheduler reads the
+groups' offsets, run in numba's simulator against numpy; the scheduler's groups as Python; the
+cases that are refused."""
+
+import itertools
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import codegen
+from codegen import GemmConfig, GemmError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SCRIPT = r"""
+import sys
+sys.setswitchinterval(1e-4)
+import numpy as np, codegen
+rng = np.random.default_rng(5)
+ints = lambda shape: rng.integers(-3, 4, shape).astype(np.float16)      # exact in f16 and f32
+
+def check(sizes, K, N, out_t, w_kmajor, extra_rows=3):
+    G = len(sizes)
+    offs = np.cumsum(sizes).astype(np.int32)
+    M = int(offs[-1]) + extra_rows
+    x = ints((M, K))
+    w = ints((G, K, N))
+    if w_kmajor:                                   # (G, N, K) contiguous, transposed: K-major
+        w = np.ascontiguousarray(w.transpose(0, 2, 1)).transpose(0, 2, 1)
+    out = np.full((M, N), 99, out_t)
+    assert codegen.grouped_gemm(x, w, offs, out) is out
+    lo = 0
+    for g, hi in enumerate(offs):
+        ref = x[lo:hi].astype(np.float64) @ w[g].astype(np.float64)
+        assert (out[lo:hi] == ref).all(), (sizes, g, np.abs(out[lo:hi] - ref).max())
+        lo = hi
+    assert (out[offs[-1]:] == 99).all(), "rows past the last group written"
+
+check([50, 0, 70, 9], 64, 72, np.float32, False)   # an empty group; groups cut inside tiles
+check([128, 1, 127], 96, 40, np.float16, True)     # tile-sized groups; one row; B K-major; 16-bit out
+x = ints((40, 64))
+w = ints((2, 64, 64))
+bad = np.array([30, 20], np.int32)                 # decreasing: the second group is empty
+out = np.zeros((40, 64), np.float32)
+codegen.grouped_gemm(x, w, bad, out)
+assert (out[:30] == x[:30].astype(np.float64) @ w[0].astype(np.float64)).all() and (out[30:] == 0).all()
+over = np.array([10, 1000], np.int32)              # past M: cut at M
+codegen.grouped_gemm(x, w, over, out)
+assert (out[10:] == x[10:].astype(np.float64) @ w[1].astype(np.float64)).all()
+new = codegen.grouped_gemm(x, w, np.array([16, 40], np.int32))
+assert new.dtype == np.float16 and new.shape == (40, 64)
+print("GROUPED OK")
+"""
+
+
+def test_simulator_runs_grouped_gemms_exactly(tmp_path):
+    """Groups of any size (empty, one row, cut inside a tile), B either major, f32 and f16
+    outputs; rows past the last group untouched; offsets that decrease or pass M shorten
+    groups; a new output."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               LAYOUTALG_CACHE=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=900)
+    assert "GROUPED OK" in r.stdout, r.stdout + r.stderr[-4000:]
+
+
+def test_scheduler_walks_every_groups_tiles_once(monkeypatch):
+    """The grouped scheduler's device code as Python, for every CTA: each group's rows are
+    whole tiles from its first row (the last cut at its end), every tile column once, the
+    group's matrix of B, nothing for empty groups; in clusters, pairs of a group's tile rows
+    (a pair's second tile past the group's end where its tile rows are odd)."""
+    from types import SimpleNamespace
+
+    from codegen.cute import TileScheduler, scheduler as S
+
+    for cluster, (sizes, N, grid) in itertools.product((1, 2), (([300, 0, 128, 1, 129], 600, 7),
+                                                              ([5] * 40, 256, 132), ([0, 0, 1000], 1000, 4))):
+        sched = TileScheduler(128, 256, 64, 8, grouped=True, cluster=cluster)
+        grid += grid % cluster                     # clusters of two: an even grid
+        offs = np.cumsum(sizes).astype(np.int32)
+        M = int(offs[-1]) + 5
+        num_n = -(-N // 256)
+        host = sched.host_params(M, N, 64 * 3, grid)
+        p = SimpleNamespace(offs=0, groups=len(sizes), M=M, **host)
+        monkeypatch.setattr(S, "int64", int)
+        monkeypatch.setattr(S, "ld_global_b32", lambda addr: int(offs[addr // 4]))
+        got = []
+        for bid in range(grid):
+            monkeypatch.setattr(S, "cuda", SimpleNamespace(blockIdx=SimpleNamespace(x=bid),
+                                                           gridDim=SimpleNamespace(x=grid)))
+            monkeypatch.setattr(S, "cluster_ctarank", lambda: bid % cluster)
+            sp = sched.params(p)
+            got += [sched.work(sp, u) for u in sched.units(sp)]
+        want = set()
+        lo = 0
+        for g, hi in enumerate(offs):
+            want |= {(g, m0, int(hi), n * 256) for m0 in range(lo, hi, 128) for n in range(num_n)}
+            lo = int(hi)
+        inside = [(w.l, w.m0, w.rows, w.n0) for w in got if w.m0 < w.rows]
+        assert sorted(inside) == sorted(want)
+        assert len(got) - len(inside) <= cluster * len(sizes) * num_n     # a pair's second tile past its group
+        assert all((w.kt0, w.kt1) == (0, 3) for w in got)
+
+
+def test_grouped_gemms_refuse_bad_input_by_name():
+    x, w = np.zeros((40, 64), np.float16), np.zeros((2, 64, 64), np.float16)
+    offs = np.array([16, 40], np.int32)
+    with pytest.raises(GemmError, match=r"offs must be 2 int32 end rows"):
+        codegen.grouped_gemm(x, w, np.array([16, 40], np.int64))
+    with pytest.raises(GemmError, match=r"inner dimensions differ"):
+        codegen.grouped_gemm(np.zeros((40, 32), np.float16), w, offs)
+    with pytest.raises(GemmError, match=r"x and w must both be f16 or both bf16"):
+        codegen.grouped_gemm(x, w.astype(np.float32), offs)
+    with pytest.raises(GemmError, match=r"w must be 3-D"):
+        codegen.grouped_gemm(x, w[0], offs)
+    with pytest.raises(ValueError, match=r"grouped .* without split-K"):
+        GemmConfig("f16", path="wgmma", bm=128, bn=256, bk=64, grouped=True, split_k=2)
+
+
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_tiles_a_group_cuts_are_stored_from_registers_in_both_consumer_loops(cluster):
+    """TMA clips at C's edges only: in the overlapped loop (no clusters) and in the plain one
+    (clusters), a tile that its group's end cuts goes out from registers, up to the end."""
+    from codegen.sm90.emit import emit_wgmma_source
+    from codegen.sm90.plan import make_wgmma_plan
+
+    cfg = GemmConfig.default("bf16", 2048, 4096, 7168, arch=(9, 0), batch=8).with_(grouped=True, cluster_m=cluster)
+    src = emit_wgmma_source(make_wgmma_plan(cfg, "K", "K"), "tma")
+    assert src.count("if work.m0 + SCHEDULER.bm <= work.rows:") == 1
+    assert "REG_EPILOGUE.store_tile(p, acc, accs, work, c, nbox, alpha)" in src
+    assert ("EPILOGUE.pack(" in src) == (cluster == 1)
