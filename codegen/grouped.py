@@ -152,9 +152,16 @@ def grouped_gemm(x, w, offs, out=None, *, stream=None, config=None):
     :class:`~codegen.GemmConfig` (``path="wgmma"``, without split-K; clusters of two CTAs
     share a group's B) instead of the default plan for the groups' average size.
 
-    Not differentiable yet, and no 8-bit floats.
+    Not differentiable yet (x or w requiring a gradient is a GemmError, not a result without
+    one), and no 8-bit floats.
     """
     op = "grouped_gemm"
+    if getattr(x, "requires_grad", False) or getattr(w, "requires_grad", False):
+        import torch
+
+        if torch.is_grad_enabled():                # never a result whose gradient silently goes missing
+            raise GemmError(f"{op}: x or w requires a gradient, and grouped_gemm is not differentiable yet; call "
+                            f"it under torch.no_grad(), or on detached tensors")
     x_, w_ = _array(x, op, "x", 2), _array(w, op, "w", 3)
     o_ = _array(out, op, "out", 2) if out is not None else None
     key = (x_.kind, x_.etype.name, x_.shape, x_.strides, x_.ptr % 16, w_.etype.name, w_.shape, w_.strides,

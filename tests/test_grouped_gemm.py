@@ -115,6 +115,10 @@ def test_grouped_gemms_refuse_bad_input_by_name():
         codegen.grouped_gemm(x, w.astype(np.float32), offs)
     with pytest.raises(GemmError, match=r"w must be 3-D"):
         codegen.grouped_gemm(x, w[0], offs)
+    torch = pytest.importorskip("torch")
+    xt = torch.zeros(40, 64, dtype=torch.float16, requires_grad=True)
+    with pytest.raises(GemmError, match=r"not differentiable yet; call it under torch.no_grad\(\)"):
+        codegen.grouped_gemm(xt, torch.zeros(2, 64, 64, dtype=torch.float16), torch.tensor([16, 40]).int())
     with pytest.raises(ValueError, match=r"grouped .* without split-K"):
         GemmConfig("f16", path="wgmma", bm=128, bn=256, bk=64, grouped=True, split_k=2)
 
