@@ -91,13 +91,14 @@ def test_conversions_compile_offline():
     text = _compile(K.k_convert, K.SIG_CONVERT)
     assert "cvt.rn.f16.f32" in text                 # f16: the hardware's rounding
     assert "cvt.rzi.s32.f32" in text                # "int": truncation, asked for
+    assert "cvt.rna.tf32.f32" in text               # tf32: nearest, ties away, as the MMA atoms take it
     assert ".local" not in text
 
 
 def test_float_to_integer_copy_is_a_compile_time_error_naming_convert():
     with pytest.raises(Exception, match=r"copy.*float32.*uint16.*convert\(src, dst, \"bf16\"\)"):
         _compile(K.k_copy_f32_to_u16, "void(float32[::1], uint16[::1])")
-    with pytest.raises(Exception, match=r"convert: to='bf8' is not one of 'bf16', 'f16', 'int'"):
+    with pytest.raises(Exception, match=r"convert: to='bf8' is not one of 'bf16', 'f16', 'tf32', 'int'"):
         _compile(K.k_convert_bad, "void(float32[::1], uint16[::1])")
 
 
@@ -149,7 +150,7 @@ def test_make_ptr_refuses_bad_input_when_compiled_and_simulated():
 # ---- every case: offline PTX, and the simulator against numpy -----------------------------------
 
 INSTRUCTIONS = {
-    "convert": ["cvt.rn.f16.f32"],
+    "convert": ["cvt.rn.f16.f32", "cvt.rna.tf32.f32"],
     "copy_if": ["cp.async.cg.shared.global", "selp.b32"],         # the source size: 16 or 0 (zero fill)
     "shuffle": ["shfl.sync.idx.b32", "shfl.sync.up.b32", "shfl.sync.down.b32", "shfl.sync.bfly.b32",
                 "vote.sync.ballot.b32"],

@@ -95,7 +95,10 @@ convert = _device_only("convert")
 convert.__doc__ = """``convert(src, dst, to)``: the float values of ``src`` as the number format ``to``
 (a string constant) into ``dst``, element by element: ``"bf16"`` (bfloat16 bits in a uint16
 or int16 tensor, rounded to nearest even through float32), ``"f16"`` (float16, or its bits
-in a 16-bit integer tensor) or ``"int"`` (truncated toward zero, as C's cast).  ``copy``
+in a 16-bit integer tensor), ``"tf32"`` (float32 with the 13 low mantissa bits zero, rounded
+to nearest with ties away from zero, as ``cvt.rna.tf32.f32`` gives the tf32 MMA atoms their
+operands; or its bits in a 32-bit integer tensor) or ``"int"`` (truncated toward zero, as C's
+cast).  ``copy``
 refuses float to integer, which would convert the numbers rather than give their bits."""
 gemm = _device_only("gemm")
 gemm.__doc__ = """``gemm(tiled_mma, C, A, B)``: ``C += A @ B`` with the MMA atom, over fragments

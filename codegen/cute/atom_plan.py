@@ -234,6 +234,9 @@ CONVERSIONS = {
     "bf16": ("bfloat16 bits, rounded to nearest even (NaN stays NaN)", ("uint16", "int16")),
     "f16": ("float16, rounded to nearest even (the bits, for a 16-bit integer destination)",
             ("float16", "uint16", "int16")),
+    "tf32": ("tf32: float32 with the 13 low mantissa bits zero, rounded to nearest with ties away from "
+             "zero, as the tf32 MMA atoms take them (the bits, for a 32-bit integer destination)",
+             ("float32", "uint32", "int32")),
     "int": ("integers, truncated toward zero as C's cast does (out of range: undefined)",
             ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")),
 }

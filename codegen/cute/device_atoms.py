@@ -274,7 +274,8 @@ class _Convert(AbstractTemplate):
                 if not isinstance(t, (TensorType, CoordTensorType)):
                     raise CuteError(f"convert: the {what} must be a tensor, got {t}")
             if _literal_str(to) is None:
-                raise CuteError(f"convert: to must be a string constant (\"bf16\", \"f16\" or \"int\"), got {to}")
+                raise CuteError(f"convert: to must be a string constant (\"bf16\", \"f16\", \"tf32\" or \"int\"), "
+                                f"got {to}")
             convert_plan(tensor_info(src), tensor_info(dst), _literal_str(to))
         except (CuteError, la.LayoutError) as e:
             raise typing_error("convert", e) from None
@@ -305,6 +306,12 @@ def _lower_convert(context, builder, sig, args):
             out = context.cast(builder, v, sty.dtype, types.float16)
             if dty.dtype != types.float16:
                 out = builder.bitcast(out, ir.IntType(16))
+        elif to == "tf32":
+            f32 = context.cast(builder, v, sty.dtype, types.float32)
+            out = builder.asm(ir.FunctionType(_I32, [ir.FloatType()]), "cvt.rna.tf32.f32 $0, $1;", "=r,f", [f32],
+                              False)
+            if dty.dtype == types.float32:
+                out = builder.bitcast(out, ir.FloatType())
         else:
             out = context.cast(builder, v, sty.dtype, dty.dtype)
         builder.store(out, dst.at(s.dst[0]))

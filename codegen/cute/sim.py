@@ -363,8 +363,8 @@ def bf16_bits(x) -> int:
 
 
 def convert(src, dst, to):
-    """``convert(src, dst, to)``: the float values of ``src`` as ``to`` ("bf16", "f16" or
-    "int", see :data:`codegen.cute.atom_plan.CONVERSIONS`) into ``dst``, element by element."""
+    """``convert(src, dst, to)``: the float values of ``src`` as ``to`` ("bf16", "f16", "tf32"
+    or "int", see :data:`codegen.cute.atom_plan.CONVERSIONS`) into ``dst``, element by element."""
     S, D = _Mem(src), _Mem(dst)
     plan = convert_plan(S.info, D.info, to)
     dt = D.array.dtype
@@ -375,6 +375,8 @@ def convert(src, dst, to):
         elif to == "f16":
             h = np.float16(v)
             out = h if dt == np.float16 else h.view(dt)
+        elif to == "tf32":
+            out = _value_of(_atoms.cvt_tf32_f32(np.float32(v)), dt)
         else:
             with np.errstate(invalid="ignore", over="ignore"):
                 out = np.array([np.trunc(v)]).astype(dt)[0]

@@ -31,7 +31,7 @@ def bf16_values(bits):
 LN = Layout((4, 32))                               # (V4,T32) -> offset: thread t's 4 values
 
 
-def k_convert(X, B, H, HB, I):                     # noqa: E741
+def k_convert(X, B, H, HB, I, T):                  # noqa: E741
     t = cuda.threadIdx.x
     x = cute.make_tensor(X, LN)[None, t]
     f = cute.make_fragment_like(x)                 # float32 registers
@@ -48,9 +48,20 @@ def k_convert(X, B, H, HB, I):                     # noqa: E741
     n = cute.make_fragment_like(x, np.int32)
     cute.convert(f, n, "int")
     cute.copy(n, cute.make_tensor(I, LN)[None, t])
+    g = cute.make_fragment_like(x)                 # tf32 values, rounded to nearest (ties away)
+    cute.convert(f, g, "tf32")
+    cute.copy(g, cute.make_tensor(T, LN)[None, t])
 
 
-SIG_CONVERT = "void(float32[::1], uint16[::1], float16[::1], int16[::1], int32[::1])"
+SIG_CONVERT = "void(float32[::1], uint16[::1], float16[::1], int16[::1], int32[::1], float32[::1])"
+
+
+def tf32_rna(x):
+    """float32 ``x`` rounded to tf32, nearest with ties away from zero (numpy; NaN: canonical)."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    out = ((bits + 0x1000) & 0xFFFFE000).astype(np.uint32)
+    nan = np.isnan(np.asarray(x, np.float32))
+    return np.where(nan, np.uint32(0x7FFFFFFF), out).view(np.float32)
 
 
 def k_copy_f32_to_u16(X, B):
@@ -71,12 +82,15 @@ def check_convert():
     rng = np.random.default_rng(0)
     x = (rng.standard_normal(128) * 100).astype(np.float32)
     x[:4] = [1.5, -3.0, 1.00390625, -2.7]
+    x[4:8] = np.array([0x3F801000, 0xBF803000, 0x3F800FFF, 0x7F7FFFFF], np.uint32).view(np.float32)  # ties, max
     b, h, i = np.zeros(128, np.uint16), np.zeros(128, np.float16), np.zeros(128, np.int32)
-    hb = np.zeros(128, np.int16)
-    cuda.jit(k_convert)[1, 32](x, b, h, hb, i)
+    hb, t = np.zeros(128, np.int16), np.zeros(128, np.float32)
+    cuda.jit(k_convert)[1, 32](x, b, h, hb, i, t)
     ok = (np.array_equal(b, bf16_bits(x)) and np.array_equal(h, x.astype(np.float16))
-          and np.array_equal(hb, x.astype(np.float16).view(np.int16)) and np.array_equal(i, np.trunc(x).astype(np.int32)))
-    return ok, f"bf16 bits of 1.5, -3.0: {b[0]:#06x} {b[1]:#06x}; f16, f16 bits and int exact: {ok}"
+          and np.array_equal(hb, x.astype(np.float16).view(np.int16)) and np.array_equal(i, np.trunc(x).astype(np.int32))
+          and np.array_equal(t.view(np.uint32), tf32_rna(x).view(np.uint32)))
+    return ok, (f"bf16 bits of 1.5, -3.0: {b[0]:#06x} {b[1]:#06x}; tf32 of a tie 1+2^-11: {t[4]!r}; f16, f16 bits, "
+                f"tf32 and int exact: {ok}")
 
 
 # ---- copy_if: cp.async with zero fill past the edge, element-wise predicated stores -------------
