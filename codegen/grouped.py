@@ -152,8 +152,9 @@ def grouped_gemm(x, w, offs, out=None, *, stream=None, config=None):
     :class:`~codegen.GemmConfig` (``path="wgmma"``, without split-K; clusters of two CTAs
     share a group's B) instead of the default plan for the groups' average size.
 
-    Not differentiable yet (x or w requiring a gradient is a GemmError, not a result without
-    one), and no 8-bit floats.
+    Under ``torch.compile`` (``out`` None) it is the operator ``torch.ops.layoutalg.grouped_mm``,
+    which ``fullgraph=True`` traces as one node. Not differentiable yet (x or w requiring a
+    gradient is a GemmError, not a result without one), and no 8-bit floats.
     """
     op = "grouped_gemm"
     if getattr(x, "requires_grad", False) or getattr(w, "requires_grad", False):
@@ -162,6 +163,13 @@ def grouped_gemm(x, w, offs, out=None, *, stream=None, config=None):
         if torch.is_grad_enabled():                # never a result whose gradient silently goes missing
             raise GemmError(f"{op}: x or w requires a gradient, and grouped_gemm is not differentiable yet; call "
                             f"it under torch.no_grad(), or on detached tensors")
+    if out is None and type(x).__module__.startswith("torch"):
+        import torch
+
+        if torch.compiler.is_compiling():          # traced: the operator, one node of the graph
+            from .torch_ops import grouped_mm
+
+            return grouped_mm(x, w, offs)
     x_, w_ = _array(x, op, "x", 2), _array(w, op, "w", 3)
     o_ = _array(out, op, "out", 2) if out is not None else None
     key = (x_.kind, x_.etype.name, x_.shape, x_.strides, x_.ptr % 16, w_.etype.name, w_.shape, w_.strides,

@@ -27,7 +27,7 @@ import torch
 
 from .host import GemmError, _gemm
 
-__all__ = ["mm", "out_dtype_of"]
+__all__ = ["mm", "grouped_mm", "out_dtype_of"]
 
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 _compiling = torch.compiler.is_compiling
@@ -59,6 +59,29 @@ def _mm_fake(A, B, alpha, out_dtype, precision, bias=None, activation=None):
     if bias is not None and tuple(bias.shape) != (B.shape[-1],):
         raise GemmError(f"mm: bias has shape {tuple(bias.shape)}, expected ({B.shape[-1]},)")
     return A.new_empty(tuple(A.shape[:-1]) + (B.shape[-1],), dtype=out_dtype_of(A.dtype, out_dtype))
+
+
+@torch.library.custom_op("layoutalg::grouped_mm", mutates_args=())
+def _grouped_mm(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    """:func:`codegen.grouped_gemm` into a new tensor: the rows of ``x`` that group ``g`` holds
+    times ``w[g]`` (``torch._grouped_mm``'s 2-D by 3-D case)."""
+    from .grouped import grouped_gemm
+
+    return grouped_gemm(x, w, offs)
+
+
+@_grouped_mm.register_fake
+def _grouped_mm_fake(x, w, offs):
+    if x.dim() != 2 or w.dim() != 3 or x.shape[1] != w.shape[1] or tuple(offs.shape) != (w.shape[0],):
+        raise GemmError(f"grouped_mm: x {tuple(x.shape)}, w {tuple(w.shape)} and offs {tuple(offs.shape)} are not "
+                        f"(M,K), (G,K,N) and (G,)")
+    return x.new_empty((x.shape[0], w.shape[2]))
+
+
+def grouped_mm(x, w, offs):
+    """``torch.ops.layoutalg.grouped_mm``: a grouped GEMM that ``torch.compile(fullgraph=True)``
+    traces as one node (its fake implementation gives the result's shape)."""
+    return _grouped_mm(x, w, offs)
 
 
 def _setup_context(ctx, inputs, output):

@@ -135,3 +135,29 @@ def test_tiles_a_group_cuts_are_stored_from_registers_in_both_consumer_loops(clu
     assert src.count("if work.m0 + SCHEDULER.bm <= work.rows:") == 1
     assert "REG_EPILOGUE.store_tile(p, acc, accs, work, c, nbox, alpha)" in src
     assert ("EPILOGUE.pack(" in src) == (cluster == 1)
+
+
+def test_torch_compile_traces_the_grouped_operator_as_one_node():
+    """``torch.compile(fullgraph=True)`` of a function calling ``codegen.grouped_gemm``: one
+    ``layoutalg.grouped_mm`` node in the graph, the result's shape from its fake (on ``meta``
+    tensors, which run the fake implementation)."""
+    torch = pytest.importorskip("torch")
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def f(x, w, offs):
+        return codegen.grouped_gemm(x, w, offs) * 2
+
+    x = torch.empty(300, 64, device="meta", dtype=torch.bfloat16)
+    w = torch.empty(4, 64, 96, device="meta", dtype=torch.bfloat16)
+    offs = torch.empty(4, device="meta", dtype=torch.int32)
+    y = torch.compile(f, fullgraph=True, backend=backend)(x, w, offs)
+    assert tuple(y.shape) == (300, 96) and y.dtype == torch.bfloat16
+    nodes = [n for n in graphs[0].graph.nodes if n.op == "call_function"]
+    assert sum("grouped_mm" in str(n.target) for n in nodes) == 1
+    with pytest.raises(GemmError, match=r"are not \(M,K\), \(G,K,N\) and \(G,\)"):
+        torch.ops.layoutalg.grouped_mm(x, w[:, :32], offs)
+
