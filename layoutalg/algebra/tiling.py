@@ -398,6 +398,12 @@ def tile_to_shape(block, target_shape, order=None):
     target gives ``rank(R) == len(target_shape)`` (also for a rank-1 tuple) and an int target
     gives the fully coalesced layout.  ``R`` restricted to the first tile is ``block``.
 
+    Raises ``LayoutError`` where the repetitions cannot fill the gaps of a non-compact
+    block without landing on its own offsets (the complement of the block, composed with
+    the repetitions, would carry across one of its modes): there the CuTe DSL 4.8.1 returns
+    a layout whose tiles overlap (``tests/test_tile_to_shape_dsl.py``; on 600 random cases
+    it agrees with this function on every other one).
+
     >>> str(tile_to_shape(Layout((2, 2), (1, 2)), (4, 6)))
     '((2,2),(2,3)):((1,4),(2,8))'
     >>> str(tile_to_shape(Layout(2, 2), (4,)))
