@@ -49,3 +49,18 @@ def test_tile_to_shape_refuses_where_the_dsls_tiles_overlap(case):
     assert len(set(offsets)) < len(offsets), "the DSL's layout maps two coordinates to one offset"
     with pytest.raises(LayoutError, match=r"tile_to_shape|blocked_product"):
         tile_to_shape(block, target, order)
+
+
+#: The issue's cases: a rank-4 block whose third mode is ``(1):(1)`` beside non-compact strides, and a nested
+#: block tiled to a target of the same rank with size-1 modes; the DSL's answers (4.8.1).
+NAMED = [
+    ((2, 3, (1,), 4), (1, 4, (1,), 20), (4, 6, 2, 8), "((2,2),(3,2),((1),2),(4,2)):((1,2),(4,80),((1),160),(20,320))"),
+    ((2, (1, 3), 1, 2), (8, (1, 2), 1, 16), (4, 6, 3, 4),
+     "((2,2),((1,3),2),(1,3),(2,2)):((8,1),((1,2),32),(1,64),(16,192))"),
+]
+
+
+@pytest.mark.parametrize("shape,stride,target,dsl", NAMED)
+def test_the_issues_named_cases_compute_the_dsls_function(shape, stride, target, dsl):
+    test_tile_to_shape_computes_the_dsls_function({"shape": shape, "stride": stride, "target": target, "dsl": dsl})
+
