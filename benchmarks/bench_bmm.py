@@ -13,7 +13,6 @@ broadcast batch modes, a given C with beta and both dtypes. Writes ``$OUT/bench_
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -28,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import codegen  # noqa: E402
-from bench_gemm import interleaved, median_ratio  # noqa: E402
+from bench_gemm import interleaved, median_ratio, save_json  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -106,10 +105,7 @@ def main(argv=None):
             print(f"{s} {d} TFLOP/s: " + ", ".join(f"{k[:-7]} {v:.0f}" for k, v in r.items() if k.endswith("_tflops"))
                   + f"; ours/bmm {r['ours_vs_bmm']:.3f} (target >= 1.0), ours/loop {r['ours_vs_loop']:.2f}x, "
                   f"rel err {r['rel_err']:.1e}", flush=True)
-    out_dir = os.environ.get("OUT")
-    for path in filter(None, [args.json, os.path.join(out_dir, "bench_bmm.json") if out_dir else None]):
-        with open(path, "w") as f:
-            json.dump(res, f, indent=1)
+    save_json(res, "bench_bmm.json", args.json)
     return 0
 
 

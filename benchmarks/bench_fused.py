@@ -11,7 +11,6 @@ every activation and bias type against torch at a small size. Writes ``$OUT/benc
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -28,7 +27,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import codegen  # noqa: E402
-from bench_gemm import bursts  # noqa: E402
+from bench_gemm import bursts, save_json  # noqa: E402
 
 ACTS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu}
 
@@ -99,9 +98,7 @@ def main(argv=None):
         print(f"{n}^3 {args.dtype} TFLOP/s: " + ", ".join(f"{k[:-7]} {v:.0f}" for k, v in r.items() if k.endswith("_tflops"))
               + f"; fused/plain {r['fused_vs_plain']:.3f} (target >= 0.97), fused vs torch.compile "
               f"{r['fused_vs_torch_compile']:.3f}x", flush=True)
-    for path in filter(None, [args.json, os.path.join(os.environ["OUT"], "bench_fused.json") if os.environ.get("OUT") else None]):
-        with open(path, "w") as f:
-            json.dump(res, f, indent=1)
+    save_json(res, "bench_fused.json", args.json)
     return 0
 
 

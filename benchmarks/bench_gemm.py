@@ -107,6 +107,17 @@ def interleaved(calls, flop, rounds=10):
     return {k: flop / statistics.median(t) / 1e12 for k, t in times.items()}, times
 
 
+def save_json(res, name, path=None):
+    """``res`` as JSON at ``path`` (if given) and as ``$OUT/<name>`` (if ``$OUT`` is set)."""
+    import json
+    import os
+
+    out_dir = os.environ.get("OUT")
+    for p in filter(None, [path, os.path.join(out_dir, name) if out_dir else None]):
+        with open(p, "w") as f:
+            json.dump(res, f, indent=1)
+
+
 def median_ratio(times, ref):
     """The median over rounds of ``ref``'s time over ``times`` (above 1: ``times`` is faster)."""
     import statistics

@@ -14,7 +14,6 @@ offsets. Writes ``$OUT/bench_grouped.json``.
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -29,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import codegen  # noqa: E402
-from bench_gemm import interleaved, median_ratio  # noqa: E402
+from bench_gemm import interleaved, median_ratio, save_json  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -147,10 +146,7 @@ def main(argv=None):
         print(f"{s} {args.dtype} TFLOP/s: ours {r['ours_tflops']:.0f}, torch._grouped_mm {r['torch_grouped_mm_tflops']:.0f}; "
               f"ours/torch {r['ours_vs_torch']:.3f} (target >= 1.0), rel err vs torch {r['rel_err_vs_torch']:.1e}",
               flush=True)
-    out_dir = os.environ.get("OUT")
-    for path in filter(None, [args.json, os.path.join(out_dir, "bench_grouped.json") if out_dir else None]):
-        with open(path, "w") as f:
-            json.dump(res, f, indent=1)
+    save_json(res, "bench_grouped.json", args.json)
     return 0
 
 

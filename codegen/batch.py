@@ -144,7 +144,7 @@ def fold_batch(A, B, C, op):
     return Folded(A2, B2, C2, shape)
 
 
-def _expand(X, lead, op, name):
+def _expand(X, lead):
     """``X`` broadcast to the batch modes ``lead`` and folded into one batch mode: a view
     where the modes fold (a copy otherwise, and where the batch broadcasts, since TMA reads
     no batch stride of 0)."""
@@ -153,22 +153,16 @@ def _expand(X, lead, op, name):
     mod = type(X).__module__
     if mod.startswith("torch"):
         E = X.expand(lead + mat)
-    elif mod.startswith("cupy"):
-        import cupy
-
-        E = cupy.broadcast_to(X, lead + mat)
+        dense = E.contiguous
     else:
-        E = np.broadcast_to(X, lead + mat)
+        xp = np
+        if mod.startswith("cupy"):
+            import cupy as xp
+        E = xp.broadcast_to(X, lead + mat)
+        dense = lambda: xp.ascontiguousarray(E)  # noqa: E731
     st = strides_of(E)
     if L > 1 and (any(s == 0 for e, s in zip(lead, st) if e > 1) or not _modes_fold(lead, st[:len(lead)])):
-        if mod.startswith("torch"):
-            E = E.contiguous()
-        elif mod.startswith("cupy"):
-            import cupy
-
-            E = cupy.ascontiguousarray(E)
-        else:
-            E = np.ascontiguousarray(E)
+        E = dense()
     return E.reshape((L,) + mat)
 
 
@@ -191,4 +185,4 @@ def batch_operands(A, B, C, op):
                             f"modes do not fold into one without a copy, and the result must be written into C's "
                             f"memory: pass a C whose batch modes are contiguous with each other")
         C3 = C.reshape((math.prod(lead), M, N))
-    return Batched(_expand(A, lead, op, "A"), _expand(B, lead, op, "B"), C3, shape)
+    return Batched(_expand(A, lead), _expand(B, lead), C3, shape)

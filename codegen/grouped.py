@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from .batch import Batch
 from .errors import GemmError
+from .simulation import simulating
 
 __all__ = ["grouped_gemm"]
 
@@ -32,17 +33,11 @@ def _array(x, op, name, rank):
     from .host import _BITS_IN, _describe
 
     d = _describe(x, op, name, _BITS_IN, ranks=(rank,))
-    if d.kind == "numpy" and _simulating():
+    if d.kind == "numpy" and simulating():
         from .intrinsics.sim import register_global
 
         d = replace(d, ptr=register_global(x))
     return d
-
-
-def _simulating():
-    from .simulation import simulating
-
-    return simulating()
 
 
 def _check_offsets(offs, G, op):
@@ -66,14 +61,14 @@ def _offsets(offs, x, op):
         return int(offs.data_ptr())
     if mod.startswith("cupy"):
         return int(offs.data.ptr)
-    if isinstance(offs, np.ndarray) and _simulating():
+    if isinstance(offs, np.ndarray) and simulating():
         from .intrinsics.sim import register_global
 
         return register_global(np.ascontiguousarray(offs) if not offs.flags.c_contiguous else offs)
     raise GemmError(f"{op}: offs is a {type(offs).__name__}; pass an int32 tensor on the operands' device")
 
 
-def _prepare(X, W, out, x, w, o, op, config=None):
+def _prepare(x, w, o, op, config=None):
     """The Hopper launcher of these operands, compiled on first use."""
     from . import host as H
     from .config import GemmConfig
@@ -89,12 +84,12 @@ def _prepare(X, W, out, x, w, o, op, config=None):
     if x.kind != w.kind or (x.kind == "torch" and x.device != w.device):
         raise GemmError(f"{op}: x and w must be arrays of one kind on one device, got {x.kind} on {x.device} and "
                         f"{w.kind} on {w.device}")
-    if x.kind == "numpy" and not _simulating():
+    if x.kind == "numpy" and not simulating():
         raise GemmError(f"{op}: x is a numpy array; a grouped GEMM runs on GPU arrays (torch, CuPy), or on numpy "
                         f"arrays in numba's simulator")
     if 0 in (M, N, K, G):
         raise GemmError(f"{op}: x {x.shape} and w {w.shape} have an extent 0")
-    cc = (9, 0) if _simulating() else H._device_cc()
+    cc = (9, 0) if simulating() else H._device_cc()
     if cc < (9, 0):
         raise GemmError(f"{op}: a grouped GEMM runs on the Hopper kernel (compute capability 9.0); this GPU is "
                         f"{cc[0]}.{cc[1]}")
@@ -114,7 +109,7 @@ def _prepare(X, W, out, x, w, o, op, config=None):
         if o.kind != x.kind:
             raise GemmError(f"{op}: out is a {o.kind} array, x a {x.kind} array")
     out_name = o.etype.name if o is not None else x.etype.name
-    sms = 132 if _simulating() else H._multiprocessors()
+    sms = 132 if simulating() else H._multiprocessors()
     if config is not None:
         if not isinstance(config, GemmConfig) or config.path != "wgmma" or config.dtype != x.etype.name:
             raise GemmError(f"{op}: config must be a {x.etype.name} GemmConfig with path='wgmma', got {config!r}")
@@ -126,7 +121,7 @@ def _prepare(X, W, out, x, w, o, op, config=None):
         # torch._grouped_mm): 64 groups of 256 rows 0.93 with clusters, 0.88 without; 8 of 2048
         # 1.02 and 1.00; but 128 groups of 128 rows (one tile row: a pair's second tile idle)
         # 0.65 against 0.98 (benchmarks/RESULTS.md, 2026-11-29)
-        pairs = M // G >= 2 * cfg.bm and not _simulating()
+        pairs = M // G >= 2 * cfg.bm and not simulating()
         cfg = cfg.with_(grouped=True, split_k=1, cluster_m=2 if pairs else 1)
     # a 16-bit C is stored by TMA, overlapped with the next tile's MMAs, but for the tiles a
     # group's end cuts (TMA clips at C's edges only), which are stored from registers
@@ -178,31 +173,18 @@ def grouped_gemm(x, w, offs, out=None, *, stream=None, config=None):
     _check_offsets(offs, w_.shape[0], op)
     launcher = _LAUNCHES.get(key)
     if launcher is None:
-        launcher = _prepare(x, w, out, x_, w_, o_, op, config)
+        launcher = _prepare(x_, w_, o_, op, config)
         if len(_LAUNCHES) >= _MAX_LAUNCHES:
             _LAUNCHES.clear()
         _LAUNCHES[key] = launcher
     offs_at = _offsets(offs, x, op)
-    if out is None:
-        out = _new_out(x, x_, (x_.shape[0], w_.shape[2]))
-        o_ = _array(out, op, "out", 2)
-    from .host import GraphCapture, _stream_handle
+    from .host import GraphCapture, _new_out, _stream_handle
 
-    st = 0 if _simulating() else _stream_handle(stream, x_.kind, x_.device)
+    if out is None:
+        out = _new_out(x, x_.kind, (x_.shape[0], w_.shape[2]), x_.etype)
+        o_ = _array(out, op, "out", 2)
+    st = 0 if simulating() else _stream_handle(stream, x_.kind, x_.device)
     launcher(x_.ptr, w_.ptr, o_.ptr, 1.0, 0.0, st, GraphCapture.of(x, st) if x_.kind == "torch" else None, 0,
              (0, 0, 0), offs_at)
     return out
 
-
-def _new_out(x, desc, shape):
-    if desc.kind == "torch":
-        import torch
-
-        return torch.empty(shape, dtype=x.dtype, device=x.device)
-    if desc.kind == "cupy":
-        import cupy
-
-        return cupy.empty(shape, dtype=x.dtype)
-    import numpy as np
-
-    return np.zeros(shape, dtype=x.dtype)
