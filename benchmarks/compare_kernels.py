@@ -1,13 +1,15 @@
-"""The Hopper GEMM kernel against another build of it, and against cuBLAS, interleaved.
+"""A generated GEMM kernel against another build of it, and against cuBLAS, interleaved.
 
     # 1. on any machine, with the other build's tree first on the path: its PTX per kernel
     PYTHONPATH=OTHER_TREE python benchmarks/compare_kernels.py --write-ptx DIR [--dtypes ...] [--shapes ...]
     # 2. on the GPU, with this tree: both kernels and cuBLAS timed in interleaved bursts
     python benchmarks/compare_kernels.py --ptx DIR [--rounds 20] [--json out.json]
 
-Both builds take the same kernel arguments (``codegen.sm90.args``), so the other build's
-kernel is launched by this build's launcher, on the same arrays and tensor maps: only the
-kernel differs. For each shape the plan is ``GemmConfig.default`` (as ``codegen.gemm``
+Both builds' kernels take their arguments by name (``codegen.sm90.args``,
+``codegen.args``), so the other build's kernel is launched by this build's launcher, on the
+same arrays and tensor maps, with the arguments it declares: only the kernel differs.
+``--path mma_sync`` compares the ``mma.sync`` kernels (``GemmConfig.default`` without an
+architecture) instead of the Hopper ones. For each shape the plan is ``GemmConfig.default`` (as ``codegen.gemm``
 chooses it); f16 and bf16 multiply row-major A and B, tf32 and e4m3 a row-major A by a
 column-major B (both K-major), as ``bench_gemm.py`` does. Prints, per case, TFLOP/s of each
 and the ratios (median over rounds of the ratio within a round).
@@ -30,27 +32,41 @@ def shapes(spec):
     return [(n, n, n) for n in SQUARES] + list(LLM)
 
 
+#: "wgmma" (the Hopper kernel) or "mma_sync", set by ``--path``.
+PATH = ["wgmma"]
+
+
 def key_of(dtype, M, N, K):
     """The kernel ``codegen.gemm`` runs for this problem (row-major C, beta 0)."""
     from codegen import GemmConfig
+
+    b_major = "MN" if dtype in ("f16", "bf16") else "K"
+    if PATH[0] == "mma_sync":
+        from codegen.kernel import KernelKey
+
+        return KernelKey(GemmConfig.default(dtype, M, N, K), "K", b_major)
     from codegen.sm90.kernel import WgmmaKey
 
     cfg = GemmConfig.default(dtype, M, N, K, arch=(9, 0))
-    b_major = "MN" if dtype in ("f16", "bf16") else "K"
     return WgmmaKey(cfg, "K", b_major, "tma" if cfg.out in ("f16", "bf16") else "registers")
 
 
 def key_name(key):
     c = key.config
+    tail = getattr(key, "epilogue", None) or "sync"
     return (f"{c.dtype}-{c.out}-{c.bm}x{c.bn}x{c.bk}-s{c.stages}-g{c.group_m}-k{c.split_k}-c{c.cluster_m}-"
-            f"{key.a_major}{key.b_major}-{key.epilogue}")
+            f"{key.a_major}{key.b_major}-{tail}")
 
 
 #: The kernel's arguments in builds that declare none (``codegen.sm90.args`` absent).
 LEGACY_ARGS = ("tmap_a", "tmap_b", "tmap_c", "C", "M", "N", "K", "scm", "scn", "alpha", "beta", "err", "ws", "splits")
 
 
-def _arg_names():
+def _arg_names(dtype="f16"):
+    if PATH[0] == "mma_sync":
+        from codegen.args import mma_sync_args
+
+        return mma_sync_args(dtype).names
     try:
         from codegen.sm90.args import GEMM_ARGS
     except ImportError:
@@ -58,23 +74,32 @@ def _arg_names():
     return GEMM_ARGS.names
 
 
-def write_ptx(out_dir, dtypes, cases):
+def _ptx_and_smem(key):
+    if PATH[0] == "mma_sync":
+        from codegen.kernel import compile_ptx_text, get_kernel
+
+        return compile_ptx_text(key, (9, 0)), get_kernel(key, jit=False).smem_bytes
     from codegen.sm90.kernel import compile_wgmma_ptx, wgmma_plan
 
+    return compile_wgmma_ptx(key), wgmma_plan(key).smem_bytes
+
+
+def write_ptx(out_dir, dtypes, cases):
     os.makedirs(out_dir, exist_ok=True)
     for dtype in dtypes:
         for M, N, K in cases:
             key = key_of(dtype, M, N, K)
             path = os.path.join(out_dir, key_name(key) + ".ptx")
             if not os.path.exists(path):
+                ptx, smem = _ptx_and_smem(key)
                 with open(path, "w") as f:
-                    f.write(f"// smem {wgmma_plan(key).smem_bytes} args {','.join(_arg_names())}\n"
-                            + compile_wgmma_ptx(key))
+                    f.write(f"// smem {smem} args {','.join(_arg_names(dtype))}\n" + ptx)
             print(dtype, M, N, K, path)
 
 
 def operands(torch, dtype, M, N, K):
-    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "e4m3": torch.float8_e4m3fn}[dtype]
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32,
+          "f64": torch.float64, "e4m3": torch.float8_e4m3fn}[dtype]
     A = torch.randn(M, K, device="cuda").to(dt)
     if dtype in ("f16", "bf16"):
         B = torch.randn(K, N, device="cuda").to(dt)
@@ -105,6 +130,8 @@ def other_launch(launch, ptx_path):
     with open(ptx_path) as f:
         head, ptx = f.readline().split(), f.read()
     smem, names = int(head[2]), head[4].split(",")
+    if PATH[0] == "mma_sync":
+        return _other_sync(launch, ptx, smem, names)
     la = launch._launcher
     inner = getattr(la, "inner", la)
     ep = launch.kernel.key.epilogue
@@ -123,10 +150,29 @@ def other_launch(launch, ptx_path):
     return out
 
 
-def _compile(key):
-    from codegen.sm90.kernel import compile_wgmma_ptx
+def _other_sync(launch, ptx, smem, names):
+    """An ``mma.sync`` launch whose kernel is the other build's, with its own shared memory."""
+    import copy
+    import ctypes
+    from types import SimpleNamespace
 
-    compile_wgmma_ptx(key)          # into the kernel cache on disk, for the main process
+    from codegen import driver
+
+    inner = launch._launcher
+    other = copy.copy(inner)
+    other.fn = driver.Function(driver.compile_image(ptx), driver.entry_name(ptx), smem)
+    other.smem = smem
+    vals = [inner.slots.values[inner.slots.names.index(n)] for n in names]
+    other.slots = SimpleNamespace(pointers=(ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals]))
+    out = copy.copy(launch)
+    out._launcher = other
+    return out
+
+
+def _compile(args):
+    key, path = args
+    PATH[0] = path
+    _ptx_and_smem(key)              # into the kernel cache on disk, for the main process
 
 
 def precompile(dtypes, cases, workers):
@@ -135,7 +181,7 @@ def precompile(dtypes, cases, workers):
 
     keys = sorted({key_of(d, *c) for d in dtypes for c in cases}, key=key_name)
     with ProcessPoolExecutor(workers) as ex:
-        list(ex.map(_compile, keys))
+        list(ex.map(_compile, [(k, PATH[0]) for k in keys]))
 
 
 def graphed(calls, n, stream):
@@ -167,8 +213,11 @@ def run(ptx_dir, dtypes, cases, rounds, as_json, graph=0):
         for M, N, K in cases:
             key = key_of(dtype, M, N, K)
             A, B = operands(torch, dtype, M, N, K)
-            kw = dict(out_dtype=torch.bfloat16) if dtype == "e4m3" else dict(precision="tf32") if dtype == "tf32" else {}
+            kw = (dict(out_dtype=torch.bfloat16) if dtype == "e4m3" else dict(precision=dtype) if dtype in ("tf32", "f32")
+                  else {})
             stream = torch.cuda.Stream() if graph else None
+            if PATH[0] == "mma_sync":
+                kw["config"] = key.config
             launch = codegen.prepare(A, B, stream=stream, **kw)
             assert key_name(launch.kernel.key) == key_name(key), (launch.kernel.key, key)
             old = other_launch(launch, os.path.join(ptx_dir, key_name(key) + ".ptx"))
@@ -207,8 +256,10 @@ def main(argv=None):
     ap.add_argument("--precompile", type=int, default=0, metavar="WORKERS")
     ap.add_argument("--graph", type=int, default=0, metavar="N",
                     help="time CUDA graphs of N launches each (the GPU's time, without the host's)")
+    ap.add_argument("--path", choices=("wgmma", "mma_sync"), default="wgmma")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
+    PATH[0] = a.path
     dtypes, cases = a.dtypes.split(","), shapes(a.shapes)
     if a.write_ptx:
         write_ptx(a.write_ptx, dtypes, cases)

@@ -1,7 +1,7 @@
 """codegen: GEMM kernels generated from layouts.
 
 >>> from codegen import GemmConfig, emit_gemm_source
->>> "mma_m16n8k16_f32f16" in emit_gemm_source(GemmConfig.default("f16"))
+>>> "SM80_16x8x16_F32F16F16F32_TN" in emit_gemm_source(GemmConfig.default("f16"))
 True
 """
 

@@ -1,500 +1,369 @@
-"""Turn a :class:`~codegen.plan.GemmPlan` into numba.cuda source.
+"""numba source of the ``mma.sync`` GEMM kernel of a :class:`~codegen.plan.GemmPlan`.
 
-The kernel reads top to bottom like a hand-written one: constants, rasterization,
-the per-thread parts of every copy, the prologue, the main loop over k-tiles and
-k-blocks, and the epilogue.  Loops have constant trip counts (copies per thread,
-MMA atoms per warp, k-blocks, accumulator values); NVVM unrolls them, so every
-index the plan derived becomes a constant or a register after unrolling.  Each
-index carries a comment naming the layout it came from.  The emitter only reads
-the plan; the intrinsics it imports are exactly those the kernel calls.
+The kernel is a composition of :mod:`codegen.cute`'s pieces, written as
+``examples/f16_runtime_shape.py`` writes one by hand: the plan's layouts, tiled copies and
+tiled MMA are the module's constants, the global tensors are layouts of the kernel's
+run-time sizes and strides (one compilation serves every ``M``, ``N``, ``K``), and the
+kernel reads top to bottom as CuTe's SM80 mainloop does:
 
-Kernel arguments (:func:`codegen.args.mma_sync_args`, declared once) are raw global byte
-addresses of A, B and C (64-bit integers), the problem size, element strides, alpha and beta.
+* **tile**: the tile scheduler (:class:`codegen.cute.TileScheduler`, the Hopper kernel's)
+  gives the CTA its tile in the grouped raster;
+* **global -> shared**: ``cp.async`` (or element-wise loads) of the tiled copies
+  ``G2S_A``/``G2S_B`` into ``STAGES`` swizzled stages, predicated by identity tensors: the
+  K residue first (``domain_offset``), so only k-tile 0 is partial in K, and the rows past
+  ``M`` or ``N`` zero-filled, their predicates computed once;
+* **shared -> registers**: ``ldmatrix`` (or shared loads) of ``S2R_A``/``S2R_B``, one
+  k-block ahead of the MMAs;
+* **MMA**: ``cute.gemm`` of the tiled MMA over the k-block's fragments;
+* **epilogue**: ``C = alpha * acc + beta * C`` in registers, converted to C's type; an
+  interior tile of a row-major C with ``beta == 0`` is stored in pairs by ``R2G_C``, the
+  rest element by element under identity-tensor predicates.
+
+The kernel's arguments (:func:`codegen.args.mma_sync_args`, declared once) are the global
+byte addresses of A, B and C, the problem size, element strides, alpha, beta and the tile
+scheduler's numbers.
 """
 
 from __future__ import annotations
 
-from layoutalg import ComposedLayout
+from layoutalg import cosize
 
 from .args import mma_sync_args
-from .index import log2, pow2
-from .plan import CopyKind, GemmPlan
+from .plan import CopyKind, GemmPlan, smem_layout
 
-__all__ = ["emit_source", "KERNEL_NAME"]
+__all__ = ["emit_source", "KERNEL_NAME", "smem_bytes", "scheduler"]
 
 KERNEL_NAME = "gemm_kernel"
 
-
-class _Writer:
-    """Lines of source with indentation, and the intrinsics they call."""
-
-    def __init__(self):
-        self.lines = []
-        self.ind = 0
-        self.used = set()
-
-    def __call__(self, s=""):
-        self.lines.append(("    " * self.ind + s) if s else "")
-
-    def call(self, name, args):
-        """Code calling intrinsic ``name``; records it for the import line."""
-        self.used.add(name)
-        return f"{name}({args})"
-
-    def block(self):
-        w = self
-
-        class _Block:
-            def __enter__(self_):
-                w.ind += 1
-
-            def __exit__(self_, *a):
-                w.ind -= 1
-
-        return _Block()
+#: numpy storage type of each element type in the kernel's tensors (bfloat16 as its bits).
+_STORAGE = {"f16": "float16", "bf16": "uint16", "tf32": "float32", "f32": "float32", "f64": "float64"}
 
 
-def _mod(x, n):
-    return f"({x}) & {n - 1}" if pow2(n) else f"({x}) % {n}"
+def scheduler(config):
+    """The tile scheduler of ``config``'s kernel: one tile a CTA, in the grouped raster."""
+    from .cute.scheduler import TileScheduler
+
+    return TileScheduler(bm=config.bm, bn=config.bn, bk=config.bk, group_m=config.group_m)
 
 
-def _swz(lay):
-    sw = lay.outer if isinstance(lay, ComposedLayout) else None
-    return sw if sw is not None and sw.bits else None
+def smem_bytes(plan):
+    """Dynamic shared memory of ``plan``'s kernel: the stages of A, then those of B."""
+    a, b = (cosize(_stages(plan, op)) * plan.pipeline.elem_bytes for op in plan.operands)
+    return _round(a) + b
+
+
+def _round(n):
+    return -(-n // 128) * 128
+
+
+def _stages(plan, op):
+    """``(rows, BK, PIPE) -> element`` of one operand's shared stages."""
+    cfg = plan.config
+    return smem_layout(cfg.dtype, op.major, op.rows, cfg.bk, cfg.stages)
 
 
 def _inner(lay):
-    return lay.inner if isinstance(lay, ComposedLayout) else lay
+    return getattr(lay, "inner", lay)
 
 
-class _Emitter:
-    def __init__(self, plan: GemmPlan):
-        self.plan = plan
-        self.cfg = plan.config
-        self.w = _Writer()
-        self.eb = plan.pipeline.elem_bytes
-
-    # ---- whole kernel ---------------------------------------------------
-    def source(self):
-        p, w = self.plan, self.w
-        self.header_constants()
-        w("")
-        w("")
-        w(mma_sync_args(self.cfg.dtype).def_line(KERNEL_NAME))
-        with w.block():
-            w('"""A, B, C: global byte addresses.  A is (M,K) with element strides (sam, sak); B is')
-            w("(K,N), addressed as its (N,K) view with strides (sbn, sbk); C is (M,N) with (scm, scn).")
-            w('"""')
-            w(f"smem = cuda.shared.array(0, {p.etype.storage})")
-            w(f"smem_base = {w.call('smem_addr', 'smem, 0')}  # 32-bit shared address of the dynamic buffer")
-            w("tid = cuda.threadIdx.x")
-            w("")
-            self.rasterize()
-            for op in p.operands:
-                w("")
-                self.g2s_setup(op)
-            for op in p.operands:
-                w("")
-                self.s2r_setup(op)
-            w("")
-            self.registers()
-            w("")
-            self.prologue()
-            w("")
-            self.main_loop()
-            w("")
-            self.epilogue()
-        return self.module_text()
-
-    def module_text(self):
-        p, cfg = self.plan, self.cfg
-        used = sorted(self.w.used)
-        mma = p.mma.tiled_mma
-        doc = [
-            f'"""Generated GEMM kernel: C = alpha * A @ B + beta * C ({cfg.dtype} in, f32 accumulate, '
-            f'{cfg.out} out).',
-            "",
-            f"Plan: CTA tile {cfg.bm}x{cfg.bn}x{cfg.bk}, {cfg.threads} threads, {cfg.stages} shared-memory stages;",
-            f"tiled MMA {mma.atom.name} with thr_layout_vmnk {mma.thr_layout_vmnk}.",
-            f"A: {p.a.major}-major, smem stage {p.a.smem}; B: {p.b.major}-major, smem stage {p.b.smem}.",
-            '"""',
-            "from numba import cuda, float32, float64, int64, uint16, uint32, uint64  # noqa: F401",
-            f"from numba.core.types import {p.etype.storage}  # noqa: F401" if p.etype.storage == "float16"
-            else f"from numba import {p.etype.storage}  # noqa: F401",
-            "from codegen.intrinsics import (",
-        ]
-        line = "   "
-        for name in used:
-            if len(line) + len(name) + 2 > 96:
-                doc.append(line.rstrip())
-                line = "   "
-            line += f" {name},"
-        doc.append(line.rstrip())
-        doc.append(")")
-        doc.append("")
-        return "\n".join(doc + self.w.lines) + "\n"
-
-    def header_constants(self):
-        p, w, cfg = self.plan, self.w, self.cfg
-        pipe = p.pipeline
-        w(f"BM, BN, BK = {cfg.bm}, {cfg.bn}, {cfg.bk}  # CTA tile")
-        w(f"STAGES, THREADS, GROUP_M = {cfg.stages}, {cfg.threads}, {cfg.group_m}")
-        w(f"KBLOCKS, MMA_M, MMA_N = {pipe.kblocks}, {p.mma.mma_m}, {p.mma.mma_n}  "
-          f"# k-blocks per k-tile; MMA atoms per thread along M and N")
-        w(f"A_STAGE, B_STAGE = {pipe.a_stage}, {pipe.b_stage}  # elements of one stage: cosize of the smem layouts")
-        w(f"B_OFFSET = {pipe.b_offset}  # B's stages follow A's")
-        w(f"SMEM_BYTES = {pipe.smem_bytes}")
-
-    # ---- rasterization ---------------------------------------------------
-    def rasterize(self):
-        w = self.w
-        w("# ---- rasterize: CTAs in groups of GROUP_M tile rows, for L2 reuse ---------------")
-        w("num_m = (M + BM - 1) // BM")
-        w("num_n = (N + BN - 1) // BN")
-        w("pid = cuda.blockIdx.x")
-        w("group = GROUP_M * num_n")
-        w("first_m = (pid // group) * GROUP_M")
-        w("rows = min(num_m - first_m, GROUP_M)")
-        w("m0 = (first_m + (pid % group) % rows) * BM")
-        w("n0 = ((pid % group) // rows) * BN")
-        w("ktiles = (K + BK - 1) // BK")
-        w("kres = ktiles * BK - K  # K residue first: k-tile t covers k in [t*BK - kres, (t+1)*BK - kres),")
-        w("#                          so only k-tile 0 can be partial and the main loop needs no K predicate")
-
-    # ---- global -> shared ---------------------------------------------------
-    def g2s_setup(self, op):
-        w, g = self.w, op.g2s
-        x = op.name.lower()
-        rows, r0 = ("M", "m0") if op.name == "A" else ("N", "n0")
-        srow, sk = ("sam", "sak") if op.name == "A" else ("sbn", "sbk")
-        sw = _swz(op.smem)
-        w(f"# ---- global -> shared, {op.name} ({op.major}-major): {g.copies} x {g.atom.name} "
-          f"({g.vec} elements) per thread per k-tile")
-        w(f"# tidfrg_S(identity ({op.rows},BK)) = {g.src}  (Thr,FrgV,Rest) -> (row,k)")
-        w(f"# tidfrg_D(smem)                = {g.dst}  (Thr,FrgV,Rest) -> offset")
-        w(f"{x}_row = {g.thr_row}  # row of mode Thr")
-        w(f"{x}_k = {g.thr_k}  # k of mode Thr")
-        w(f"{x}_thr = {g.smem.thr}  # smem offset of mode Thr")
-        w(f"{x}_sw = {_sw_code(f'{x}_thr', sw)}  # {sw or 'no swizzle'}")
-        if g.kind is CopyKind.CP_ASYNC:
-            last = f"{rows} - 1" if op.major == "K" else f"{rows} - {g.vec}"
-            w(f"{x}_gp = cuda.local.array({g.copies}, int64)  # global byte address of each copy, per k-tile")
-            w(f"for i in range({g.copies}):  # mode Rest: copy i")
-            with w.block():
-                w(f"row = min({r0} + {x}_row + {g.row}, {last})  # rows past {rows} are clamped: never stored")
-                kcol = _sum(f"{x}_k", g.k.code)
-                w(f"{x}_gp[i] = {op.name} + (int64(row) * {srow} + int64({kcol} - kres) * {sk}) * {self.eb}")
-            w(f"{x}_ktile = {sk} * {self.cfg.bk * self.eb}  # bytes per k-tile")
-
-    def tile_load(self, op, ktile, stage, first):
-        """Copy k-tile ``ktile`` of one operand into smem stage ``stage``."""
-        w, g = self.w, op.g2s
-        x = op.name.lower()
-        base = f"{stage} * {op.name}_STAGE" + (" + B_OFFSET" if op.name == "B" else "")
-        w(f"{x}_ws = smem_base + ({base}) * {self.eb}  # shared bytes of the stage")
-        if g.kind is CopyKind.CP_ASYNC:
-            n = g.nbytes
-            w(f"for i in range({g.copies}):")
-            with w.block():
-                dst = f"{x}_ws + ({g.smem.code(f'{x}_sw', 0, f'{x}_thr')}) * {self.eb}"
-                if first:
-                    kcol = _sum(f"{x}_k", g.k.code)
-                    w(f"ok = ({ktile} > 0) | ({kcol} >= kres)  # k >= 0: only k-tile 0 can be partial")
-                    w(w.call(g.intrinsic, f"{dst}, {op.name} + ok * ({x}_gp[i] - {op.name}), ok * {n}")
-                      + f"  # not ok: reads 0 bytes at {op.name}, zero-fills")
-                else:
-                    w(w.call(g.intrinsic, f"{dst}, {x}_gp[i], {n}"))
-                w(f"{x}_gp[i] += {x}_ktile")
-            return
-        # element-wise: every element predicated and zero-filled
-        rows = "M" if op.name == "A" else "N"
-        r0 = "m0" if op.name == "A" else "n0"
-        srow, sk = ("sam", "sak") if op.name == "A" else ("sbn", "sbk")
-        bits = self.plan.etype.bits
-        w(f"k0 = {ktile} * BK - kres")
-        w(f"for i in range({g.copies}):")
-        with w.block():
-            w(f"gr = {r0} + {x}_row + {g.row}")
-            w(f"gk = k0 + {x}_k + {g.k}")
-            w(f"sa = {x}_ws + ({g.smem.code(f'{x}_sw', 0, f'{x}_thr')}) * {self.eb}")
-            w(f"for v in range({g.vec}):  # the vector runs along {'k' if op.major == 'K' else 'the rows'}")
-            with w.block():
-                r, k = ("gr", "gk + v") if op.major == "K" else ("gr + v", "gk")
-                w(f"ok = {r} < {rows} and 0 <= {k} < K")
-                load = w.call(f"ld_global_b{bits}", f"{op.name} + (int64({r}) * {srow} + int64({k}) * {sk}) * {self.eb}")
-                # the zero has the load's type: numba unifies uint64 with int64 as float64
-                zero = {16: "uint16(0)", 32: "uint32(0)", 64: "uint64(0)"}[bits]
-                w(w.call(f"st_shared_b{bits}", f"sa + v * {self.eb}, {load} if ok else {zero}"))
-
-    # ---- shared -> registers ---------------------------------------------
-    def s2r_setup(self, op):
-        w, s = self.w, op.s2r
-        x = op.name.lower()
-        sw = _swz(op.smem)
-        w(f"# ---- shared -> registers, {op.name}: {s.atom.name}, {s.copies} copies per k-block")
-        w(f"# tidfrg_S(smem) of make_tiled_copy_{op.name} = {s.src}  (Thr,FrgV,(CpyR,CpyK)) -> offset")
-        w(f"{x}_rthr = {s.smem.thr}  # smem offset of mode Thr")
-        w(f"{x}_rsw = {_sw_code(f'{x}_rthr', sw)}  # {sw or 'no swizzle'}")
-
-    def frag_load(self, op, buf):
-        """Load k-block ``kb`` (a variable) of one operand's fragments into register buffer
-        ``buf`` (0 or 1, or code for it)."""
-        w, s = self.w, op.s2r
-        x = op.name.lower()
-        frag = f"{x}_frag"
-        w(f"for r in range({s.copies}):  # copy (r, kb) of mode (CpyR,CpyK)")
-        with w.block():
-            word = _sum(s.word.code, _buf_words(buf, s.words))
-            w(f"f = {word}  # fragment word of copy r in buffer {buf}: retiled fragment {s.frag}")
-            if s.kind is CopyKind.LDMATRIX:
-                off = s.smem.code(f"{x}_rsw", 0, f"{x}_rthr")
-                w(w.call(_frag_form(s.intrinsic), f"{frag}, f, {x}_rs + ({off}) * {self.eb}")
-                  + f"  # words f..f+{len(s.value_words) - 1}")
-            else:   # one shared load per register; f32 and f64 registers hold the values
-                conv = {"f32": "u32_as_f32", "f64": "u64_as_f64"}.get(self.plan.etype.name)
-                for j, c in zip(s.value_words, s.value_offsets):
-                    off = s.smem.code(f"{x}_rsw", c, f"{x}_rthr")
-                    load = w.call(s.intrinsic, f"{x}_rs + ({off}) * {self.eb}")
-                    w(f"{frag}[{_sum('f', str(j))}] = {w.call(conv, load) if conv else load}  # value +{c}")
-
-    # ---- registers ---------------------------------------------------------
-    def registers(self):
-        p, w = self.plan, self.w
-        fty = self.frag_type()
-        acc_t = "float64" if p.etype.name == "f64" else "float32"
-        w("# ---- registers: A/B fragments double-buffered across k-blocks; accumulators ------")
-        for op in p.operands:
-            n = op.s2r.words
-            w(f"{op.name.lower()}_frag = cuda.local.array({2 * n}, {fty})  # buffers 0 and 1 of {n} words: "
-              f"one k-block of fragment {op.s2r.frag}")
-        w(f"acc = cuda.local.array({p.epilogue.acc_size}, {acc_t})  # (MMA,(MMA_M,MMA_N)) {p.mma.acc_layout}")
-        w(f"for i in range({p.epilogue.acc_size}):")
-        with w.block():
-            w("acc[i] = 0.0")
-
-    def frag_type(self):
-        e = self.plan.etype.name
-        return {"f64": "float64", "f32": "float32"}.get(e, "uint32")
-
-    # ---- prologue and main loop ---------------------------------------------
-    def prologue(self):
-        w, S = self.w, self.cfg.stages
-        w("# ---- prologue: fill STAGES-1 shared-memory stages ------------------------------")
-        w("for s in range(STAGES - 1):")
-        with w.block():
-            w("if s < ktiles:")
-            with w.block():
-                for op in self.plan.operands:
-                    self.tile_load(op, "s", "s", first=True)
-            w(self.w.call("cp_async_commit", ""))
-        w(self.w.call("cp_async_wait_group", f"{S - 2}"))
-        w("cuda.syncthreads()")
-        w("")
-        w("read_stage = 0")
-        w("write_stage = STAGES - 1")
-        w("next_k = STAGES - 1")
-        self.read_bases()
-        w("kb = 0")
-        for op in self.plan.operands:
-            self.frag_load(op, "0")
-
-    def read_bases(self):
-        w = self.w
-        w(f"a_rs = smem_base + read_stage * (A_STAGE * {self.eb})  # shared bytes of A's read stage")
-        w(f"b_rs = smem_base + (read_stage * B_STAGE + B_OFFSET) * {self.eb}  # B's read stage")
-
-    def main_loop(self):
-        w = self.w
-        # A loop over k-blocks must not index the fragments at run time (that puts them in
-        # local memory). NVVM unrolls a loop only when the unrolled code is small enough:
-        #   - up to 32 shared->register loads per k-tile (ldmatrix, or a few scalar loads),
-        #     the k-block loop stays a loop and NVVM unrolls it;
-        #   - otherwise, up to 4 k-blocks are written out here, each a constant;
-        #   - otherwise the k-blocks go two at a time, each half with fixed register buffers,
-        #     and the loop stays rolled (compact, but slower).
-        kblocks = self.plan.pipeline.kblocks
-        loads = kblocks * sum(op.s2r.copies * (1 if op.s2r.kind is CopyKind.LDMATRIX else len(op.s2r.value_words))
-                              for op in self.plan.operands)
-        w("# ---- main loop: k-tiles, and k-blocks with register double buffering ------------")
-        w("for kt in range(ktiles):")
-        with w.block():
-            if loads <= 32:
-                w("for kblock in range(KBLOCKS):")
-                with w.block():
-                    self.kblock_body("kblock & 1", "(kblock + 1) & 1")
-            elif kblocks <= 4:
-                for kb in range(kblocks):
-                    w(f"kblock = {kb}  # k-blocks written out: see the emitter's main_loop")
-                    self.kblock_body(str(kb & 1), str((kb + 1) & 1), kb)
-            else:
-                w("for kb2 in range(KBLOCKS // 2):  # two k-blocks: MMAs on one register buffer, loads into the other")
-                with w.block():
-                    for half in (0, 1):
-                        w(f"kblock = 2 * kb2 + {half}" if half else "kblock = 2 * kb2")
-                        self.kblock_body(str(half), str(1 - half))
-        w(self.w.call("cp_async_wait_all", ""))
-
-    def kblock_body(self, mma_buf, load_buf, known=None):
-        """One k-block; ``known``: its index when it is a constant (only the branches that
-        apply to it are written)."""
-        w, S = self.w, self.cfg.stages
-        last = self.plan.pipeline.kblocks - 1
-        if known is None or known == last:
-            if known is None:
-                w("if kblock == KBLOCKS - 1:  # the next stage has landed: move the read stage")
-            else:
-                w("if True:  # the last k-block: the next stage has landed, move the read stage")
-            with w.block():
-                w(self.w.call("cp_async_wait_group", f"{S - 2}"))
-                w("cuda.syncthreads()")
-                w("read_stage = read_stage + 1 if read_stage + 1 < STAGES else 0")
-                self.read_bases()
-        w(f"kb = {_mod('kblock + 1', self.plan.pipeline.kblocks)}  # the k-block loaded next")
-        for op in self.plan.operands:
-            self.frag_load(op, load_buf)
-        if known is None or known == 0:
-            w("if kblock == 0:" if known is None else "if True:  # k-block 0: prefetch")
-            with w.block():
-                w("if next_k < ktiles:  # prefetch k-tile next_k into write_stage")
-                with w.block():
-                    for op in self.plan.operands:
-                        self.tile_load(op, "next_k", "write_stage", first=False)
-                w(self.w.call("cp_async_commit", ""))
-                w("write_stage = write_stage + 1 if write_stage + 1 < STAGES else 0")
-                w("next_k += 1")
-        self.mma(mma_buf)
-
-    def mma(self, buf):
-        w, m = self.w, self.plan.mma
-        p = self.plan
-        w(f"# MMAs of this k-block: {m.mma_m} x {m.mma_n} atoms, serpentine over M so B stays in registers")
-        w("for n in range(MMA_N):")
-        with w.block():
-            w("for mm in range(MMA_M):")
-            with w.block():
-                if pow2(m.mma_m):
-                    w("m = mm ^ ((n & 1) * (MMA_M - 1))  # odd n: M backwards")
-                else:
-                    w("m = mm if n % 2 == 0 else MMA_M - 1 - mm")
-                w(f"fa = {_sum(m.a_word.code, _buf_words(buf, p.a.s2r.words))}  # A fragment words of atom m, buffer {buf}")
-                w(f"fb = {_sum(m.b_word.code, _buf_words(buf, p.b.s2r.words))}  # B fragment words of atom n")
-                w(f"c = {_sum(m.acc_m.code, m.acc_n.code)}  # accumulators of atom (m, n): {m.acc_layout}")
-                if m.intrinsic is None:   # UniversalFMA: one multiply-add on CUDA cores
-                    w("acc[c] += a_frag[fa] * b_frag[fb]")
-                else:
-                    w(w.call(_frag_form(m.intrinsic), "acc, c, a_frag, fa, b_frag, fb")
-                      + f"  # acc[c:c+{len(m.acc_regs)}] += A[fa:fa+{len(m.a_regs)}] B[fb:fb+{len(m.b_regs)}]")
-
-    # ---- epilogue ----------------------------------------------------------
-    def epilogue(self):
-        w, e = self.w, self.plan.epilogue
-        out = e.out.name
-        ob = e.out.bits // 8
-        w("# ---- epilogue: C = alpha * acc + beta * C, converted to the output type ----------")
-        w(f"# tv_C(identity (BM,BN)) = {e.cid}  (Thr,(FrgV,(RestM,RestN))) -> (m,n)")
-        w(f"c_row = m0 + {e.thr_row}  # m of mode Thr")
-        w(f"c_col = n0 + {e.thr_col}  # n of mode Thr")
-        w("c_full = (m0 + BM <= M) & (n0 + BN <= N)  # an interior tile: no predicates")
-        w("c_read = beta != 0  # C is read only when beta != 0 (BLAS: C may hold NaN otherwise)")
-        pair = e.pair_row is not None and out in ("f16", "bf16", "f32")
-        if pair:
-            w(f"if c_full & (beta == 0) & (scn == 1) & ((scm & 1) == 0) & ((C & {2 * ob - 1}) == 0):")
-            with w.block():
-                w("# row-major C, an interior tile: accumulators 2p and 2p + 1 are adjacent columns")
-                w(f"c_base = C + (int64(c_row) * scm + c_col) * {ob}")
-                w(f"for p in range({e.acc_size // 2}):")
-                with w.block():
-                    w(f"v0 = alpha * acc[2 * p]  # C[c_row + {e.pair_row}, c_col + {e.pair_col}]")
-                    w("v1 = alpha * acc[2 * p + 1]  # the next column")
-                    addr = f"c_base + (int64({e.pair_row}) * scm + {e.pair_col}) * {ob}"
-                    if out in ("f16", "bf16"):
-                        w(w.call("st_global_b32", f"{addr}, {w.call(f'cvt_{out}x2_f32', 'v0, v1')}"))
-                    else:
-                        w(w.call("st_global_v2_b32", f"{addr}, float32(v0), float32(v1)"))
-            w("else:  # an edge tile, beta != 0 or another C layout")
-        else:
-            w("if True:  # the accumulators go through shared memory")
-        with w.block():
-            w("# the accumulators go through shared memory, so that this predicated loop (which")
-            w("# NVVM does not unroll) indexes no register array")
-            w("cuda.syncthreads()  # every warp is done reading the last stage")
-            f64 = self.plan.etype.name == "f64"
-            if not f64 and e.acc_size % 4 == 0:
-                w(f"for i in range({e.acc_size // 4}):  # accumulator e at smem word ((e >> 2) * THREADS + tid) * 4 + (e & 3)")
-                with w.block():
-                    w(w.call("st_shared_v4_b32", "smem_base + ((i * THREADS + tid) << 4), acc[4 * i], acc[4 * i + 1], "
-                                                 "acc[4 * i + 2], acc[4 * i + 3]"))
-                spilled = w.call("u32_as_f32", w.call(
-                    "ld_shared_b32", "smem_base + (((e >> 2) * THREADS + tid) << 4) + ((e & 3) << 2)"))
-            else:
-                size = 8 if f64 else 4
-                st = "st_shared_b64" if f64 else "st_shared_b32"
-                w(f"for i in range({e.acc_size}):  # accumulator e at smem element e * THREADS + tid")
-                with w.block():
-                    w(w.call(st, f"smem_base + (i * THREADS + tid) * {size}, acc[i]"))
-                ld = w.call("ld_shared_b64" if f64 else "ld_shared_b32", f"smem_base + (e * THREADS + tid) * {size}")
-                spilled = w.call("u64_as_f64", ld) if f64 else w.call("u32_as_f32", ld)
-            w(f"for e in range({e.acc_size}):")
-            with w.block():
-                w(f"row = c_row + {e.row}  # m of mode FrgV")
-                w(f"col = c_col + {e.col}  # n of mode FrgV")
-                w("if (row < M) & (col < N):")
-                with w.block():
-                    w(f"v = alpha * {spilled}")
-                    w(f"ca = C + (int64(row) * scm + int64(col) * scn) * {ob}")
-                    w("if c_read:")
-                    with w.block():
-                        w(f"v += beta * {self._load_c(out, 'ca')}")
-                    self._store_one(out, "v", "ca")
-
-    def _store_one(self, out, value, addr):
-        w = self.w
-        if out in ("f16", "bf16"):
-            w(w.call("st_global_b16", f"{addr}, {w.call(f'cvt_{out}x2_f32', f'{value}, {value}')}"))
-        elif out == "f32":
-            w(w.call("st_global_b32", f"{addr}, float32({value})"))
-        else:
-            w(w.call("st_global_b64", f"{addr}, float64({value})"))
-
-    def _load_c(self, out, addr):
-        w = self.w
-        if out == "f16":
-            return f"{w.call('unpack_f16x2_f32', w.call('ld_global_b16', addr))}[0]"
-        if out == "bf16":
-            return f"{w.call('u32_as_f32', 'uint32(' + w.call('ld_global_b16', addr) + ') << 16')}"
-        if out == "f32":
-            return w.call("u32_as_f32", w.call("ld_global_b32", addr))
-        return w.call("u64_as_f64", w.call("ld_global_b64", addr))
+def _tiled_copy(tc):
+    """Source of a tiled copy of the plan."""
+    return (f"make_tiled_copy_impl(CopyAtom({tc.atom.name!r}, {tc.atom.dtype!r}), {tc.layout_tv!r}, "
+            f"{tc.tiler_mn!r})")
 
 
-def _buf_words(buf, words):
-    """Code for the first word of register buffer ``buf`` (0, 1 or code) of ``words`` words."""
-    if buf.isdigit():
-        return str(int(buf) * words)
-    return f"(({buf}) << {log2(words)})" if pow2(words) else f"({buf}) * {words}"
+def _tiled_mma(mma):
+    perm = mma.permutation
+    tail = f", {perm!r}" if perm is not None and any(p is not None for p in perm) else ""
+    return f"make_tiled_mma({mma.atom.name!r}, {mma.atom_layout!r}{tail})"
 
 
-def _frag_form(name):
-    """The fragment form of an MMA or ldmatrix intrinsic (register arrays in, register arrays out)."""
-    return f"{name}_frag"
+def _global_layout(op, rows, ld_row, ld_k):
+    """Source of the ``(rows, K)`` layout of an operand from the kernel's arguments: the
+    contiguous mode's stride is 1, the other assumed a multiple of the copy's vector."""
+    g = op.g2s
+    if g.kind is CopyKind.ELEMENTWISE:
+        return f"cute.make_layout(({rows}, p.K), ({ld_row}, {ld_k}))"
+    if op.major == "K":
+        return f"cute.make_layout(({rows}, p.K), (cute.assume({ld_row}, {g.vec}), 1))"
+    return f"cute.make_layout(({rows}, p.K), (1, cute.assume({ld_k}, {g.vec})))"
 
 
-def _sum(*parts):
-    parts = [p for p in parts if p and p != "0"]
-    return " + ".join(parts) if parts else "0"
+def _k_divisor(plan):
+    """A divisor of K the operands' vectors promise (a K-major vector never crosses K)."""
+    d = 1
+    for op in plan.operands:
+        if op.major == "K" and op.g2s.kind is CopyKind.CP_ASYNC:
+            d = max(d, op.g2s.vec)
+    return d
 
 
-def _sw_code(x, sw):
-    if sw is None:
-        return x
-    return f"{x} ^ (({x} & {sw.yyy_mask}) >> {sw.shift})" if sw.shift >= 0 else \
-        f"{x} ^ (({x} & {sw.yyy_mask}) << {-sw.shift})"
+def _pred_layout(op, plan):
+    """One predicate a copy call of the operand's tile: ``(CPY_M, CPY_K)`` for vector copies,
+    ``(CPY, CPY_M, CPY_K)`` for element-wise ones (a call an element)."""
+    from layoutalg import make_identity_tensor
+
+    part = op.g2s.tiled_copy.get_slice(0).partition_S(make_identity_tensor((op.rows, plan.config.bk)))
+    return part.layout.shape if op.g2s.kind is CopyKind.ELEMENTWISE else part.layout.shape[1:]
+
+
+def _predicates(op):
+    """The device function that fills an operand's predicates."""
+    return "element_predicates" if op.g2s.kind is CopyKind.ELEMENTWISE else "call_predicates"
 
 
 def emit_source(plan: GemmPlan):
     """Source text of the kernel module for ``plan``."""
-    if plan.pipeline.kblocks % 2 and plan.pipeline.kblocks != 1:
-        raise ValueError(f"emit: k-blocks per tile ({plan.pipeline.kblocks}) must be even for register double buffering")
-    if plan.pipeline.kblocks == 1:
+    if plan.pipeline.kblocks < 2:
         raise ValueError("emit: one k-block per k-tile leaves nothing to double-buffer; use a larger BK")
-    return _Emitter(plan).source()
+    cfg, p = plan.config, plan
+    mma = plan.mma.tiled_mma
+    et, out = plan.etype.name, cfg.out
+    acc = "float64" if et == "f64" else "float32"
+    sa, sb = _stages(p, p.a), _stages(p, p.b)
+    tm, tn, tk = mma.tile_size_mnk
+    pair = p.epilogue.pairs and out in ("f16", "bf16", "f32")
+    obits = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}[out]
+    subs = dict(
+        dtype=cfg.dtype, out=out, acc=acc, elem=_STORAGE[et], ostore=_STORAGE[out], ebytes=p.pipeline.elem_bytes,
+        obytes=obits // 8, bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, stages=cfg.stages, threads=cfg.threads,
+        group_m=cfg.group_m, scheduler=repr(scheduler(cfg)), kblocks=p.pipeline.kblocks, pending=cfg.stages - 2,
+        mma=_tiled_mma(mma), mma_name=mma.atom.name, tm=tm, tn=tn, tk=tk,
+        sa=repr(sa), sb=repr(sb), sb_offset=_round(cosize(_inner(sa)) * p.pipeline.elem_bytes),
+        smem=smem_bytes(p), g2s_a=_tiled_copy(p.a.g2s.tiled_copy), g2s_b=_tiled_copy(p.b.g2s.tiled_copy),
+        g2s_a_name=p.a.g2s.atom.name, g2s_b_name=p.b.g2s.atom.name,
+        s2r_a=f"make_tiled_copy_A(CopyAtom({p.a.s2r.atom.name!r}, {p.a.s2r.atom.dtype!r}), MMA)",
+        s2r_b=f"make_tiled_copy_B(CopyAtom({p.b.s2r.atom.name!r}, {p.b.s2r.atom.dtype!r}), MMA)",
+        pred_a=repr(_pred_layout(p.a, p)), pred_b=repr(_pred_layout(p.b, p)),
+        layout_a=_global_layout(p.a, "p.M", "p.sam", "p.sak"), layout_b=_global_layout(p.b, "p.N", "p.sbn", "p.sbk"),
+        kdiv=_k_divisor(p), a_major=p.a.major, b_major=p.b.major, a_vec=p.a.g2s.vec, b_vec=p.b.g2s.vec,
+        align_a=_align(p.a, p), align_b=_align(p.b, p), oalign=obits // 8,
+        clear_a=_clear(p.a, "A"), clear_b=_clear(p.b, "B"), pred_fn_a=_predicates(p.a), pred_fn_b=_predicates(p.b),
+        args=mma_sync_args(cfg.dtype).def_line(KERNEL_NAME), pack=mma_sync_args(cfg.dtype).pack_line(),
+        args_name=mma_sync_args(cfg.dtype).name, oalign2=obits // 4, oalign2m1=obits // 4 - 1,
+    )
+    subs["to_out"] = _STORE_C[out].format(**subs)
+    text = _HEADER.format(**subs)
+    if pair:
+        text += _R2G.format(**subs, r2g_atom=f"UniversalCopy_{2 * obits}")
+    for fn in sorted({_predicates(p.a), _predicates(p.b)}):
+        text += _PREDICATES[fn]
+    text += _KERNEL.format(**subs)
+    text += (_EPILOGUE_PAIRS if pair else _EPILOGUE_ONE).format(**subs)
+    text += _EPILOGUE_EDGE.format(**subs, load_c=_LOAD_C[out].format(**subs), store_c=_STORE_C[out].format(**subs))
+    return text
+
+
+def _align(op, plan):
+    """Bytes the operand's address is promised to be aligned to: its vector's."""
+    g = op.g2s
+    return plan.pipeline.elem_bytes if g.kind is CopyKind.ELEMENTWISE else g.nbytes
+
+
+def _clear(op, name):
+    """Element-wise copies skip what their predicates exclude (a cp.async zero-fills it): the
+    stage of k-tile 0, whose columns before the matrix must read as zeros, is cleared first."""
+    if op.g2s.kind is not CopyKind.ELEMENTWISE:
+        return ""
+    return (f"    cute.clear(t{name}s{name}[None, None, None, 0])  # element-wise copies skip, not zero-fill: "
+            f"k-tile 0's columns before K\n")
+
+
+_HEADER = '''"""Generated GEMM kernel (mma.sync): C = alpha * A @ B + beta * C ({dtype} in, {acc} accumulate, {out} out).
+
+A composition of codegen.cute's tensors, tiled copies and tiled MMA (see codegen/emit.py).
+Plan: CTA tile {bm}x{bn}x{bk}, {threads} threads, {stages} shared-memory stages; tiled MMA {mma_name}
+(tile {tm}x{tn}x{tk}); A {a_major}-major, B {b_major}-major.
+"""
+import numpy as np
+from numba import cuda, float32, float64, int8, int64, uint32  # noqa: F401
+
+from codegen import cute
+from codegen.args import mma_sync_args
+from codegen.cute import TileScheduler
+from codegen.intrinsics import u32_as_f32  # noqa: F401
+from layoutalg import ComposedLayout, CopyAtom, Layout, Swizzle, make_tiled_copy_A, make_tiled_copy_B, make_tiled_mma  # noqa: F401
+from layoutalg.tiled_copy import make_tiled_copy_impl
+
+BM, BN, BK, STAGES = {bm}, {bn}, {bk}, {stages}  # CTA tile; shared-memory stages
+MMA = {mma}  # {threads} threads, tile {tm}x{tn}x{tk}
+KBLOCKS = {kblocks}  # k-blocks a k-tile: BK / {tk}
+PENDING = {pending}  # cp.async groups still in flight when a stage is read
+SA = {sa}  # (BM,BK,PIPE) -> smem element
+SB = {sb}  # (BN,BK,PIPE) -> smem element
+SB_OFFSET, SMEM_BYTES = {sb_offset}, {smem}  # B's stages follow A's
+G2S_A = {g2s_a}  # (Thr,Val) -> (m,k) of A's tile
+G2S_B = {g2s_b}  # (Thr,Val) -> (n,k) of B's tile
+S2R_A = {s2r_a}  # A's fragments from shared memory
+S2R_B = {s2r_b}  # B's fragments
+PRED_A = Layout({pred_a})  # one predicate a copy call of A's tile
+PRED_B = Layout({pred_b})  # of B's
+SCHEDULER = {scheduler}  # one tile a CTA, grouped raster
+{args_name} = mma_sync_args({dtype!r}).tuple_class()
+'''
+
+_R2G = '''R2G_C = make_tiled_copy_impl(CopyAtom({r2g_atom!r}, {out!r}), MMA.get_layoutC_TV(), ({tm}, {tn}))  # pairs of C
+'''
+
+_PREDICATES = {
+    "call_predicates": '''
+
+@cuda.jit(device=True, inline="always")
+def call_predicates(tXcX, pX, rows, k_first):
+    """(CPY_M,CPY_K): a vector copy's row is below ``rows`` and, in k-tile 0 (``k_first``,
+    the partial one), its columns are not before the matrix."""
+    for m in range(cute.size(pX, 0)):
+        for k in range(cute.size(pX, 1)):
+            c = tXcX[0, m, k, 0]  # (row, k) of the vector's first element in k-tile 0
+            pX[m, k] = (c[0] < rows) & ((c[1] >= 0) | (not k_first))
+''',
+    "element_predicates": '''
+
+@cuda.jit(device=True, inline="always")
+def element_predicates(tXcX, pX, rows, k_first):
+    """(CPY,CPY_M,CPY_K): an element's row is below ``rows`` and, in k-tile 0 (``k_first``),
+    its column is not before the matrix."""
+    for v in range(cute.size(pX, 0)):
+        for m in range(cute.size(pX, 1)):
+            for k in range(cute.size(pX, 2)):
+                c = tXcX[v, m, k, 0]  # (row, k) of the element in k-tile 0
+                pX[v, m, k] = (c[0] < rows) & ((c[1] >= 0) | (not k_first))
+''',
+}
+
+_KERNEL = '''
+
+{args}
+    {pack}
+    tid = cuda.threadIdx.x
+    work = SCHEDULER.work(SCHEDULER.params(p), SCHEDULER.first())  # this CTA's tile
+    bm, bn = work.m0 // BM, work.n0 // BN
+
+    # ---- tensors: (M,K), (N,K), (M,N) of the run-time sizes; the K residue first ----------
+    # k-tile t covers k in [t*BK - kres, (t+1)*BK - kres): only k-tile 0 is partial
+    k_shift = cute.assume(p.K - ((p.K + BK - 1) // BK) * BK, {kdiv})  # -kres
+    mA = cute.make_tensor(cute.make_ptr(np.{elem}, p.A, {align_a}), {layout_a})  # (M,K) -> A
+    mB = cute.make_tensor(cute.make_ptr(np.{elem}, p.B, {align_b}), {layout_b})  # (N,K) -> B
+    gA = cute.local_tile(cute.domain_offset((0, k_shift), mA), (BM, BK), (bm, None))  # (BM,BK,k)
+    gB = cute.local_tile(cute.domain_offset((0, k_shift), mB), (BN, BK), (bn, None))  # (BN,BK,k)
+    cA = cute.local_tile(cute.domain_offset((0, k_shift), cute.make_identity_tensor((p.M, p.K))), (BM, BK), (bm, None))
+    cB = cute.local_tile(cute.domain_offset((0, k_shift), cute.make_identity_tensor((p.N, p.K))), (BN, BK), (bn, None))
+    sA = cute.dynamic_shared_tensor(np.{elem}, SA, 0)  # (BM,BK,PIPE)
+    sB = cute.dynamic_shared_tensor(np.{elem}, SB, SB_OFFSET)  # (BN,BK,PIPE)
+
+    # ---- global -> shared: the copies' partitions and their predicates ----------------------
+    g2s_a, g2s_b = G2S_A.get_slice(tid), G2S_B.get_slice(tid)
+    tAgA, tAsA, tAcA = g2s_a.partition_S(gA), g2s_a.partition_D(sA), g2s_a.partition_S(cA)  # (CPY,CPY_M,CPY_K,k|PIPE)
+    tBgB, tBsB, tBcB = g2s_b.partition_S(gB), g2s_b.partition_D(sB), g2s_b.partition_S(cB)
+    k_tiles = cute.size(tAgA, 3)  # ceil_div(K, BK)
+    pA0, pA = cute.make_fragment_like(PRED_A, np.int8), cute.make_fragment_like(PRED_A, np.int8)
+    pB0, pB = cute.make_fragment_like(PRED_B, np.int8), cute.make_fragment_like(PRED_B, np.int8)
+    {pred_fn_a}(tAcA, pA0, p.M, True)  # k-tile 0: rows and columns
+    {pred_fn_a}(tAcA, pA, p.M, False)  # the others: rows only
+    {pred_fn_b}(tBcB, pB0, p.N, True)
+    {pred_fn_b}(tBcB, pB, p.N, False)
+
+    # ---- shared -> registers, and the accumulators --------------------------------------------
+    thr_mma = MMA.get_slice(tid)
+    tCrA = thr_mma.partition_fragment_A(sA[None, None, 0])  # (MMA,MMA_M,MMA_K)
+    tCrB = thr_mma.partition_fragment_B(sB[None, None, 0])  # (MMA,MMA_N,MMA_K)
+    tCrC = thr_mma.partition_fragment_C(cute.make_identity_tensor((BM, BN)))  # (MMA,MMA_M,MMA_N)
+    cute.clear(tCrC)
+    s2r_a, s2r_b = S2R_A.get_slice(tid), S2R_B.get_slice(tid)
+    tXsA, tXrA = s2r_a.partition_S(sA), s2r_a.retile_D(tCrA)  # (CPY,CPY_M,CPY_K,PIPE), (CPY,CPY_M,CPY_K)
+    tXsB, tXrB = s2r_b.partition_S(sB), s2r_b.retile_D(tCrB)
+
+    # ---- prologue: STAGES-1 k-tiles in flight --------------------------------------------------
+{clear_a}{clear_b}    cute.copy_if(G2S_A, pA0, tAgA[None, None, None, 0], tAsA[None, None, None, 0])
+    cute.copy_if(G2S_B, pB0, tBgB[None, None, None, 0], tBsB[None, None, None, 0])
+    cute.cp_async_fence()
+    for s in range(1, STAGES - 1):
+        if s < k_tiles:
+            cute.copy_if(G2S_A, pA, tAgA[None, None, None, s], tAsA[None, None, None, s])
+            cute.copy_if(G2S_B, pB, tBgB[None, None, None, s], tBsB[None, None, None, s])
+        cute.cp_async_fence()
+    read, write, k_next = 0, STAGES - 1, STAGES - 1
+    cute.cp_async_wait(PENDING)
+    cuda.syncthreads()
+    tXsA_p, tXsB_p = tXsA[None, None, None, read], tXsB[None, None, None, read]
+    cute.copy(S2R_A, tXsA_p[None, None, 0], tXrA[None, None, 0])
+    cute.copy(S2R_B, tXsB_p[None, None, 0], tXrB[None, None, 0])
+
+    # ---- main loop: k-tiles; k-blocks with the next one's fragments loaded during the MMAs ----
+    for kt in range(k_tiles):
+        for kb in range(KBLOCKS):
+            if kb == KBLOCKS - 1:  # the next stage has landed: read it from here on
+                tXsA_p, tXsB_p = tXsA[None, None, None, read], tXsB[None, None, None, read]
+                cute.cp_async_wait(PENDING)
+                cuda.syncthreads()
+            kb_next = (kb + 1) % KBLOCKS
+            cute.copy(S2R_A, tXsA_p[None, None, kb_next], tXrA[None, None, kb_next])
+            cute.copy(S2R_B, tXsB_p[None, None, kb_next], tXrB[None, None, kb_next])
+            if kb == 0:  # the next k-tile into the stage read last
+                if k_next < k_tiles:
+                    cute.copy_if(G2S_A, pA, tAgA[None, None, None, k_next], tAsA[None, None, None, write])
+                    cute.copy_if(G2S_B, pB, tBgB[None, None, None, k_next], tBsB[None, None, None, write])
+                cute.cp_async_fence()
+                k_next += 1
+                write = read
+                read = read + 1 if read < STAGES - 1 else 0
+            cute.gemm(MMA, tCrC, tCrA[None, None, kb], tCrB[None, None, kb])
+    cute.cp_async_wait(0)
+
+    # ---- epilogue: C = alpha * acc + beta * C, in C's type --------------------------------------
+    for i in range(cute.size(tCrC)):
+        tCrC[i] = p.alpha * tCrC[i]
+'''
+
+_EPILOGUE_PAIRS = '''    interior = (work.m0 + BM <= p.M) & (work.n0 + BN <= p.N)
+    if interior & (p.beta == 0) & (p.scn == 1) & ((p.scm & 1) == 0) & ((p.C & {oalign2m1}) == 0):
+        # an interior tile of a row-major C: the pairs of adjacent columns, stored whole
+        mC = cute.make_tensor(cute.make_ptr(np.{ostore}, p.C, {oalign2}), cute.make_layout((p.M, p.N), (cute.assume(p.scm, 2), 1)))
+        gC = cute.local_tile(mC, (BM, BN), (bm, bn))  # (BM,BN)
+        tCrO = cute.make_fragment_like(tCrC, np.{ostore})
+        {to_out}
+        r2g = R2G_C.get_slice(tid)
+        cute.copy(R2G_C, r2g.retile_S(tCrO), r2g.partition_D(gC))
+    else:
+        edge_epilogue(p, thr_mma, tCrC, bm, bn)
+'''
+
+_EPILOGUE_ONE = '''    edge_epilogue(p, thr_mma, tCrC, bm, bn)
+'''
+
+_EPILOGUE_EDGE = '''
+
+@cuda.jit(device=True, inline="always")
+def edge_epilogue(p, thr_mma, tCrC, bm, bn):
+    """C of any strides, element by element inside (M, N); C is read only when beta != 0
+    (BLAS: C may hold NaN otherwise)."""
+    mC = cute.make_tensor(cute.make_ptr(np.{ostore}, p.C, {obytes}), cute.make_layout((p.M, p.N), (p.scm, p.scn)))
+    tCgC = thr_mma.partition_C(cute.local_tile(mC, (BM, BN), (bm, bn)))  # (MMA,MMA_M,MMA_N) -> C
+    tCcC = thr_mma.partition_C(cute.local_tile(cute.make_identity_tensor((p.M, p.N)), (BM, BN), (bm, bn)))
+    pC = cute.make_fragment_like(tCrC, np.int8)
+    cute.mark_in_bounds(pC, tCcC, (p.M, p.N))  # (MMA,MMA_M,MMA_N): inside C
+    if p.beta != 0:
+        tCrD = cute.make_fragment_like(tCrC, np.{ostore})
+        cute.copy_if(pC, tCgC, tCrD)
+        for i in range(cute.size(tCrC)):
+            tCrC[i] += p.beta * {load_c}
+    tCrO = cute.make_fragment_like(tCrC, np.{ostore})
+    {store_c}
+    cute.copy_if(pC, tCrO, tCgC)
+'''
+
+#: The value of C element ``i`` of the fragment ``tCrD`` as the accumulator's type.
+_LOAD_C = {
+    "f16": "{acc}(tCrD[i])",
+    "bf16": "u32_as_f32(uint32(tCrD[i]) << 16)",
+    "f32": "{acc}(tCrD[i])",
+    "f64": "{acc}(tCrD[i])",
+}
+
+#: The accumulators ``tCrC`` into the fragment ``tCrO`` of C's type.
+_STORE_C = {
+    "f16": 'cute.convert(tCrC, tCrO, "f16")',
+    "bf16": 'cute.convert(tCrC, tCrO, "bf16")',
+    "f32": "cute.copy(tCrC, tCrO)",
+    "f64": "cute.copy(tCrC, tCrO)",
+}

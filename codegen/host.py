@@ -25,6 +25,7 @@ from .batch import Batch, batch_operands, fold_batch
 from .config import ACTIVATIONS, BIAS_DTYPES, DTYPES, FP8, KMAJOR_ONLY, OUT_DTYPES, GemmConfig
 from .errors import GemmError
 from .kernel import KernelKey, get_kernel, simulating
+from .emit import scheduler
 
 __all__ = ["gemm", "prepare", "GemmLaunch", "GemmError", "PRECISIONS"]
 
@@ -272,6 +273,7 @@ class _Launcher:
         self.smem = compiled.smem_bytes
         self.slots = mma_sync_args(cfg.dtype).slots()
         self.slots.set(M=M, N=N, K=K, alpha=1.0, **dict(zip(("sam", "sak", "sbn", "sbk", "scm", "scn"), strides)))
+        self.slots.set(**scheduler(cfg).host_params(M, N, K, grid))
         self._hot = self.slots.values_of("A", "B", "C", "alpha", "beta")
         self.fn = compiled.function
 

@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 
 from .config import GemmConfig
-from .emit import KERNEL_NAME, emit_source
+from .emit import KERNEL_NAME, emit_source, smem_bytes
 from .plan import GemmPlan, make_plan
 from .simulation import simulating
 
@@ -115,7 +115,7 @@ class CompiledGemm:
 
     @property
     def smem_bytes(self):
-        return self.plan.pipeline.smem_bytes
+        return smem_bytes(self.plan)
 
     @property
     def config(self):
@@ -184,7 +184,7 @@ def get_kernel(key: KernelKey, jit=True):
         cc = driver.compute_capability()
         cubin, name = _cubin(key, cc)
         out = CompiledGemm(key, base.plan, base.source, base.module,
-                           function=driver.Function(cubin, name, base.plan.pipeline.smem_bytes))
+                           function=driver.Function(cubin, name, smem_bytes(base.plan)))
     _MEM[(key, jit, ctx)] = out
     return out
 
@@ -273,7 +273,7 @@ def compile_ptx_text(key: KernelKey, cc):
     except OSError:
         ptx = None
     if not ptx:
-        with gc_paused():
+        with gc_paused(), quiet_plan_costs():
             from .numba_ptx import kernel_ptx
 
             ptx = kernel_ptx(getattr(_load_module(k.source), KERNEL_NAME), kernel_signature(key.config), cc,
@@ -281,6 +281,20 @@ def compile_ptx_text(key: KernelKey, cc):
         _write(path, ptx.encode())
     _PTX[tag] = ptx
     return ptx
+
+
+@contextlib.contextmanager
+def quiet_plan_costs():
+    """No :class:`~layoutalg.cost.banks.PerformanceWarning` from the generated kernel's copies:
+    their bank conflicts are the plan's, reported by ``GemmPlan.cost`` (``layoutalg draw plan``),
+    not a mistake of the caller's."""
+    import warnings
+
+    from layoutalg.cost.banks import PerformanceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PerformanceWarning)
+        yield
 
 
 @contextlib.contextmanager

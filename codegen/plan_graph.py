@@ -155,7 +155,6 @@ def plan_graph(plan, *, name="gemm_plan", rankdir="TB"):
     g.add_edge("acc", "gC", "\n".join([
         "epilogue: D = alpha*acc + beta*C",
         f"{acc_type} -> {cfg.out}, predicated stores",
-        f"row = {plan.epilogue.thr_row} + {plan.epilogue.row}",
-        f"col = {plan.epilogue.thr_col} + {plan.epilogue.col}",
+        f"tv_C(identity) {plan.epilogue.cid}",
     ]))
     return g

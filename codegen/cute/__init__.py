@@ -48,7 +48,7 @@ from .warpgroup import INTRINSICS as _WARPGROUP_INTRINSICS, warpgroup_index
 _TENSOR_FUNCTIONS = (
     "make_ptr", "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
     "local_tile", "local_partition", "domain_offset", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
-    "make_fragment_A", "make_fragment_B", "make_fragment_C",
+    "make_fragment_A", "make_fragment_B", "make_fragment_C", "mark_in_bounds",
 )
 #: Intrinsics exported under other names: ``cp_async_fence()`` closes the current group of
 #: cp.async copies (``cp.async.commit_group``), ``cp_async_wait(n)`` waits until at most

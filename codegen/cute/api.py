@@ -11,7 +11,7 @@ from __future__ import annotations
 __all__ = [
     "make_ptr", "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
     "local_tile", "local_partition", "domain_offset", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
-    "make_fragment_A", "make_fragment_B", "make_fragment_C",
+    "make_fragment_A", "make_fragment_B", "make_fragment_C", "mark_in_bounds",
 ]
 
 
@@ -114,3 +114,13 @@ make_fragment_B = _device_only("make_fragment_B")
 make_fragment_B.__doc__ = """``make_fragment_B(thr_mma, tCsB)``: a register fragment for the B operand."""
 make_fragment_C = _device_only("make_fragment_C")
 make_fragment_C.__doc__ = """``make_fragment_C(thr_mma, tCgC)``: a register fragment for the accumulators."""
+mark_in_bounds = _device_only("mark_in_bounds")
+mark_in_bounds.__doc__ = """``mark_in_bounds(pred, coords, extents)``: ``pred[i] = 1`` where the coordinate
+``coords[i]`` of an identity tensor lies inside ``extents`` (every mode below its extent, CuTe's
+``elem_less(coords(i), extents)``), else 0, for every ``i`` of the register tensor ``pred``
+(as many elements as ``coords``; the loop is unrolled, so a large fragment's predicates stay
+in registers).  The predicates of ``copy_if`` at a tile's edge::
+
+    cute.mark_in_bounds(pC, thr_mma.partition_C(cC), (M, N))
+    cute.copy_if(pC, tCrC, tCgC)
+"""

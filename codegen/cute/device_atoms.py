@@ -282,15 +282,11 @@ class _Convert(AbstractTemplate):
         return signature(types.none, *args)
 
 
-def _bf16_rne(builder, f32):
-    """The bfloat16 bits (i16) of a float32, rounded to nearest even; NaN stays a quiet NaN."""
-    c = lambda v: ir.Constant(_I32, v)  # noqa: E731
-    bits = builder.bitcast(f32, _I32)
-    is_nan = builder.icmp_unsigned(">", builder.and_(bits, c(0x7FFFFFFF)), c(0x7F800000))
-    lsb = builder.and_(builder.lshr(bits, c(16)), c(1))
-    rounded = builder.lshr(builder.add(builder.add(bits, c(0x7FFF)), lsb), c(16))
-    quiet = builder.or_(builder.lshr(bits, c(16)), c(0x40))
-    return builder.trunc(builder.select(is_nan, quiet, rounded), ir.IntType(16))
+def _bf16_rn(builder, f32):
+    """The bfloat16 bits (i16) of a float32, rounded to nearest even (``cvt.rn.bf16.f32``, one
+    instruction from sm_80 on; a NaN stays a NaN)."""
+    return builder.asm(ir.FunctionType(ir.IntType(16), [ir.FloatType()]), "cvt.rn.bf16.f32 $0, $1;", "=h,f",
+                       [f32], False)
 
 
 def _lower_convert(context, builder, sig, args):
@@ -301,7 +297,7 @@ def _lower_convert(context, builder, sig, args):
     for s in plan.steps:
         v = builder.load(src.at(s.src))
         if to == "bf16":
-            out = _bf16_rne(builder, context.cast(builder, v, sty.dtype, types.float32))
+            out = _bf16_rn(builder, context.cast(builder, v, sty.dtype, types.float32))
         elif to == "f16":
             out = context.cast(builder, v, sty.dtype, types.float16)
             if dty.dtype != types.float16:

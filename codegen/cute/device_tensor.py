@@ -1040,6 +1040,48 @@ def _lower_fill(context, builder, sig, args):
     return context.get_dummy_value()
 
 
+@_treg.register_global(api.mark_in_bounds)
+class _MarkInBounds(AbstractTemplate):
+    prefer_literal = True
+    @_typed("mark_in_bounds")
+    def generic(self, args, kws):
+        if (len(args) != 3 or not isinstance(args[0], TensorType) or not isinstance(args[1], CoordTensorType)
+                or not isinstance(args[2], types.BaseTuple)):
+            raise CuteError(f"mark_in_bounds: expected (pred tensor, identity tensor, tuple of extents), got {args}")
+        pred, crd, bounds = args
+        _static_shape("mark_in_bounds", pred)
+        _static_shape("mark_in_bounds", crd)
+        if la.size(pred.layout) != la.size(crd.layout):
+            raise CuteError(f"mark_in_bounds: the {pred.describe()} has {la.size(pred.layout)} elements, the "
+                            f"{crd.describe()} {la.size(crd.layout)}")
+        if len(bounds) != crd.rank or not all(isinstance(b, types.Integer) for b in bounds):
+            raise CuteError(f"mark_in_bounds: the extents {bounds} must be {crd.rank} integers, one a mode of "
+                            f"the coordinates")
+        return signature(types.none, *args)
+
+
+@_ireg.lower(api.mark_in_bounds, TensorType, CoordTensorType, types.BaseTuple)
+def _lower_mark_in_bounds(context, builder, sig, args):
+    pty, cty, bty = sig.args
+    t = tensor_proxy(context, builder, pty, args[0])
+    dyn = dyn_values(builder, pty, t)
+    bounds = [context.cast(builder, builder.extract_value(args[2], j), bty[j], types.int64) for j in range(len(bty))]
+    getitem = _GetItem(context.typing_context)
+    for i in range(la.size(pty.layout)):
+        ity = types.IntegerLiteral(i)
+        rty = getitem.generic((cty, ity), {}).return_type
+        crd = _lower_getitem(context, builder, signature(rty, cty, ity), [args[1], context.get_dummy_value()])
+        ok = ir.Constant(ir.IntType(1), 1)
+        for j, b in enumerate(bounds):
+            v = context.cast(builder, builder.extract_value(crd, j), rty[j], types.int64)
+            ok = builder.and_(ok, builder.icmp_signed("<", v, b))
+        c = dyn_linear(builder, pty.layout(i), dyn)
+        ptr = element_pointer(context, builder, pty, t.ptr, *((t.off, c) if isinstance(c, int) else
+                                                              (add_offset(builder, t.off, c),)))
+        builder.store(context.cast(builder, ok, types.boolean, pty.dtype), ptr)
+    return context.get_dummy_value()
+
+
 # ---- evaluating a layout: L(i), L(i, j), L((i, j), k) -------------------------------------
 
 @_treg.register_attr

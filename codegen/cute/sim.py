@@ -28,7 +28,7 @@ from .errors import CuteError
 __all__ = [
     "SimEngine", "SimPtr", "make_ptr", "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
     "local_tile", "local_partition", "domain_offset", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
-    "make_fragment_A", "make_fragment_B", "make_fragment_C",
+    "make_fragment_A", "make_fragment_B", "make_fragment_C", "mark_in_bounds",
 ]
 
 
@@ -425,6 +425,19 @@ def fill(t, value):
 
 def clear(t):
     fill(t, 0)
+
+
+def mark_in_bounds(pred, coords, extents):
+    """``pred[i] = 1`` where ``coords[i]`` lies inside ``extents`` (every mode), else 0."""
+    n, m = la.size(pred.layout), la.size(coords.layout)
+    if n != m:
+        raise CuteError(f"mark_in_bounds: the predicate tensor has {n} elements, the coordinates {m}")
+    for i in range(n):
+        c = coords[i]
+        if len(c) != len(extents):
+            raise CuteError(f"mark_in_bounds: the extents {extents} must be {len(c)} integers, one a mode of the "
+                            f"coordinates")
+        pred[i] = int(all(x < e for x, e in zip(c, extents)))
 
 
 def _operand_fragment(which, thr_mma, t):
