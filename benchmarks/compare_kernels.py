@@ -34,13 +34,15 @@ def shapes(spec):
 
 #: "wgmma" (the Hopper kernel) or "mma_sync", set by ``--path``.
 PATH = ["wgmma"]
+#: B's majorness ("K" or "MN"; None: MN for f16 and bf16, else K), set by ``--b-major``.
+B_MAJOR = [None]
 
 
 def key_of(dtype, M, N, K):
     """The kernel ``codegen.gemm`` runs for this problem (row-major C, beta 0)."""
     from codegen import GemmConfig
 
-    b_major = "MN" if dtype in ("f16", "bf16") else "K"
+    b_major = B_MAJOR[0] or ("MN" if dtype in ("f16", "bf16") else "K")
     if PATH[0] == "mma_sync":
         from codegen.kernel import KernelKey
 
@@ -98,10 +100,11 @@ def write_ptx(out_dir, dtypes, cases):
 
 
 def operands(torch, dtype, M, N, K):
+    """A (M,K) row-major; B (K,N) row-major (MN-major) or the transpose of a row-major (N,K)."""
     dt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32,
           "f64": torch.float64, "e4m3": torch.float8_e4m3fn}[dtype]
     A = torch.randn(M, K, device="cuda").to(dt)
-    if dtype in ("f16", "bf16"):
+    if (B_MAJOR[0] or ("MN" if dtype in ("f16", "bf16") else "K")) == "MN":
         B = torch.randn(K, N, device="cuda").to(dt)
     else:
         B = torch.randn(N, K, device="cuda").to(dt).t()
@@ -170,8 +173,8 @@ def _other_sync(launch, ptx, smem, names):
 
 
 def _compile(args):
-    key, path = args
-    PATH[0] = path
+    key, path, b_major = args
+    PATH[0], B_MAJOR[0] = path, b_major
     _ptx_and_smem(key)              # into the kernel cache on disk, for the main process
 
 
@@ -181,7 +184,7 @@ def precompile(dtypes, cases, workers):
 
     keys = sorted({key_of(d, *c) for d in dtypes for c in cases}, key=key_name)
     with ProcessPoolExecutor(workers) as ex:
-        list(ex.map(_compile, [(k, PATH[0]) for k in keys]))
+        list(ex.map(_compile, [(k, PATH[0], B_MAJOR[0]) for k in keys]))
 
 
 def graphed(calls, n, stream):
@@ -257,9 +260,12 @@ def main(argv=None):
     ap.add_argument("--graph", type=int, default=0, metavar="N",
                     help="time CUDA graphs of N launches each (the GPU's time, without the host's)")
     ap.add_argument("--path", choices=("wgmma", "mma_sync"), default="wgmma")
+    ap.add_argument("--b-major", choices=("K", "MN"), default=None,
+                    help="B's majorness (default: MN for f16 and bf16, K for the others)")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     PATH[0] = a.path
+    B_MAJOR[0] = a.b_major
     dtypes, cases = a.dtypes.split(","), shapes(a.shapes)
     if a.write_ptx:
         write_ptx(a.write_ptx, dtypes, cases)

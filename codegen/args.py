@@ -11,7 +11,7 @@ The kernel's ``def`` line (:mod:`codegen.emit`), numba's signature
 * the tile scheduler's numbers for the launch (:meth:`codegen.cute.TileScheduler.host_params`).
 
 >>> mma_sync_args("f64").def_line("gemm_kernel")[:76]
-'def gemm_kernel(A, B, C, M, N, K, sam, sak, sbn, sbk, scm, scn, alpha, beta, '
+'def gemm_kernel(A, B, C, M, N, K, sam, sak, sbn, sbk, scm, scn, alpha, beta,'
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .cute.params import KernelParams
-from .cute.scheduler import TileScheduler
 
 __all__ = ["mma_sync_args"]
 
@@ -27,6 +26,7 @@ __all__ = ["mma_sync_args"]
 @lru_cache(maxsize=None)
 def mma_sync_args(dtype):
     """The arguments of the ``mma.sync`` kernel of element type ``dtype``."""
+    from .cute.scheduler import TileScheduler
     scalar = "f64" if dtype == "f64" else "f32"
     return KernelParams("GemmSyncArgs", (
         ("A", "i64"), ("B", "i64"), ("C", "i64"), ("M", "i32"), ("N", "i32"), ("K", "i32"),

@@ -31,7 +31,7 @@ from layoutalg import cosize
 from .args import mma_sync_args
 from .plan import CopyKind, GemmPlan, smem_layout
 
-__all__ = ["emit_source", "KERNEL_NAME", "smem_bytes", "scheduler"]
+__all__ = ["emit_source", "KERNEL_NAME", "smem_bytes", "scheduler", "RESIDUES", "residue_for"]
 
 KERNEL_NAME = "gemm_kernel"
 
@@ -98,6 +98,12 @@ def _k_divisor(plan):
     return d
 
 
+def _row_divisor(op):
+    """A divisor of the shifted corner of an operand's tile: its vector, where the vectors run
+    along the rows (an MN-major operand's rows are a multiple of it, as are the tiles)."""
+    return op.g2s.vec if op.major == "MN" and op.g2s.kind is CopyKind.CP_ASYNC else 1
+
+
 def _pred_layout(op, plan):
     """One predicate a copy call of the operand's tile: ``(CPY_M, CPY_K)`` for vector copies,
     ``(CPY, CPY_M, CPY_K)`` for element-wise ones (a call an element)."""
@@ -112,8 +118,22 @@ def _predicates(op):
     return "element_predicates" if op.g2s.kind is CopyKind.ELEMENTWISE else "call_predicates"
 
 
-def emit_source(plan: GemmPlan):
-    """Source text of the kernel module for ``plan``."""
+#: How the kernel meets rows past M and N: "shift" (the problem is at least a tile in M and
+#: N: a tile past the edge loads the last BM rows (BN columns) instead, all inside, so the
+#: main loop has no predicate) or "predicate" (any size: rows past the edge zero-filled
+#: under predicates).
+RESIDUES = ("shift", "predicate")
+
+
+def residue_for(config, M, N):
+    """The residue variant a problem of ``M x N`` needs."""
+    return "shift" if M >= config.bm and N >= config.bn else "predicate"
+
+
+def emit_source(plan: GemmPlan, residue="shift"):
+    """Source text of the kernel module for ``plan`` and ``residue`` (:data:`RESIDUES`)."""
+    if residue not in RESIDUES:
+        raise ValueError(f"emit: residue {residue!r} is not one of {', '.join(RESIDUES)}")
     if plan.pipeline.kblocks < 2:
         raise ValueError("emit: one k-block per k-tile leaves nothing to double-buffer; use a larger BK")
     cfg, p = plan.config, plan
@@ -136,12 +156,15 @@ def emit_source(plan: GemmPlan):
         s2r_b=f"make_tiled_copy_B(CopyAtom({p.b.s2r.atom.name!r}, {p.b.s2r.atom.dtype!r}), MMA)",
         pred_a=repr(_pred_layout(p.a, p)), pred_b=repr(_pred_layout(p.b, p)),
         layout_a=_global_layout(p.a, "p.M", "p.sam", "p.sak"), layout_b=_global_layout(p.b, "p.N", "p.sbn", "p.sbk"),
-        kdiv=_k_divisor(p), a_major=p.a.major, b_major=p.b.major, a_vec=p.a.g2s.vec, b_vec=p.b.g2s.vec,
+        kdiv=_k_divisor(p), mdiv=_row_divisor(p.a), ndiv=_row_divisor(p.b), a_major=p.a.major, b_major=p.b.major, a_vec=p.a.g2s.vec, b_vec=p.b.g2s.vec,
         align_a=_align(p.a, p), align_b=_align(p.b, p), oalign=obits // 8,
         clear_a=_clear(p.a, "A"), clear_b=_clear(p.b, "B"), pred_fn_a=_predicates(p.a), pred_fn_b=_predicates(p.b),
         args=mma_sync_args(cfg.dtype).def_line(KERNEL_NAME), pack=mma_sync_args(cfg.dtype).pack_line(),
         args_name=mma_sync_args(cfg.dtype).name, oalign2=obits // 4, oalign2m1=obits // 4 - 1,
+        residue=residue,
     )
+    for k, v in _RESIDUE_PARTS[residue].items():
+        subs[k] = v.format(**subs)
     subs["to_out"] = _STORE_C[out].format(**subs)
     text = _HEADER.format(**subs)
     if pair:
@@ -173,7 +196,7 @@ _HEADER = '''"""Generated GEMM kernel (mma.sync): C = alpha * A @ B + beta * C (
 
 A composition of codegen.cute's tensors, tiled copies and tiled MMA (see codegen/emit.py).
 Plan: CTA tile {bm}x{bn}x{bk}, {threads} threads, {stages} shared-memory stages; tiled MMA {mma_name}
-(tile {tm}x{tn}x{tk}); A {a_major}-major, B {b_major}-major.
+(tile {tm}x{tn}x{tk}); A {a_major}-major, B {b_major}-major; residue: {residue}.
 """
 import numpy as np
 from numba import cuda, float32, float64, int8, int64, uint32  # noqa: F401
@@ -204,6 +227,26 @@ SCHEDULER = {scheduler}  # one tile a CTA, grouped raster
 
 _R2G = '''R2G_C = make_tiled_copy_impl(CopyAtom({r2g_atom!r}, {out!r}), MMA.get_layoutC_TV(), ({tm}, {tn}))  # pairs of C
 '''
+
+#: The parts of the kernel that differ between the residue variants.
+_RESIDUE_PARTS = {
+    "shift": dict(
+        load_corner="    m_load = min(work.m0, p.M - BM)  # a tile past the edge loads the last BM rows: all inside\n"
+                    "    n_load = min(work.n0, p.N - BN)",
+        predicates="    pA0, pB0 = cute.make_fragment_like(PRED_A, np.int8), cute.make_fragment_like(PRED_B, np.int8)\n"
+                   "    {pred_fn_a}(tAcA, pA0, p.M, True)  # k-tile 0: its columns before K\n"
+                   "    {pred_fn_b}(tBcB, pB0, p.N, True)",
+        load_a="cute.copy(G2S_A, ", load_b="cute.copy(G2S_B, "),
+    "predicate": dict(
+        load_corner="    m_load, n_load = work.m0, work.n0  # rows and columns past the edge: zero-filled",
+        predicates="    pA0, pA = cute.make_fragment_like(PRED_A, np.int8), cute.make_fragment_like(PRED_A, np.int8)\n"
+                   "    pB0, pB = cute.make_fragment_like(PRED_B, np.int8), cute.make_fragment_like(PRED_B, np.int8)\n"
+                   "    {pred_fn_a}(tAcA, pA0, p.M, True)  # k-tile 0: rows and columns\n"
+                   "    {pred_fn_a}(tAcA, pA, p.M, False)  # the others: rows only\n"
+                   "    {pred_fn_b}(tBcB, pB0, p.N, True)\n"
+                   "    {pred_fn_b}(tBcB, pB, p.N, False)",
+        load_a="cute.copy_if(G2S_A, pA, ", load_b="cute.copy_if(G2S_B, pB, "),
+}
 
 _PREDICATES = {
     "call_predicates": '''
@@ -237,17 +280,19 @@ _KERNEL = '''
     {pack}
     tid = cuda.threadIdx.x
     work = SCHEDULER.work(SCHEDULER.params(p), SCHEDULER.first())  # this CTA's tile
-    bm, bn = work.m0 // BM, work.n0 // BN
+    interior = (work.m0 + BM <= p.M) & (work.n0 + BN <= p.N)  # the tile lies inside C
+{load_corner}
+    a_row0, b_row0 = cute.assume(m_load, {mdiv}), cute.assume(n_load, {ndiv})  # multiples of the row vectors
 
     # ---- tensors: (M,K), (N,K), (M,N) of the run-time sizes; the K residue first ----------
     # k-tile t covers k in [t*BK - kres, (t+1)*BK - kres): only k-tile 0 is partial
     k_shift = cute.assume(p.K - ((p.K + BK - 1) // BK) * BK, {kdiv})  # -kres
     mA = cute.make_tensor(cute.make_ptr(np.{elem}, p.A, {align_a}), {layout_a})  # (M,K) -> A
     mB = cute.make_tensor(cute.make_ptr(np.{elem}, p.B, {align_b}), {layout_b})  # (N,K) -> B
-    gA = cute.local_tile(cute.domain_offset((0, k_shift), mA), (BM, BK), (bm, None))  # (BM,BK,k)
-    gB = cute.local_tile(cute.domain_offset((0, k_shift), mB), (BN, BK), (bn, None))  # (BN,BK,k)
-    cA = cute.local_tile(cute.domain_offset((0, k_shift), cute.make_identity_tensor((p.M, p.K))), (BM, BK), (bm, None))
-    cB = cute.local_tile(cute.domain_offset((0, k_shift), cute.make_identity_tensor((p.N, p.K))), (BN, BK), (bn, None))
+    gA = cute.local_tile(cute.domain_offset((a_row0, k_shift), mA), (BM, BK), (0, None))  # (BM,BK,k)
+    gB = cute.local_tile(cute.domain_offset((b_row0, k_shift), mB), (BN, BK), (0, None))  # (BN,BK,k)
+    cA = cute.local_tile(cute.domain_offset((m_load, k_shift), cute.make_identity_tensor((p.M, p.K))), (BM, BK), (0, None))
+    cB = cute.local_tile(cute.domain_offset((n_load, k_shift), cute.make_identity_tensor((p.N, p.K))), (BN, BK), (0, None))
     sA = cute.dynamic_shared_tensor(np.{elem}, SA, 0)  # (BM,BK,PIPE)
     sB = cute.dynamic_shared_tensor(np.{elem}, SB, SB_OFFSET)  # (BN,BK,PIPE)
 
@@ -256,12 +301,7 @@ _KERNEL = '''
     tAgA, tAsA, tAcA = g2s_a.partition_S(gA), g2s_a.partition_D(sA), g2s_a.partition_S(cA)  # (CPY,CPY_M,CPY_K,k|PIPE)
     tBgB, tBsB, tBcB = g2s_b.partition_S(gB), g2s_b.partition_D(sB), g2s_b.partition_S(cB)
     k_tiles = cute.size(tAgA, 3)  # ceil_div(K, BK)
-    pA0, pA = cute.make_fragment_like(PRED_A, np.int8), cute.make_fragment_like(PRED_A, np.int8)
-    pB0, pB = cute.make_fragment_like(PRED_B, np.int8), cute.make_fragment_like(PRED_B, np.int8)
-    {pred_fn_a}(tAcA, pA0, p.M, True)  # k-tile 0: rows and columns
-    {pred_fn_a}(tAcA, pA, p.M, False)  # the others: rows only
-    {pred_fn_b}(tBcB, pB0, p.N, True)
-    {pred_fn_b}(tBcB, pB, p.N, False)
+{predicates}
 
     # ---- shared -> registers, and the accumulators --------------------------------------------
     thr_mma = MMA.get_slice(tid)
@@ -279,8 +319,8 @@ _KERNEL = '''
     cute.cp_async_fence()
     for s in range(1, STAGES - 1):
         if s < k_tiles:
-            cute.copy_if(G2S_A, pA, tAgA[None, None, None, s], tAsA[None, None, None, s])
-            cute.copy_if(G2S_B, pB, tBgB[None, None, None, s], tBsB[None, None, None, s])
+            {load_a}tAgA[None, None, None, s], tAsA[None, None, None, s])
+            {load_b}tBgB[None, None, None, s], tBsB[None, None, None, s])
         cute.cp_async_fence()
     read, write, k_next = 0, STAGES - 1, STAGES - 1
     cute.cp_async_wait(PENDING)
@@ -301,8 +341,8 @@ _KERNEL = '''
             cute.copy(S2R_B, tXsB_p[None, None, kb_next], tXrB[None, None, kb_next])
             if kb == 0:  # the next k-tile into the stage read last
                 if k_next < k_tiles:
-                    cute.copy_if(G2S_A, pA, tAgA[None, None, None, k_next], tAsA[None, None, None, write])
-                    cute.copy_if(G2S_B, pB, tBgB[None, None, None, k_next], tBsB[None, None, None, write])
+                    {load_a}tAgA[None, None, None, k_next], tAsA[None, None, None, write])
+                    {load_b}tBgB[None, None, None, k_next], tBsB[None, None, None, write])
                 cute.cp_async_fence()
                 k_next += 1
                 write = read
@@ -315,33 +355,34 @@ _KERNEL = '''
         tCrC[i] = p.alpha * tCrC[i]
 '''
 
-_EPILOGUE_PAIRS = '''    interior = (work.m0 + BM <= p.M) & (work.n0 + BN <= p.N)
-    if interior & (p.beta == 0) & (p.scn == 1) & ((p.scm & 1) == 0) & ((p.C & {oalign2m1}) == 0):
+_EPILOGUE_PAIRS = '''    if interior & (p.beta == 0) & (p.scn == 1) & ((p.scm & 1) == 0) & ((p.C & {oalign2m1}) == 0):
         # an interior tile of a row-major C: the pairs of adjacent columns, stored whole
         mC = cute.make_tensor(cute.make_ptr(np.{ostore}, p.C, {oalign2}), cute.make_layout((p.M, p.N), (cute.assume(p.scm, 2), 1)))
-        gC = cute.local_tile(mC, (BM, BN), (bm, bn))  # (BM,BN)
+        gC = cute.local_tile(mC, (BM, BN), (work.m0 // BM, work.n0 // BN))  # (BM,BN)
         tCrO = cute.make_fragment_like(tCrC, np.{ostore})
         {to_out}
         r2g = R2G_C.get_slice(tid)
         cute.copy(R2G_C, r2g.retile_S(tCrO), r2g.partition_D(gC))
     else:
-        edge_epilogue(p, thr_mma, tCrC, bm, bn)
+        edge_epilogue(p, thr_mma, tCrC, work, m_load, n_load)
 '''
 
-_EPILOGUE_ONE = '''    edge_epilogue(p, thr_mma, tCrC, bm, bn)
+_EPILOGUE_ONE = '''    edge_epilogue(p, thr_mma, tCrC, work, m_load, n_load)
 '''
 
 _EPILOGUE_EDGE = '''
 
 @cuda.jit(device=True, inline="always")
-def edge_epilogue(p, thr_mma, tCrC, bm, bn):
-    """C of any strides, element by element inside (M, N); C is read only when beta != 0
-    (BLAS: C may hold NaN otherwise)."""
+def edge_epilogue(p, thr_mma, tCrC, work, m_load, n_load):
+    """C of any strides, element by element: the accumulators of the rows and columns loaded
+    from (m_load, n_load) that are the tile's own, from its corner (m0, n0) to the edge of C.
+    C is read only when beta != 0 (BLAS: C may hold NaN otherwise)."""
     mC = cute.make_tensor(cute.make_ptr(np.{ostore}, p.C, {obytes}), cute.make_layout((p.M, p.N), (p.scm, p.scn)))
-    tCgC = thr_mma.partition_C(cute.local_tile(mC, (BM, BN), (bm, bn)))  # (MMA,MMA_M,MMA_N) -> C
-    tCcC = thr_mma.partition_C(cute.local_tile(cute.make_identity_tensor((p.M, p.N)), (BM, BN), (bm, bn)))
+    tCgC = thr_mma.partition_C(cute.local_tile(cute.domain_offset((m_load, n_load), mC), (BM, BN), (0, 0)))  # -> C
+    own = cute.domain_offset((m_load - work.m0, n_load - work.n0), cute.make_identity_tensor((BM, BN)))
+    tCcC = thr_mma.partition_C(own)  # (MMA,MMA_M,MMA_N) -> (m - m0, n - n0)
     pC = cute.make_fragment_like(tCrC, np.int8)
-    cute.mark_in_bounds(pC, tCcC, (p.M, p.N))  # (MMA,MMA_M,MMA_N): inside C
+    cute.mark_in_bounds(pC, tCcC, (p.M - work.m0, p.N - work.n0))  # the tile's own, inside C
     if p.beta != 0:
         tCrD = cute.make_fragment_like(tCrC, np.{ostore})
         cute.copy_if(pC, tCgC, tCrD)

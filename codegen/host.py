@@ -25,7 +25,7 @@ from .batch import Batch, batch_operands, fold_batch
 from .config import ACTIVATIONS, BIAS_DTYPES, DTYPES, FP8, KMAJOR_ONLY, OUT_DTYPES, GemmConfig
 from .errors import GemmError
 from .kernel import KernelKey, get_kernel, simulating
-from .emit import scheduler
+from .emit import residue_for, scheduler
 
 __all__ = ["gemm", "prepare", "GemmLaunch", "GemmError", "PRECISIONS"]
 
@@ -507,7 +507,7 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, 
         # operands copied element-wise or in pieces under 16 bytes: the smaller plan
         config = GemmConfig.default(kind, M, N, K, config.out_dtype, aligned=False,
                                     batch=batch.count if batch else 1)
-    key = KernelKey(config, a_major, b_major, a_vec, b_vec, a_vec is None, b_vec is None)
+    key = KernelKey(config, a_major, b_major, a_vec, b_vec, a_vec is None, b_vec is None, residue_for(config, M, N))
     compiled = get_kernel(key)
     grid = -(-M // config.bm) * -(-N // config.bn)
     c_strides = c.strides if c is not None else (N, 1)

@@ -99,6 +99,7 @@ class KernelKey:
     b_vec: int | None = None
     a_elementwise: bool = False
     b_elementwise: bool = False
+    residue: str = "shift"          # codegen.emit.RESIDUES: "predicate" for a problem under a tile in M or N
 
 
 @dataclass
@@ -168,7 +169,7 @@ def get_kernel(key: KernelKey, jit=True):
     if base is None:
         plan = make_plan(key.config, key.a_major, key.b_major, key.a_vec, key.b_vec,
                          key.a_elementwise, key.b_elementwise)
-        source = emit_source(plan)
+        source = emit_source(plan, key.residue)
         base = CompiledGemm(key, plan, source, _module_path(source))
         _MEM[(key, False, None)] = base
     if not jit:

@@ -65,6 +65,14 @@ __all__ = list(_TENSOR_FUNCTIONS) + list(_RENAMED) + list(_WARPGROUP_INTRINSICS)
 ]
 
 
+def _refresh_typing():
+    """Load the typing just registered into numba's CUDA typing context: a first lookup may come
+    from numba typing a kernel, which reads its registries only when it starts."""
+    from numba.cuda.descriptor import cuda_target
+
+    cuda_target.typing_context.refresh()
+
+
 def __getattr__(name):
     """The kernel-side names, imported (with numba) when first looked up."""
     if name in _TENSOR_FUNCTIONS:
@@ -72,6 +80,7 @@ def __getattr__(name):
             from . import sim as mod
         else:
             from . import api as mod, device_atoms, device_tiled  # noqa: F401  (they register the typing)
+            _refresh_typing()
         value = getattr(mod, name)
     elif name in _RENAMED or name in _WARPGROUP_INTRINSICS:
         from .. import intrinsics

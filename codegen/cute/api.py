@@ -116,8 +116,9 @@ make_fragment_C = _device_only("make_fragment_C")
 make_fragment_C.__doc__ = """``make_fragment_C(thr_mma, tCgC)``: a register fragment for the accumulators."""
 mark_in_bounds = _device_only("mark_in_bounds")
 mark_in_bounds.__doc__ = """``mark_in_bounds(pred, coords, extents)``: ``pred[i] = 1`` where the coordinate
-``coords[i]`` of an identity tensor lies inside ``extents`` (every mode below its extent, CuTe's
-``elem_less(coords(i), extents)``), else 0, for every ``i`` of the register tensor ``pred``
+``coords[i]`` of an identity tensor lies inside ``extents`` (``0 <= c < extent`` in every mode:
+CuTe's ``elem_less(coords(i), extents)`` for coordinates that ``domain_offset`` may have made
+negative), else 0, for every ``i`` of the register tensor ``pred``
 (as many elements as ``coords``; the loop is unrolled, so a large fragment's predicates stay
 in registers).  The predicates of ``copy_if`` at a tile's edge::
 

@@ -63,6 +63,10 @@ def _from_bits(builder, bits, llty):
     return builder.bitcast(bits, llty)
 
 
+#: NVPTX's address space of each memory space of a tensor.
+_ADDRESS_SPACES = {"smem": 3, "gmem": 1}
+
+
 class _Mem:
     """Element pointers of one tensor value."""
 
@@ -77,11 +81,15 @@ class _Mem:
         self.dyn = dyn_values(builder, ty, t)
 
     def at(self, off):
+        """The element's pointer, in the tensor's address space (shared: ``ld.shared`` and
+        ``st.shared``; global: ``ld.global``), not the generic one."""
         off = dyn_linear(self.builder, off, self.dyn)           # run-time strides, if any
         if isinstance(off, int):                                # a constant: the swizzle may split
-            return element_pointer(self.context, self.builder, self.ty, self.ptr, self.off, off, self.soff)
-        return element_pointer(self.context, self.builder, self.ty,
-                               self.ptr, add_offset(self.builder, self.off, off))
+            p = element_pointer(self.context, self.builder, self.ty, self.ptr, self.off, off, self.soff)
+        else:
+            p = element_pointer(self.context, self.builder, self.ty, self.ptr, add_offset(self.builder, self.off, off))
+        space = _ADDRESS_SPACES.get(getattr(self.ty, "space", None))
+        return p if space is None else self.builder.addrspacecast(p, ir.PointerType(p.type.pointee, space))
 
     def smem_addr(self, off):
         """The 32-bit shared address of an element: the swizzle and the scaling in 32-bit
@@ -100,9 +108,7 @@ class _Mem:
         return b.add(base, b.mul(x, ir.Constant(_I32, nbytes)))
 
     def gmem_addr(self, off):
-        p = self.at(off)                                        # (run-time strides: in at)
-        g = self.builder.addrspacecast(p, ir.PointerType(p.type.pointee, 1))
-        return self.builder.ptrtoint(g, _I64)
+        return self.builder.ptrtoint(self.at(off), _I64)        # (run-time strides: in at; address space 1)
 
 
 def _as_i32(builder, v):
@@ -172,9 +178,11 @@ def _emit_copy(context, builder, plan, sty, dty, sv, dv, on=None):
         vty = ir.VectorType(_I32, n // 32) if n > 32 else ir.IntType(n)
         for g, s in enumerate(plan.steps):
             def emit(s=s):
-                p = builder.bitcast(src.at(s.src), vty.as_pointer())
+                p = src.at(s.src)
+                p = builder.bitcast(p, ir.PointerType(vty, p.type.addrspace))
                 v = builder.load(p, align=n // 8)
-                q = builder.bitcast(dst.at(s.dst[0]), vty.as_pointer())
+                q = dst.at(s.dst[0])
+                q = builder.bitcast(q, ir.PointerType(vty, q.type.addrspace))
                 builder.store(v, q, align=n // 8)
             guarded(g, emit)
     elif plan.kind == "cp_async":
@@ -346,7 +354,8 @@ def _word_pairs(mem, offs, bits):
 
 
 def _word_ptr(builder, mem, off):
-    return builder.bitcast(mem.at(off), _I32.as_pointer())
+    p = mem.at(off)
+    return builder.bitcast(p, ir.PointerType(_I32, p.type.addrspace))
 
 
 def _pack(builder, mem, offs, bits):

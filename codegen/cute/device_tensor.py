@@ -1074,7 +1074,7 @@ def _lower_mark_in_bounds(context, builder, sig, args):
         ok = ir.Constant(ir.IntType(1), 1)
         for j, b in enumerate(bounds):
             v = context.cast(builder, builder.extract_value(crd, j), rty[j], types.int64)
-            ok = builder.and_(ok, builder.icmp_signed("<", v, b))
+            ok = builder.and_(ok, builder.icmp_unsigned("<", v, b))       # 0 <= v < b in one comparison
         c = dyn_linear(builder, pty.layout(i), dyn)
         ptr = element_pointer(context, builder, pty, t.ptr, *((t.off, c) if isinstance(c, int) else
                                                               (add_offset(builder, t.off, c),)))

@@ -428,7 +428,8 @@ def clear(t):
 
 
 def mark_in_bounds(pred, coords, extents):
-    """``pred[i] = 1`` where ``coords[i]`` lies inside ``extents`` (every mode), else 0."""
+    """``pred[i] = 1`` where ``coords[i]`` lies inside ``extents`` (``0 <= c < extent`` in every
+    mode), else 0."""
     n, m = la.size(pred.layout), la.size(coords.layout)
     if n != m:
         raise CuteError(f"mark_in_bounds: the predicate tensor has {n} elements, the coordinates {m}")
@@ -437,7 +438,7 @@ def mark_in_bounds(pred, coords, extents):
         if len(c) != len(extents):
             raise CuteError(f"mark_in_bounds: the extents {extents} must be {len(c)} integers, one a mode of the "
                             f"coordinates")
-        pred[i] = int(all(x < e for x, e in zip(c, extents)))
+        pred[i] = int(all(0 <= x < e for x, e in zip(c, extents)))
 
 
 def _operand_fragment(which, thr_mma, t):
