@@ -148,6 +148,7 @@ INSTRUCTIONS = {
     "runtime_shape": ["fma.rn.f32", "mul.lo.s64"],      # a row step: one multiply by the run-time ld
     "pointer": ["fma.rn.f32", "mul.lo.s64"],
     "fma": ["fma.rn.f32"],
+    "mark_in_bounds": ["setp.gt.u64"],                  # 0 <= c < extent: one unsigned comparison
 }
 
 
@@ -236,3 +237,4 @@ def test_kernel_arg_passes_bf16_arrays_as_their_bits():
     assert v.dtype == np.uint16 and v.tolist() == [0x3FC0, 0xC040]
     y = np.zeros(2, np.float32)
     assert kernel_arg(y) is y
+

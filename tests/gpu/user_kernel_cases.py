@@ -414,6 +414,30 @@ def check_runtime_shape():
     return ok and compiled == 1, f"three sizes and row strides, exact: {ok}; {compiled} compilation(s)"
 
 
+# ---- mark_in_bounds: a fragment of predicates at once ---------------------------------------------
+
+MARK_FRAG = Layout((4, 6))                                           # (4,6) -> predicate, compact
+SIG_MARK = "void(int8[::1], int64, int64)"
+
+
+def k_mark(out, m, n):
+    c = cute.domain_offset((-1, 2), cute.make_identity_tensor((4, 6)))   # coordinates from (-1, 2)
+    p = cute.make_fragment_like(MARK_FRAG, np.int8)
+    cute.mark_in_bounds(p, c, (m, n))
+    for i in range(24):
+        out[i] = p[i]
+
+
+def check_mark():
+    ok = True
+    for m, n in ((2, 6), (4, 9), (0, 3), (3, 2)):
+        out = np.full(24, 7, np.int8)
+        cuda.jit(k_mark)[1, 1](out, m, n)
+        want = [int(0 <= i % 4 - 1 < m and 0 <= i // 4 + 2 < n) for i in range(24)]
+        ok = ok and out.tolist() == want
+    return ok, f"mark_in_bounds of coordinates from (-1, 2) inside (m, n): {ok}"
+
+
 CHECKS = {
     "convert": check_convert,
     "copy_if": check_copy_if,
@@ -424,6 +448,7 @@ CHECKS = {
     "runtime_shape": check_runtime_shape,
     "pointer": check_pointer,
     "fma": check_fma,
+    "mark_in_bounds": check_mark,
 }
 #: Kernels and signatures for offline PTX.
 KERNELS = {
@@ -436,4 +461,5 @@ KERNELS = {
     "runtime_shape": (k_runtime_axpby, SIG_RUNTIME),
     "pointer": (k_pointer_axpby, SIG_POINTER),
     "fma": (k_fma_gemm, SIG_FMA),
+    "mark_in_bounds": (k_mark, SIG_MARK),
 }
