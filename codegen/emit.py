@@ -47,11 +47,9 @@ def scheduler(config):
 
 
 def smem_bytes(plan):
-    """Dynamic shared memory of ``plan``'s kernel: the stages of A, then those of B; or an edge
-    tile's accumulators (``BM x BN``, staged by the edge epilogue), if more."""
+    """Dynamic shared memory of ``plan``'s kernel: the stages of A, then those of B."""
     a, b = (cosize(_stages(plan, op)) * plan.pipeline.elem_bytes for op in plan.operands)
-    acc = plan.config.bm * plan.config.bn * (8 if plan.etype.name == "f64" else 4)
-    return max(_round(a) + b, acc)
+    return _round(a) + b
 
 
 def _round(n):
@@ -167,7 +165,7 @@ def emit_source(plan: GemmPlan, residue="shift"):
     )
     for k, v in _RESIDUE_PARTS[residue].items():
         subs[k] = v.format(**subs)
-    subs["to_out"] = _TO_OUT[out].format(**subs)
+    subs["to_out"] = _STORE_C[out].format(**subs)
     text = _HEADER.format(**subs)
     if pair:
         text += _R2G.format(**subs, r2g_atom=f"UniversalCopy_{2 * obits}")
@@ -201,12 +199,12 @@ Plan: CTA tile {bm}x{bn}x{bk}, {threads} threads, {stages} shared-memory stages;
 (tile {tm}x{tn}x{tk}); A {a_major}-major, B {b_major}-major; residue: {residue}.
 """
 import numpy as np
-from numba import cuda, float32, float64, int8, int64, uint16, uint32  # noqa: F401
+from numba import cuda, float32, float64, int8, int64, uint32  # noqa: F401
 
 from codegen import cute
 from codegen.args import mma_sync_args
 from codegen.cute import TileScheduler
-from codegen.intrinsics import cvt_bf16x2_f32, u32_as_f32  # noqa: F401
+from codegen.intrinsics import u32_as_f32  # noqa: F401
 from layoutalg import ComposedLayout, CopyAtom, Layout, Swizzle, make_tiled_copy_A, make_tiled_copy_B, make_tiled_mma  # noqa: F401
 from layoutalg.tiled_copy import make_tiled_copy_impl
 
@@ -216,9 +214,7 @@ KBLOCKS = {kblocks}  # k-blocks a k-tile: BK / {tk}
 PENDING = {pending}  # cp.async groups still in flight when a stage is read
 SA = {sa}  # (BM,BK,PIPE) -> smem element
 SB = {sb}  # (BN,BK,PIPE) -> smem element
-SB_OFFSET, SMEM_BYTES = {sb_offset}, {smem}  # B's stages follow A's; C staged at an edge over both
-SC = Layout(({bm}, {bn}), ({bn}, 1))  # (BM,BN) -> smem element: an edge tile's accumulators, row-major
-THREADS = {threads}
+SB_OFFSET, SMEM_BYTES = {sb_offset}, {smem}  # B's stages follow A's
 G2S_A = {g2s_a}  # (Thr,Val) -> (m,k) of A's tile
 G2S_B = {g2s_b}  # (Thr,Val) -> (n,k) of B's tile
 S2R_A = {s2r_a}  # A's fragments from shared memory
@@ -378,46 +374,35 @@ _EPILOGUE_EDGE = '''
 
 @cuda.jit(device=True, inline="always")
 def edge_epilogue(p, thr_mma, tCrC, work, m_load, n_load):
-    """C of any strides: the accumulators go through shared memory, then each thread stores
-    consecutive elements of the tile's own rows and columns (from its corner (m0, n0) to the
-    edge of C), so no register array is indexed in a loop with a bound known only at run
-    time. C is read only when beta != 0 (BLAS: C may hold NaN otherwise)."""
-    sC = cute.dynamic_shared_tensor(np.{acc}, SC, 0)  # (BM,BN), over the pipeline's stages
-    cuda.syncthreads()  # every warp is done with the last stage
-    cute.copy(tCrC, thr_mma.partition_C(sC))
-    cuda.syncthreads()
+    """C of any strides, element by element: the accumulators of the rows and columns loaded
+    from (m_load, n_load) that are the tile's own, from its corner (m0, n0) to the edge of C.
+    C is read only when beta != 0 (BLAS: C may hold NaN otherwise)."""
     mC = cute.make_tensor(cute.make_ptr(np.{ostore}, p.C, {obytes}), cute.make_layout((p.M, p.N), (p.scm, p.scn)))
-    gC = cute.local_tile(cute.domain_offset((m_load, n_load), mC), (BM, BN), (0, 0))  # (BM,BN) -> C
-    rows = min(p.M - work.m0, BM)  # the tile's own rows: from m0 - m_load
-    cols = min(p.N - work.n0, BN)
-    r0, c0 = work.m0 - m_load, work.n0 - n_load
-    for i in range(cuda.threadIdx.x, rows * cols, THREADS):  # consecutive threads, consecutive columns
-        r, c = r0 + i // cols, c0 + i % cols
-        v = sC[r, c]
-        if p.beta != 0:
-            v += p.beta * {load_c}
-        gC[r, c] = {store_c}
+    tCgC = thr_mma.partition_C(cute.local_tile(cute.domain_offset((m_load, n_load), mC), (BM, BN), (0, 0)))  # -> C
+    own = cute.domain_offset((m_load - work.m0, n_load - work.n0), cute.make_identity_tensor((BM, BN)))
+    tCcC = thr_mma.partition_C(own)  # (MMA,MMA_M,MMA_N) -> (m - m0, n - n0)
+    pC = cute.make_fragment_like(tCrC, np.int8)
+    cute.mark_in_bounds(pC, tCcC, (p.M - work.m0, p.N - work.n0))  # the tile's own, inside C
+    if p.beta != 0:
+        tCrD = cute.make_fragment_like(tCrC, np.{ostore})
+        cute.copy_if(pC, tCgC, tCrD)
+        for i in range(cute.size(tCrC)):
+            tCrC[i] += p.beta * {load_c}
+    tCrO = cute.make_fragment_like(tCrC, np.{ostore})
+    {store_c}
+    cute.copy_if(pC, tCrO, tCgC)
 '''
 
-
-#: C's element ``gC[r, c]`` as the accumulator's type.
+#: The value of C element ``i`` of the fragment ``tCrD`` as the accumulator's type.
 _LOAD_C = {
-    "f16": "{acc}(gC[r, c])",
-    "bf16": "u32_as_f32(uint32(gC[r, c]) << 16)",
-    "f32": "{acc}(gC[r, c])",
-    "f64": "{acc}(gC[r, c])",
+    "f16": "{acc}(tCrD[i])",
+    "bf16": "u32_as_f32(uint32(tCrD[i]) << 16)",
+    "f32": "{acc}(tCrD[i])",
+    "f64": "{acc}(tCrD[i])",
 }
 
-#: The value ``v`` in C's type.
+#: The accumulators ``tCrC`` into the fragment ``tCrO`` of C's type.
 _STORE_C = {
-    "f16": "v",
-    "bf16": "uint16(cvt_bf16x2_f32(v, v) & 0xFFFF)  # bfloat16, rounded to nearest even",
-    "f32": "v",
-    "f64": "v",
-}
-
-#: The accumulators ``tCrC`` into the fragment ``tCrO`` of C's type (the pair stores).
-_TO_OUT = {
     "f16": 'cute.convert(tCrC, tCrO, "f16")',
     "bf16": 'cute.convert(tCrC, tCrO, "bf16")',
     "f32": "cute.copy(tCrC, tCrO)",
