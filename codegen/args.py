@@ -6,12 +6,13 @@ The kernel's ``def`` line (:mod:`codegen.emit`), numba's signature
 
 * ``A``, ``B``, ``C``: global byte addresses of A (M,K), B (its (N,K) view) and C (M,N);
 * ``M``, ``N``, ``K``; element strides ``sam``, ``sak`` of A, ``sbn``, ``sbk`` of B's (N,K)
-  view, ``scm``, ``scn`` of C;
+  view, ``scm``, ``scn`` of C; ``sal``, ``sbl``, ``scl``: from one matrix of a batch to the
+  next (0 without a batch);
 * ``alpha``, ``beta``: ``C = alpha * A @ B + beta * C``, float64 for f64 GEMMs, else float32;
 * the tile scheduler's numbers for the launch (:meth:`codegen.cute.TileScheduler.host_params`).
 
->>> mma_sync_args("f64").def_line("gemm_kernel")[:76]
-'def gemm_kernel(A, B, C, M, N, K, sam, sak, sbn, sbk, scm, scn, alpha, beta,'
+>>> mma_sync_args("f64").def_line("gemm_kernel")[:72]
+'def gemm_kernel(A, B, C, M, N, K, sam, sak, sbn, sbk, scm, scn, sal, sbl,'
 """
 
 from __future__ import annotations
@@ -31,5 +32,5 @@ def mma_sync_args(dtype):
     return KernelParams("GemmSyncArgs", (
         ("A", "i64"), ("B", "i64"), ("C", "i64"), ("M", "i32"), ("N", "i32"), ("K", "i32"),
         ("sam", "i64"), ("sak", "i64"), ("sbn", "i64"), ("sbk", "i64"), ("scm", "i64"), ("scn", "i64"),
-        ("alpha", scalar), ("beta", scalar),
+        ("sal", "i64"), ("sbl", "i64"), ("scl", "i64"), ("alpha", scalar), ("beta", scalar),
     ) + TileScheduler.ARGS)

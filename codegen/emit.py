@@ -287,8 +287,11 @@ _KERNEL = '''
     # ---- tensors: (M,K), (N,K), (M,N) of the run-time sizes; the K residue first ----------
     # k-tile t covers k in [t*BK - kres, (t+1)*BK - kres): only k-tile 0 is partial
     k_shift = cute.assume(p.K - ((p.K + BK - 1) // BK) * BK, {kdiv})  # -kres
-    mA = cute.make_tensor(cute.make_ptr(np.{elem}, p.A, {align_a}), {layout_a})  # (M,K) -> A
-    mB = cute.make_tensor(cute.make_ptr(np.{elem}, p.B, {align_b}), {layout_b})  # (N,K) -> B
+    a_addr = p.A + work.l * p.sal * {ebytes}  # matrix l of a batch
+    b_addr = p.B + work.l * p.sbl * {ebytes}
+    c_addr = p.C + work.l * p.scl * {obytes}
+    mA = cute.make_tensor(cute.make_ptr(np.{elem}, a_addr, {align_a}), {layout_a})  # (M,K) -> A
+    mB = cute.make_tensor(cute.make_ptr(np.{elem}, b_addr, {align_b}), {layout_b})  # (N,K) -> B
     gA = cute.local_tile(cute.domain_offset((a_row0, k_shift), mA), (BM, BK), (0, None))  # (BM,BK,k)
     gB = cute.local_tile(cute.domain_offset((b_row0, k_shift), mB), (BN, BK), (0, None))  # (BN,BK,k)
     cA = cute.local_tile(cute.domain_offset((m_load, k_shift), cute.make_identity_tensor((p.M, p.K))), (BM, BK), (0, None))
@@ -355,29 +358,29 @@ _KERNEL = '''
         tCrC[i] = p.alpha * tCrC[i]
 '''
 
-_EPILOGUE_PAIRS = '''    if interior & (p.beta == 0) & (p.scn == 1) & ((p.scm & 1) == 0) & ((p.C & {oalign2m1}) == 0):
+_EPILOGUE_PAIRS = '''    if interior & (p.beta == 0) & (p.scn == 1) & ((p.scm & 1) == 0) & ((c_addr & {oalign2m1}) == 0):
         # an interior tile of a row-major C: the pairs of adjacent columns, stored whole
-        mC = cute.make_tensor(cute.make_ptr(np.{ostore}, p.C, {oalign2}), cute.make_layout((p.M, p.N), (cute.assume(p.scm, 2), 1)))
+        mC = cute.make_tensor(cute.make_ptr(np.{ostore}, c_addr, {oalign2}), cute.make_layout((p.M, p.N), (cute.assume(p.scm, 2), 1)))
         gC = cute.local_tile(mC, (BM, BN), (work.m0 // BM, work.n0 // BN))  # (BM,BN)
         tCrO = cute.make_fragment_like(tCrC, np.{ostore})
         {to_out}
         r2g = R2G_C.get_slice(tid)
         cute.copy(R2G_C, r2g.retile_S(tCrO), r2g.partition_D(gC))
     else:
-        edge_epilogue(p, thr_mma, tCrC, work, m_load, n_load)
+        edge_epilogue(p, c_addr, thr_mma, tCrC, work, m_load, n_load)
 '''
 
-_EPILOGUE_ONE = '''    edge_epilogue(p, thr_mma, tCrC, work, m_load, n_load)
+_EPILOGUE_ONE = '''    edge_epilogue(p, c_addr, thr_mma, tCrC, work, m_load, n_load)
 '''
 
 _EPILOGUE_EDGE = '''
 
 @cuda.jit(device=True, inline="always")
-def edge_epilogue(p, thr_mma, tCrC, work, m_load, n_load):
+def edge_epilogue(p, c_addr, thr_mma, tCrC, work, m_load, n_load):
     """C of any strides, element by element: the accumulators of the rows and columns loaded
     from (m_load, n_load) that are the tile's own, from its corner (m0, n0) to the edge of C.
     C is read only when beta != 0 (BLAS: C may hold NaN otherwise)."""
-    mC = cute.make_tensor(cute.make_ptr(np.{ostore}, p.C, {obytes}), cute.make_layout((p.M, p.N), (p.scm, p.scn)))
+    mC = cute.make_tensor(cute.make_ptr(np.{ostore}, c_addr, {obytes}), cute.make_layout((p.M, p.N), (p.scm, p.scn)))
     tCgC = thr_mma.partition_C(cute.local_tile(cute.domain_offset((m_load, n_load), mC), (BM, BN), (0, 0)))  # -> C
     own = cute.domain_offset((m_load - work.m0, n_load - work.n0), cute.make_identity_tensor((BM, BN)))
     tCcC = thr_mma.partition_C(own)  # (MMA,MMA_M,MMA_N) -> (m - m0, n - n0)

@@ -259,21 +259,23 @@ class _Launcher:
 
     ``__call__(a, b, c, alpha, beta, stream)`` writes the addresses and scalars into the
     argument slots and launches: one driver call on a GPU, numba's simulated dispatcher
-    in the simulator.  A ``batch`` (:class:`~codegen.batch.Batch`) is a launch per matrix
-    (the Hopper kernel runs a batch in one).
+    in the simulator.  A ``batch`` (:class:`~codegen.batch.Batch`) is one launch too: the
+    tile scheduler numbers the tiles of every matrix, and the kernel steps A, B and C by
+    their batch strides (``sal``, ``sbl``, ``scl``).
     """
 
     def __init__(self, compiled, grid, M, N, K, strides, batch=None):
         cfg = compiled.config
         self.compiled = compiled
-        eb, ob = cfg.bits // 8, element_type(cfg.out).bits // 8
-        self._steps = (range(batch.count), batch.a * eb, batch.b * eb, batch.c * ob) if batch is not None else None
-        self.grid = grid
+        count = batch.count if batch is not None else 1
+        self.grid = grid * count
         self.threads = cfg.threads
         self.smem = compiled.smem_bytes
         self.slots = mma_sync_args(cfg.dtype).slots()
         self.slots.set(M=M, N=N, K=K, alpha=1.0, **dict(zip(("sam", "sak", "sbn", "sbk", "scm", "scn"), strides)))
-        self.slots.set(**scheduler(cfg).host_params(M, N, K, grid))
+        if batch is not None:
+            self.slots.set(sal=batch.a, sbl=batch.b, scl=batch.c)
+        self.slots.set(**scheduler(cfg).host_params(M, N, K, grid, batch=count))
         self._hot = self.slots.values_of("A", "B", "C", "alpha", "beta")
         self.fn = compiled.function
 
@@ -282,14 +284,6 @@ class _Launcher:
     device_scales = False
 
     def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0)):
-        if self._steps is not None:
-            ls, da, db, dc = self._steps
-            for l in ls:
-                self._launch(a + l * da, b + l * db, c + l * dc, alpha, beta, stream)
-            return
-        self._launch(a, b, c, alpha, beta, stream)
-
-    def _launch(self, a, b, c, alpha, beta, stream):
         sa, sb, sc, al, be = self._hot             # (capture: nothing to allocate; no fused bias here)
         sa.value, sb.value, sc.value, al.value, be.value = a, b, c, alpha, beta
         if self.fn is not None:
@@ -501,8 +495,10 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, 
         raise GemmError(f"{op}: a fused bias or activation runs on the Hopper kernel only (compute capability 9.0, "
                         f"operands that TMA reads: 16-byte aligned, unit stride along a dimension)")
     bits = config.bits
-    a_vec = _vec(bits, a_major, a.shape, a.strides, a.ptr)
-    b_vec = _vec(bits, b_major, b_shape, b_strides, b.ptr)
+    # every matrix of a batch starts as aligned as the first and its batch stride allow
+    eb = bits // 8
+    a_vec = _vec(bits, a_major, a.shape, a.strides, a.ptr | (batch.a * eb if batch else 0))
+    b_vec = _vec(bits, b_major, b_shape, b_strides, b.ptr | (batch.b * eb if batch else 0))
     if chosen and (not a_vec or not b_vec or min(a_vec, b_vec) * bits < 128):
         # operands copied element-wise or in pieces under 16 bytes: the smaller plan
         config = GemmConfig.default(kind, M, N, K, config.out_dtype, aligned=False,
@@ -1124,8 +1120,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     and ``(..., K, N)``, which broadcast; C (given or new) is ``(..., M, N)``
     (:mod:`codegen.batch`).  With a ``B`` shared by every matrix of A (``(K, N)``, or batch
     modes of 1) the product is one GEMM of all the rows; otherwise it is a batch of ``L``
-    GEMMs, one launch of the Hopper kernel (whose tile scheduler walks every matrix's tiles),
-    a launch per matrix on the ``mma.sync`` kernels.  fp16/bf16 use ``mma.sync`` m16n8k16 with
+    GEMMs, one launch (whose tile scheduler walks every matrix's tiles, on the Hopper kernel
+    and on the ``mma.sync`` kernels alike).  fp16/bf16 use ``mma.sync`` m16n8k16 with
     f32 accumulation; fp32 runs on CUDA cores unless ``precision="tf32"``; fp64 uses the
     m8n8k4 f64 MMA.  On a Hopper GPU (compute capability 9.0), fp16/bf16 and tf32 with
     operands that TMA can read run on the wgmma kernel instead (tf32 only with both operands K-major: A row-major, B

@@ -1,7 +1,7 @@
 """Operands of more than two dimensions, as ``torch.matmul`` takes them: ``(..., M, K) @ (K, N)``
 is one GEMM of all the rows (``codegen.batch.fold_batch``), ``(..., M, K) @ (..., K, N)`` a
-batch of GEMMs (``codegen.batch.batch_operands``: one launch of the Hopper kernel, a launch per
-matrix on the mma.sync kernels); in the simulator against numpy, on torch ``meta`` tensors
+batch of GEMMs (``codegen.batch.batch_operands``: one launch, of the Hopper kernel or of the
+mma.sync kernels, whose tile scheduler walks every matrix's tiles); in the simulator against numpy, on torch ``meta`` tensors
 through the operator and autograd, and the cases that are refused."""
 
 import os
@@ -70,9 +70,10 @@ from codegen import GemmConfig
 rng = np.random.default_rng(4)
 ints = lambda shape, dt=np.float16: rng.integers(-3, 4, shape).astype(dt)     # exact in f16 and f32
 f64 = lambda x: x.astype(np.float64)
-# the mma.sync kernels: a launch per matrix
+# the mma.sync kernels: one launch, 2 x 2 tiles a matrix
 cfg = GemmConfig('f16', None, 32, 32, 32, 1, 1, 2, 1)
 A, B = ints((3, 40, 24)), ints((3, 24, 36))
+assert codegen.prepare(A, B, config=cfg)._launcher.grid == 3 * 4, "one launch of every matrix's tiles"
 out = codegen.gemm(A, B, config=cfg)
 assert out.shape == (3, 40, 36) and (out == f64(A) @ f64(B)).all(), "mma.sync batch"
 A2 = ints((2, 1, 40, 24))                              # broadcast against B's 3: copied per matrix
@@ -81,6 +82,9 @@ assert out.shape == (2, 3, 40, 36) and (out == f64(A2) @ f64(B)).all(), "mma.syn
 C = ints((6, 40, 36))[::2]                             # matrices of C 2 apart: a strided batch mode
 ref = f64(A) @ f64(B) - C
 assert codegen.gemm(A, B, C, beta=-1.0, config=cfg) is C and (C == ref).all(), "mma.sync C given"
+Ab = ints((2, 20, 13))                                 # an odd K: A copied element by element, a batch
+Bb = ints((2, 13, 40))
+assert (codegen.gemm(Ab, Bb, config=cfg) == f64(Ab) @ f64(Bb)).all(), "mma.sync element-wise batch"
 # the Hopper kernel: one launch, the batch in the tile scheduler and the TMA maps' third mode
 W = dict(bm=64, bn=64, bk=32, stages=2, path="wgmma")
 for out_t, L, M, N, K, lb, lc, beta, split in (
@@ -108,8 +112,8 @@ print("BMM OK")
 
 
 def test_simulator_runs_a_batch_of_gemms_on_both_kernels(tmp_path):
-    """A batch of GEMMs: the mma.sync kernels (a launch per matrix; broadcast batch modes, a
-    strided batch of C with beta) and the Hopper kernel (one launch of two CTAs walking every
+    """A batch of GEMMs: the mma.sync kernels (one launch; broadcast batch modes, a strided
+    batch of C with beta, element-wise copies) and the Hopper kernel (one launch of two CTAs walking every
     matrix's tiles: the TMA-store and register epilogues, a column-major C run transposed,
     split-K), exact on small integers."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
