@@ -12,7 +12,7 @@ The kernel's ``def`` line (:mod:`codegen.emit`), numba's signature
 * the tile scheduler's numbers for the launch (:meth:`codegen.cute.TileScheduler.host_params`).
 
 >>> mma_sync_args("f64").def_line("gemm_kernel")[:72]
-'def gemm_kernel(A, B, C, M, N, K, sam, sak, sbn, sbk, scm, scn, sal, sbl,'
+'def gemm_kernel(A, B, C, M, N, K, sam, sak, sbn, sbk, scm, scn, sal, sbl'
 """
 
 from __future__ import annotations
