@@ -1125,8 +1125,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     f32 accumulation; fp32 runs on CUDA cores unless ``precision="tf32"``; fp64 uses the
     m8n8k4 f64 MMA.  On a Hopper GPU (compute capability 9.0), fp16/bf16 and tf32 with
     operands that TMA can read run on the wgmma kernel instead (tf32 only with both operands K-major: A row-major, B
-    column-major; wgmma reads tf32 as the f32 bits with the low 13 mantissa bits ignored,
-    the mma.sync path rounds to nearest).  The wgmma kernel writes a row- or column-major C
+    column-major; both kernels read tf32 as the f32 bits with the low 13 mantissa bits
+    ignored).  The wgmma kernel writes a row- or column-major C
     (even leading dimension); a column-major C runs as ``C^T = B^T @ A^T``, with A and B,
     M and N trading places (docs/hopper.md).  The output type is ``out_dtype``, else C's
     type, else the input type (f32 for tf32).
