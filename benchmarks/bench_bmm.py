@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import codegen  # noqa: E402
-from bench_gemm import interleaved, median_ratio, save_json  # noqa: E402
+from bench_gemm import interleaved, median_ratio, save_json, tflops_text  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -102,7 +102,7 @@ def main(argv=None):
             L, M, N, K = (int(x) for x in s.split("x"))
             r = speed(L, M, N, K, DTYPES[d])
             res["speed"].append(r)
-            print(f"{s} {d} TFLOP/s: " + ", ".join(f"{k[:-7]} {v:.0f}" for k, v in r.items() if k.endswith("_tflops"))
+            print(f"{s} {d} TFLOP/s: " + tflops_text(r)
                   + f"; ours/bmm {r['ours_vs_bmm']:.3f} (target >= 1.0), ours/loop {r['ours_vs_loop']:.2f}x, "
                   f"rel err {r['rel_err']:.1e}", flush=True)
     save_json(res, "bench_bmm.json", args.json)

@@ -27,7 +27,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import codegen  # noqa: E402
-from bench_gemm import bursts, save_json  # noqa: E402
+from bench_gemm import bursts, save_json, tflops_text  # noqa: E402
 
 ACTS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu}
 
@@ -95,7 +95,7 @@ def main(argv=None):
     for n in (int(x) for x in args.sizes.split(",")):
         r = speed(n, dtype)
         res["speed"].append(r)
-        print(f"{n}^3 {args.dtype} TFLOP/s: " + ", ".join(f"{k[:-7]} {v:.0f}" for k, v in r.items() if k.endswith("_tflops"))
+        print(f"{n}^3 {args.dtype} TFLOP/s: " + tflops_text(r)
               + f"; fused/plain {r['fused_vs_plain']:.3f} (target >= 0.97), fused vs torch.compile "
               f"{r['fused_vs_torch_compile']:.3f}x", flush=True)
     save_json(res, "bench_fused.json", args.json)

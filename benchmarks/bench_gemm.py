@@ -118,6 +118,15 @@ def save_json(res, name, path=None):
             json.dump(res, f, indent=1)
 
 
+def tflops_text(row):
+    """``"name 123, ..."``: the ``<name>_tflops`` entries of a result row, rounded.
+
+    >>> tflops_text({"ours_tflops": 612.4, "cublas_tflops": 600.0, "rel_err": 1e-3})
+    'ours 612, cublas 600'
+    """
+    return ", ".join(f"{k[:-len('_tflops')]} {v:.0f}" for k, v in row.items() if k.endswith("_tflops"))
+
+
 def median_ratio(times, ref):
     """The median over rounds of ``ref``'s time over ``times`` (above 1: ``times`` is faster)."""
     import statistics

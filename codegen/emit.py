@@ -9,9 +9,12 @@ kernel reads top to bottom as CuTe's SM80 mainloop does:
 * **tile**: the tile scheduler (:class:`codegen.cute.TileScheduler`, the Hopper kernel's)
   gives the CTA its tile in the grouped raster;
 * **global -> shared**: ``cp.async`` (or element-wise loads) of the tiled copies
-  ``G2S_A``/``G2S_B`` into ``STAGES`` swizzled stages, predicated by identity tensors: the
-  K residue first (``domain_offset``), so only k-tile 0 is partial in K, and the rows past
-  ``M`` or ``N`` zero-filled, their predicates computed once;
+  ``G2S_A``/``G2S_B`` into ``STAGES`` swizzled stages, with the K residue first
+  (``domain_offset``), so only k-tile 0 is partial in K and only its copies test columns
+  (identity-tensor predicates). Rows past ``M`` or ``N`` (:data:`RESIDUES`): in the "shift"
+  variant a tile past the edge loads the last full tile instead, so the main loop has no
+  predicate; in the "predicate" variant (problems under a tile) they are zero-filled under
+  predicates computed once;
 * **shared -> registers**: ``ldmatrix`` (or shared loads) of ``S2R_A``/``S2R_B``, one
   k-block ahead of the MMAs;
 * **MMA**: ``cute.gemm`` of the tiled MMA over the k-block's fragments;
@@ -29,7 +32,7 @@ from __future__ import annotations
 from layoutalg import cosize
 
 from .args import mma_sync_args
-from .plan import CopyKind, GemmPlan, smem_layout
+from .plan import CopyKind, GemmPlan, _inner, smem_layout
 
 __all__ = ["emit_source", "KERNEL_NAME", "smem_bytes", "scheduler", "RESIDUES", "residue_for"]
 
@@ -48,22 +51,18 @@ def scheduler(config):
 
 def smem_bytes(plan):
     """Dynamic shared memory of ``plan``'s kernel: the stages of A, then those of B."""
-    a, b = (cosize(_stages(plan, op)) * plan.pipeline.elem_bytes for op in plan.operands)
-    return _round(a) + b
+    return _b_offset(plan) + cosize(_inner(_stages(plan, plan.b))) * plan.pipeline.elem_bytes
 
 
-def _round(n):
-    return -(-n // 128) * 128
+def _b_offset(plan):
+    """Bytes before B's stages: A's, rounded up to 128 bytes."""
+    return -(-cosize(_inner(_stages(plan, plan.a))) * plan.pipeline.elem_bytes // 128) * 128
 
 
 def _stages(plan, op):
     """``(rows, BK, PIPE) -> element`` of one operand's shared stages."""
     cfg = plan.config
     return smem_layout(cfg.dtype, op.major, op.rows, cfg.bk, cfg.stages)
-
-
-def _inner(lay):
-    return getattr(lay, "inner", lay)
 
 
 def _tiled_copy(tc):
@@ -147,17 +146,16 @@ def emit_source(plan: GemmPlan, residue="shift"):
     subs = dict(
         dtype=cfg.dtype, out=out, acc=acc, elem=_STORAGE[et], ostore=_STORAGE[out], ebytes=p.pipeline.elem_bytes,
         obytes=obits // 8, bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, stages=cfg.stages, threads=cfg.threads,
-        group_m=cfg.group_m, scheduler=repr(scheduler(cfg)), kblocks=p.pipeline.kblocks, pending=cfg.stages - 2,
+        scheduler=repr(scheduler(cfg)), kblocks=p.pipeline.kblocks, pending=cfg.stages - 2,
         mma=_tiled_mma(mma), mma_name=mma.atom.name, tm=tm, tn=tn, tk=tk,
-        sa=repr(sa), sb=repr(sb), sb_offset=_round(cosize(_inner(sa)) * p.pipeline.elem_bytes),
+        sa=repr(sa), sb=repr(sb), sb_offset=_b_offset(p),
         smem=smem_bytes(p), g2s_a=_tiled_copy(p.a.g2s.tiled_copy), g2s_b=_tiled_copy(p.b.g2s.tiled_copy),
-        g2s_a_name=p.a.g2s.atom.name, g2s_b_name=p.b.g2s.atom.name,
         s2r_a=f"make_tiled_copy_A(CopyAtom({p.a.s2r.atom.name!r}, {p.a.s2r.atom.dtype!r}), MMA)",
         s2r_b=f"make_tiled_copy_B(CopyAtom({p.b.s2r.atom.name!r}, {p.b.s2r.atom.dtype!r}), MMA)",
         pred_a=repr(_pred_layout(p.a, p)), pred_b=repr(_pred_layout(p.b, p)),
         layout_a=_global_layout(p.a, "p.M", "p.sam", "p.sak"), layout_b=_global_layout(p.b, "p.N", "p.sbn", "p.sbk"),
-        kdiv=_k_divisor(p), mdiv=_row_divisor(p.a), ndiv=_row_divisor(p.b), a_major=p.a.major, b_major=p.b.major, a_vec=p.a.g2s.vec, b_vec=p.b.g2s.vec,
-        align_a=_align(p.a, p), align_b=_align(p.b, p), oalign=obits // 8,
+        kdiv=_k_divisor(p), mdiv=_row_divisor(p.a), ndiv=_row_divisor(p.b), a_major=p.a.major, b_major=p.b.major,
+        align_a=_align(p.a, p), align_b=_align(p.b, p),
         clear_a=_clear(p.a, "A"), clear_b=_clear(p.b, "B"), pred_fn_a=_predicates(p.a), pred_fn_b=_predicates(p.b),
         args=mma_sync_args(cfg.dtype).def_line(KERNEL_NAME), pack=mma_sync_args(cfg.dtype).pack_line(),
         args_name=mma_sync_args(cfg.dtype).name, oalign2=obits // 4, oalign2m1=obits // 4 - 1,

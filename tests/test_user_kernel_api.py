@@ -7,7 +7,6 @@ subprocess with ``NUMBA_ENABLE_CUDASIM=1``) against numpy; ``tests/gpu/check_use
 runs the same kernels on a GPU.
 """
 
-import ctypes
 import os
 import subprocess
 import sys
