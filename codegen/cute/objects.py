@@ -46,6 +46,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
+import threading
 
 from ..simulation import simulating
 
@@ -59,7 +60,11 @@ SIMULATED = simulating()
 _CLASSES = set()
 #: ``(module globals, module name, names)`` of each :func:`late_import`.
 _LATE = []
+#: set (by the activating thread) once :func:`activate` has begun; late imports bind at once.
 _ACTIVE = []
+#: set once :func:`activate` has finished: every name is bound.
+_DONE = []
+_ACTIVATING = threading.RLock()
 
 
 def device(fn):
@@ -147,18 +152,24 @@ def activate():
     types and the inliner their methods. Called before kernels compile or run (by
     ``codegen.cute``'s kernel-side names, by codegen's compiler, and by numba-cuda's
     extension entry point ``numba_cuda_extensions``); idempotent."""
-    if _ACTIVE:
+    if _DONE:
         return
-    _ACTIVE.append(True)
-    for g, module, names in list(_LATE):
-        _bind_late(g, module, names)
-    if not SIMULATED:
-        # numba's types of layouts, tensors, tiled copies and MMAs, and their functions
-        from . import api, device_atoms, device_tiled  # noqa: F401
+    # The simulator runs each thread of a block in a Python thread, and each calls this: the
+    # others wait here until every name is bound (not only until binding has begun).
+    with _ACTIVATING:
+        if _ACTIVE:         # done, or begun by this thread further up its stack
+            return
+        _ACTIVE.append(True)
+        for g, module, names in list(_LATE):
+            _bind_late(g, module, names)
+        if not SIMULATED:
+            # numba's types of layouts, tensors, tiled copies and MMAs, and their functions
+            from . import api, device_atoms, device_tiled  # noqa: F401
 
-        _install()
-        for cls in list(_CLASSES):
-            _register(cls)
+            _install()
+            for cls in list(_CLASSES):
+                _register(cls)
+        _DONE.append(True)
 
 
 def _simulated(fn):
