@@ -23,6 +23,9 @@ from layoutalg.element_types import ElementType, element_type
 from .args import mma_sync_args
 from .batch import Batch, batch_operands, fold_batch
 from .config import ACTIVATIONS, BIAS_DTYPES, DTYPES, FP8, KMAJOR_ONLY, OUT_DTYPES, GemmConfig
+from .epilogue_fn import TENSOR_DTYPES, check_epilogue
+from .epilogue_fn import fast_key as epilogue_fast_key
+from .epilogue_fn import torch_tensors as epilogue_torch_tensors
 from .errors import GemmError
 from .kernel import KernelKey, get_kernel, simulating
 from .emit import residue_for, scheduler
@@ -329,8 +332,9 @@ class GemmLaunch:
     """
 
     def __init__(self, launcher, ptrs, alpha, beta, stream, C, keep=(), copy_back=None, copy_in=None, bias=0,
-                 scales=(0, 0, 0)):
+                 scales=(0, 0, 0), tensors=()):
         self._bias = bias            # the address of a fused bias, else 0
+        self._tensors = tensors      # the EpilogueTensors a user epilogue reads
         self._scales = scales        # the addresses of scales the kernel reads, else 0
         self._launcher = launcher
         self._ptrs = ptrs
@@ -357,6 +361,8 @@ class GemmLaunch:
         a, b, c = self._ptrs
         if self._copy_in is not None:
             self._copy_in()
+        if self._tensors:
+            self._launcher.set_tensors(self._tensors)
         self._launcher(a, b, c, self._alpha, self._beta, self._stream, None, self._bias, self._scales)
         if self._copy_back is not None:
             self._copy_back()
@@ -429,6 +435,26 @@ def _check_fused(bias, activation, a, N, beta, op):
     return _Fused(activation, x.etype.name, x.ptr)
 
 
+def _check_user(epilogue, epilogue_args, fused, batched, a, op):
+    """A user's element-wise epilogue, checked (:func:`codegen.epilogue_fn.check_epilogue`):
+    ``(EpilogueFunction, EpilogueTensor...)``, or ``(None, ())``; ``fused``: a bias or an
+    activation is asked for too."""
+    user, tensors = check_epilogue(epilogue, epilogue_args,
+                                   lambda x, name: _describe(x, op, name, TENSOR_DTYPES, ranks=(1, 2)), a, op)
+    if user is None:
+        return None, ()
+    if fused:
+        raise GemmError(f"{op}: epilogue= and bias=/activation= exclude each other; the epilogue function can add "
+                        f"the bias (pass it in epilogue_args) and apply the activation")
+    if batched:
+        raise GemmError(f"{op}: a user epilogue runs on one GEMM (A (..., M, K) with a 2-D B folds into one); "
+                        f"got a batch of GEMMs")
+    if a.kind == "numpy" and tensors and not simulating():
+        raise GemmError(f"{op}: epilogue_args of numpy arrays are read in numba's simulator only; on a GPU pass "
+                        f"GPU arrays (torch, CuPy, numba device arrays) for A, B and the epilogue's arrays")
+    return user, tensors
+
+
 def _check_operands(C, a, b, c, config, out_dtype, precision, op):
     """Every check of the arrays, the config and the output type that a call makes, empty
     problems included; raises :class:`GemmError` naming the values."""
@@ -467,7 +493,7 @@ def _check_operands(C, a, b, c, config, out_dtype, precision, op):
     return _Checked(a, b, M, N, K, kind, b_fp8, out)
 
 
-def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, fused=None, batch=None):
+def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, fused=None, batch=None, user=None):
     """Validate everything that does not change between calls with the same signature,
     choose the plan and compile it (``batch``: a :class:`~codegen.batch.Batch` of GEMMs of
     the shape of ``a``, ``b`` and ``c``, or None)."""
@@ -488,12 +514,15 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, 
     _check_gpu()
     ops = _Operands(a, replace(b, shape=b_shape, strides=b_strides), a_major, b_major, M, N, K,
                     c.strides if c is not None else (N, 1), c.ptr if c is not None else 0, batch)
-    hopper = _wgmma_setup(None if chosen else config, config.dtype, out or config.out, ops, op, beta, fused)
+    hopper = _wgmma_setup(None if chosen else config, config.dtype, out or config.out, ops, op, beta, fused, user)
     if hopper is not None:
         return hopper
-    if fused is not None:
-        raise GemmError(f"{op}: a fused bias or activation runs on the Hopper kernel only (compute capability 9.0, "
-                        f"operands that TMA reads: 16-byte aligned, unit stride along a dimension)")
+    if fused is not None or user is not None:
+        what = "a fused bias or activation" if user is None else "a user epilogue"
+        raise GemmError(f"{op}: {what} runs on the Hopper kernel only (compute capability 9.0, "
+                        f"operands that TMA reads: 16-byte aligned, unit stride along a dimension"
+                        + ("; in numba's simulator, config=GemmConfig(..., path='wgmma')" if simulating() else "")
+                        + ")")
     bits = config.bits
     # every matrix of a batch starts as aligned as the first and its batch stride allow
     eb = bits // 8
@@ -564,7 +593,7 @@ class _SwappedLauncher:
         self.inner(b, a, c, alpha, beta, stream, capture, bias, scales)
 
 
-def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None):
+def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None, user=None):
     """The Hopper launch (wgmma fed by TMA) where the GPU, the types and the layouts allow it,
     else None (the mma.sync kernels run). A config with ``path="wgmma"`` that the operands
     cannot take is an error, and so are 8-bit float inputs that it cannot take (they have no
@@ -601,10 +630,13 @@ def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None):
             raise GemmError(f"{op}: a fused bias or activation needs a row-major C (its bias runs along the "
                             f"columns); got C strides {ops.c_strides}")
         cfg = cfg.with_(activation=fused.activation, bias=fused.bias)
+    if user is not None and view.swapped:
+        raise GemmError(f"{op}: a user epilogue needs a row-major C (the transposed GEMM that writes a column-major "
+                        f"C would swap m and n); got C strides {ops.c_strides}")
     if cfg.cluster_m > 1 and simulating():
         raise GemmError(f"{op}: config.cluster_m={cfg.cluster_m} runs CTAs in clusters, which need a GPU: numba's "
                         f"simulator runs one block after another")
-    key = WgmmaKey(cfg, view.a_major, view.b_major)
+    key = WgmmaKey(cfg, view.a_major, view.b_major, user=user)
     # compile the kernel this call needs (the TMA-store epilogue for beta = 0 and a C that TMA
     # can write; C allocated here is); the launcher compiles the other when a call needs it
     tma = beta == 0 and c_tma_ok(wgmma_plan(key), view.c_ptr, view.c_strides, view.M, view.N, view.batch)
@@ -718,7 +750,7 @@ def _new_out(A, kind, shape, et):
 
 
 def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None,
-            scale_a=None, scale_b=None, bias=None, activation=None):
+            scale_a=None, scale_b=None, bias=None, activation=None, epilogue=None, epilogue_args=()):
     """Validate, plan, compile and place the arguments once; returns a :class:`GemmLaunch`
     whose call computes ``alpha * (scale_a * A) @ (scale_b * B) + beta * C`` (see :func:`gemm`).
 
@@ -737,12 +769,14 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
         alpha = _scalar(alpha, "alpha", op)
     for x, name in ((alpha, "alpha"), (scale_a, "scale_a"), (scale_b, "scale_b")):
         _check_scale(x, name, op)                       # also for an empty problem, which reads none
+    user, tensors = _check_user(epilogue, epilogue_args, bias is not None or activation is not None, batched, a, op)
     fused = _check_fused(bias, activation, a, b.shape[-1], beta, op)
     if 0 in a.shape or 0 in b.shape:
         return _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op)
     if a.kind == "numpy" or simulating():
         alpha = _scale(alpha, "alpha", op) * _scale(scale_a, "scale_a", op) * _scale(scale_b, "scale_b", op)
-        return _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op)
+        return _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op, user,
+                             tuple(zip(tensors, epilogue_args)))
     handle = _stream_handle(stream, a.kind, a.device)
     keep, refresh = (A, B, C), []
     for name in _overlapped(a, b, c):     # C shares memory with A or B: read a private copy
@@ -753,8 +787,8 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
         B, b = (T, t) if name == "B" else (B, b)
         keep, refresh = keep + (T,), refresh + [fn]
     ma, mb, mc, batch = _split_batch(a, b, c, op) if batched else (a, b, c, None)
-    st = _setup(A, B, C, ma, mb, mc, config, out_dtype, precision, op, beta, fused, batch)
-    keep += (bias, scale_a, scale_b, alpha)             # what the kernel reads by address
+    st = _setup(A, B, C, ma, mb, mc, config, out_dtype, precision, op, beta, fused, batch, user)
+    keep += (bias, scale_a, scale_b, alpha, *epilogue_args)     # what the kernel reads by address
     alpha, scales = _scales(alpha, scale_a, scale_b, st.launcher, A, op)
     if C is None:
         C = _new_out(A, a.kind, (batch.count, st.M, st.N) if batched else (st.M, st.N), st.out)
@@ -762,7 +796,7 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
         c = _describe(C, op, "C", OUT_DTYPES, ranks=(2, 3))
     return GemmLaunch(st.launcher, (a.ptr, b.ptr, c.ptr), alpha, beta, handle, C,
                       keep=keep, copy_in=_calls(refresh),
-                      bias=fused.ptr if fused is not None else 0, scales=scales)
+                      bias=fused.ptr if fused is not None else 0, scales=scales, tensors=tensors)
 
 
 class _Beta:
@@ -925,9 +959,11 @@ def _scale(x, name, op):
     return float(v)
 
 
-def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op):
+def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op, user=None, tensors=()):
     """numpy arrays (copied to the device and back), or any arrays in the simulator (where
-    every array lives on the host and kernels reach it by address)."""
+    every array lives on the host and kernels reach it by address); ``tensors``: the
+    :class:`~codegen.epilogue_fn.EpilogueTensor` of each numpy array of a user epilogue,
+    with the array (simulator only)."""
     from dataclasses import replace
 
     sim = simulating()
@@ -957,7 +993,7 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
             else:
                 hB, b = T, replace(b, ptr=_addr(T))
     ma, mb, mc, batch = _split_batch(a, b, c, op) if batched else (a, b, c, None)
-    st = _setup(hA, hB, hC, ma, mb, mc, config, out_dtype, precision, op, beta, None, batch)
+    st = _setup(hA, hB, hC, ma, mb, mc, config, out_dtype, precision, op, beta, None, batch, user)
     if hC is None:
         if st.out.numpy is None:
             raise GemmError(f"{op}: numpy has no {st.out.name}; pass C or choose out_dtype='f32'")
@@ -968,7 +1004,8 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
         from .intrinsics import sim as S
 
         ptrs = tuple(S.register_global(x) for x in (hA, hB, hC))
-        keep = (hA, hB, hC)
+        keep = (hA, hB, hC) + tuple(x for _, x in tensors)
+        tensors = tuple(replace(t, ptr=S.register_global(x)) for t, x in tensors)
 
         def copy_back():
             if target is not hC:
@@ -984,7 +1021,7 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
             res = dC.copy_to_host()
             _write_back(target, res.view(hC.dtype) if res.dtype != hC.dtype else res)
     return GemmLaunch(st.launcher, ptrs, alpha, beta, 0, target, keep=keep, copy_back=copy_back,
-                      copy_in=_calls(refresh))
+                      copy_in=_calls(refresh), tensors=tensors)
 
 
 def _addr(x):
@@ -1110,7 +1147,7 @@ def _torch_stream(stream, device):
 
 
 def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None,
-         scale_a=None, scale_b=None, bias=None, activation=None):
+         scale_a=None, scale_b=None, bias=None, activation=None, epilogue=None, epilogue_args=()):
     """``alpha * (scale_a * A) @ (scale_b * B) + beta * C``, computed by a generated
     tensor-core kernel; returns C.
 
@@ -1157,6 +1194,11 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     epilogues). GELU is ``x * Phi(x)`` (erf to 1.5e-7); ``gelu_tanh`` and ``silu`` use the
     special-function unit's ``tanh.approx`` (relative error about 2**-11).
 
+    ``epilogue`` (a Python function ``f(acc, m, n, *epilogue_args)``) and ``epilogue_args``
+    (up to four GPU arrays of one or two dimensions): the Hopper kernel's epilogue stores
+    ``f(alpha * (A @ B)[m, n], m, n, ...) + beta * C[m, n]``, ``f`` compiled into the kernel
+    by numba (:mod:`codegen.epilogue_fn`); a row-major C, one GEMM, no bias or activation.
+
     C may share memory with A or B (an in-place ``Y = Y @ X``, or overlapping views): the
     kernel then reads private copies of the operands that C overlaps, made on the launch's
     stream, so the result is the one numpy gives for an overlapping ``out=``.
@@ -1174,19 +1216,21 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     if folded is not None:                   # (..., M, K) @ (K, N): one GEMM of all the rows
         out = gemm(folded.A, folded.B, folded.C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                    precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
-                   activation=activation)
+                   activation=activation, epilogue=epilogue, epilogue_args=epilogue_args)
         return C if C is not None else out.reshape(folded.shape)
     batched = batch_operands(A, B, C, "gemm")
     if batched is not None:                  # (..., M, K) @ (..., K, N): a batch of L GEMMs, one launch
         out = _dispatch(batched.A, batched.B, batched.C, alpha=alpha, beta=beta, config=config,
                         out_dtype=out_dtype, precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b,
-                        bias=bias, activation=activation)
+                        bias=bias, activation=activation, epilogue=epilogue, epilogue_args=epilogue_args)
         return C if C is not None else out.reshape(batched.shape)
     return _dispatch(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype, precision=precision,
-                     stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation)
+                     stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation,
+                     epilogue=epilogue, epilogue_args=epilogue_args)
 
 
-def _dispatch(A, B, C, *, alpha, beta, config, out_dtype, precision, stream, scale_a, scale_b, bias, activation):
+def _dispatch(A, B, C, *, alpha, beta, config, out_dtype, precision, stream, scale_a, scale_b, bias, activation,
+              epilogue, epilogue_args):
     """:func:`gemm` of 2-D operands or of a batch (A (L,M,K), B (L,K,N)): through the torch
     operator where autograd needs it, else :func:`_gemm`."""
     if (C is None and beta == 0 and scale_a is None and scale_b is None and config is None
@@ -1195,12 +1239,17 @@ def _dispatch(A, B, C, *, alpha, beta, config, out_dtype, precision, stream, sca
         import torch
 
         if torch.is_grad_enabled():
+            if epilogue is not None:
+                raise GemmError(f"gemm: a user epilogue ({getattr(epilogue, '__qualname__', epilogue)}) has no "
+                                f"derivative, and A or B requires grad; call it under torch.no_grad(), on detached "
+                                f"tensors, or use bias= and activation=, which differentiate")
             from .torch_ops import mm
 
             return mm(A, B, alpha=alpha, out_dtype=_torch_dtype(out_dtype), precision=precision, bias=bias,
                       activation=activation)
     return _gemm(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype, precision=precision,
-                 stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation)
+                 stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation,
+                 epilogue=epilogue, epilogue_args=epilogue_args)
 
 
 def _torch_dtype(out_dtype):
@@ -1215,16 +1264,17 @@ def _torch_dtype(out_dtype):
 
 
 def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None,
-          scale_a=None, scale_b=None, bias=None, activation=None):
+          scale_a=None, scale_b=None, bias=None, activation=None, epilogue=None, epilogue_args=()):
     """:func:`gemm` without the route through the torch operator (which calls this)."""
     if type(A).__module__.startswith("torch") and type(B).__module__.startswith("torch") and not simulating():
         pa, pb = A.data_ptr(), B.data_ptr()
         try:
             fused = activation, None if bias is None else (type(bias), bias.dtype, bias.shape, bias.stride(),
                                                            bias.device)
+            user = None if epilogue is None else epilogue_fast_key(epilogue, epilogue_args)
             key = (A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), A.device, B.device, pa & 15, pb & 15,
                    None if C is None else (C.dtype, C.shape, C.stride(), C.device), config, out_dtype, precision,
-                   fused, beta != 0)
+                   fused, beta != 0, user)
             hit = _FAST.get(key)
         except (TypeError, AttributeError):     # an unhashable option, a bias that is no tensor: the general
             key = hit = None                    # path reports it
@@ -1232,7 +1282,7 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             _refuse_in_capture(A)
             launch = prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                              precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
-                             activation=activation)
+                             activation=activation, epilogue=epilogue, epilogue_args=epilogue_args)
             if launch._copy_in is not None:     # C overlaps A or B: not cached (see below)
                 return launch()
             import torch
@@ -1249,7 +1299,7 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             if _meet(pa, sa, pc, sc) or _meet(pb, sb, pc, sc):     # C overlaps A or B: private copies
                 return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                                precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
-                               activation=activation)()
+                               activation=activation, epilogue=epilogue, epilogue_args=epilogue_args)()
         if hit is not None:
             if C is None:
                 import torch
@@ -1262,9 +1312,11 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             st = _torch_stream(stream, hit.device)
             if stream is not None and any(scales):                  # read by the kernel on that stream:
                 _keep_for(st, hit.device, scale_a, scale_b, given)  # not freed before it runs
+            if epilogue is not None:
+                hit.launcher.set_tensors(epilogue_torch_tensors(epilogue_args))
             hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), st, GraphCapture.of(A, st),
                          0 if bias is None else bias.data_ptr(), scales)
             return C
     return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                    precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
-                   activation=activation)()
+                   activation=activation, epilogue=epilogue, epilogue_args=epilogue_args)()

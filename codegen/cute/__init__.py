@@ -38,8 +38,8 @@ from .wgmma import WgmmaMMA, gmma_stage, make_wgmma
 from .mainloop import WgmmaMainloop
 from .scheduler import SchedulerParams, TileScheduler, WorkTile
 from .epilogue import (
-    BiasActivation, RegisterEpilogue, TmaStoreEpilogue, epilogue_alpha, make_bias_activation,
-    make_register_epilogue, make_tma_store_epilogue,
+    BiasActivation, ElementwiseEpilogue, RegisterEpilogue, TmaStoreEpilogue, epilogue_alpha, make_bias_activation,
+    make_elementwise_epilogue, make_register_epilogue, make_tma_store_epilogue,
 )
 from .warpgroup import INTRINSICS as _WARPGROUP_INTRINSICS, warpgroup_index
 
@@ -60,7 +60,7 @@ __all__ = list(_TENSOR_FUNCTIONS) + list(_RENAMED) + list(_WARPGROUP_INTRINSICS)
     "SharedStorage", "smem_base", "PipelineState", "TmaPipeline", "mbarrier_wait", "TmaLoad", "TmaStore",
     "make_tma_load", "WgmmaMMA", "gmma_stage", "make_wgmma", "WgmmaMainloop", "SchedulerParams", "TileScheduler",
     "WorkTile", "RegisterEpilogue", "TmaStoreEpilogue", "make_register_epilogue", "make_tma_store_epilogue",
-    "BiasActivation", "make_bias_activation", "epilogue_alpha",
+    "BiasActivation", "make_bias_activation", "ElementwiseEpilogue", "make_elementwise_epilogue", "epilogue_alpha",
     "warpgroup_index",
 ]
 

@@ -33,8 +33,8 @@ from .smem import smem_base
     "ld_global_b32", "named_barrier_sync", "st_global_b16", "st_global_b32", "st_global_v2_b32", "st_shared_b32",
     "u32_as_f32", "unpack_f16x2_f32")
 
-__all__ = ["TmaStoreEpilogue", "RegisterEpilogue", "BiasActivation", "make_tma_store_epilogue",
-           "make_register_epilogue", "make_bias_activation", "epilogue_alpha"]
+__all__ = ["TmaStoreEpilogue", "RegisterEpilogue", "BiasActivation", "ElementwiseEpilogue", "make_tma_store_epilogue",
+           "make_register_epilogue", "make_bias_activation", "make_elementwise_epilogue", "epilogue_alpha"]
 
 
 @device_function
@@ -488,3 +488,69 @@ class BiasActivation:
             self.pair(p, accs, c0, q + 6 * e, alpha)
         for q in range(e):
             self.pair(p, accs, c0, q + 7 * e, alpha)
+
+
+def make_elementwise_epilogue(bn):
+    """The user's element-wise epilogue over a 64 x ``bn`` slice of ``CLayout_64xN``: the
+    rows and columns of the thread's part and of each register pair, as
+    :func:`make_register_epilogue` finds them."""
+    reg = make_register_epilogue("f32", 64, bn)
+    return ElementwiseEpilogue(bn // 4, reg.thr_row, reg.thr_col, reg.pair_row, reg.pair_col)
+
+
+@device_object
+@dataclass(frozen=True)
+class ElementwiseEpilogue:
+    """``accs[v] = fn(alpha * accs[v], m, n, tensors)`` at the position ``(m, n)`` of C of
+    each accumulator of a consumer's ``CLayout_64xN`` slice (``fn``: a device function that
+    calls the user's ``epilogue=`` with the tensors of the tuple ``tensors``), before the epilogue
+    stores them with ``alpha`` 1. ``pairs`` register pairs a thread (registers ``2P``,
+    ``2P+1``: adjacent columns); ``thr_row``/``thr_col``: ``(T128) -> m``, ``-> n``;
+    ``pair_row``/``pair_col``: ``(P) -> m``, ``-> n``. ``fn`` sees the positions inside C
+    only (``m < p.M``, ``n < p.N``), so it may index tensors of C's extents."""
+
+    pairs: int
+    thr_row: object
+    thr_col: object
+    pair_row: object
+    pair_col: object
+
+    @device
+    def pair(self, p, fn, tensors, accs, m0, n0, q, alpha):
+        """Register pair ``q``: row ``m0 + pair_row(q)``, columns ``n0 + pair_col(q)`` and the
+        next; ``fn`` runs only where they lie inside C (the stores skip the others)."""
+        m = m0 + self.pair_row(q)
+        n = n0 + self.pair_col(q)
+        if m < p.M:
+            if n < p.N:
+                accs[2 * q] = float32(fn(alpha * accs[2 * q], m, n, tensors))
+            if n + 1 < p.N:
+                accs[2 * q + 1] = float32(fn(alpha * accs[2 * q + 1], m, n + 1, tensors))
+
+    @device
+    def apply(self, p, fn, tensors, accs, work, c, alpha):
+        """Consumer ``c``'s accumulators of the tile of ``work``, in place, in eight loops of an
+        eighth of the pairs each, as :meth:`BiasActivation.apply`: NVVM unrolls them and the
+        accumulators stay in registers, where the same loops nested (``for s in range(8)``)
+        put them in a 512-byte stack frame (sm_90a, bf16 128x256 tile, a GELU-and-residual
+        function)."""
+        wtid = cuda.threadIdx.x & 127
+        m0 = int64(work.m0 + 64 * c + self.thr_row(wtid))
+        n0 = int64(work.n0 + self.thr_col(wtid))
+        e = self.pairs // 8
+        for q in range(e):
+            self.pair(p, fn, tensors, accs, m0, n0, q, alpha)
+        for q in range(e):
+            self.pair(p, fn, tensors, accs, m0, n0, q + e, alpha)
+        for q in range(e):
+            self.pair(p, fn, tensors, accs, m0, n0, q + 2 * e, alpha)
+        for q in range(e):
+            self.pair(p, fn, tensors, accs, m0, n0, q + 3 * e, alpha)
+        for q in range(e):
+            self.pair(p, fn, tensors, accs, m0, n0, q + 4 * e, alpha)
+        for q in range(e):
+            self.pair(p, fn, tensors, accs, m0, n0, q + 5 * e, alpha)
+        for q in range(e):
+            self.pair(p, fn, tensors, accs, m0, n0, q + 6 * e, alpha)
+        for q in range(e):
+            self.pair(p, fn, tensors, accs, m0, n0, q + 7 * e, alpha)

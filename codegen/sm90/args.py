@@ -14,6 +14,9 @@ the launcher's argument slots all come from :data:`GEMM_ARGS`.
   :func:`codegen.cute.epilogue_alpha`);
 * ``offs``, ``groups``: a grouped GEMM's groups: the address of their ``int32`` end rows,
   and how many (:class:`codegen.cute.TileScheduler`, ``grouped``);
+* ``t0`` .. ``t3``: the tensors a user's element-wise epilogue reads (``epilogue_args``):
+  each one's address, extents ``t<i>_d0``, ``t<i>_d1`` and element strides ``t<i>_s0``,
+  ``t<i>_s1`` (a 1-D tensor uses the first of each; :mod:`codegen.epilogue_fn`);
 * ``err``: the address of an int32 error word (a wait that times out writes 1 there);
 * ``ws``: the split-K workspace;
 * ``rows_m``, ``group``, ``ktiles``, ``whole``, ``splits`` (the parts of K), ``units``,
@@ -26,14 +29,18 @@ from __future__ import annotations
 from ..cute.params import KernelParams
 from ..cute.scheduler import TileScheduler
 
-__all__ = ["GEMM_ARGS", "GemmArgs"]
+__all__ = ["GEMM_ARGS", "GemmArgs", "EPILOGUE_TENSORS"]
+
+#: How many tensors a user's element-wise epilogue may read.
+EPILOGUE_TENSORS = 4
 
 GEMM_ARGS = KernelParams("GemmArgs", (
     ("tmap_a", "i64"), ("tmap_b", "i64"), ("tmap_c", "i64"), ("C", "i64"),
     ("M", "i32"), ("N", "i32"), ("K", "i32"), ("scm", "i64"), ("scn", "i64"), ("scl", "i64"),
     ("alpha", "f32"), ("beta", "f32"), ("bias", "i64"), ("scale_a", "i64"), ("scale_b", "i64"), ("alpha_at", "i64"),
     ("offs", "i64"), ("groups", "i32"), ("err", "i64"), ("ws", "i64"),
-) + TileScheduler.ARGS)
+) + tuple((f"t{i}{part}", "i64") for i in range(EPILOGUE_TENSORS) for part in ("", "_d0", "_d1", "_s0", "_s1"))
+  + TileScheduler.ARGS)
 
 #: The kernel's arguments as one value (a ``NamedTuple``).
 GemmArgs = GEMM_ARGS.tuple_class()

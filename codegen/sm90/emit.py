@@ -156,22 +156,33 @@ _KERNEL = '''
 '''
 
 
-def emit_wgmma_source(plan: WgmmaPlan, epilogue=None):
+def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
     """Source of the kernel module with ``epilogue`` "tma" (a 16-bit C staged in shared
     memory and stored by TMA: the launch passes a map of C and ``beta == 0``) or
-    "registers" (stores from registers); None: "tma" where the plan stages C."""
+    "registers" (stores from registers); None: "tma" where the plan stages C. ``user``: a
+    :class:`~codegen.epilogue_fn.EpilogueFunction` applied to the accumulators before the
+    store (the plan then has no fused bias or activation)."""
     parts, cfg = plan.device, plan.config
     epilogue = epilogue or ("tma" if parts.tma_epilogue is not None else "registers")
     if epilogue not in ("tma", "registers") or (epilogue == "tma" and parts.tma_epilogue is None):
         raise ValueError(f"emit_wgmma_source: epilogue {epilogue!r} is not one of 'registers'"
                          + (", 'tma'" if parts.tma_epilogue is not None else f" (no TMA store for a {plan.out.name} C)"))
     epi = parts.tma_epilogue if epilogue == "tma" else parts.reg_epilogue
-    lines = ["\n".join(_header(plan, epilogue) + _constants(plan, epi))]
+    if user is not None and parts.op is not None:
+        raise ValueError("emit_wgmma_source: a user epilogue and a fused bias or activation exclude each other")
+    lines = ["\n".join(_header(plan, epilogue, user) + _constants(plan, epi))]
+    if user is not None:
+        lines.append(_user_epilogue(plan, user))
     lines.append(_PRODUCER)
     head = _CONSUMER_HEAD.format(doc=_consumer_doc(plan, epilogue), clay=f"CLayout_64x{cfg.bn}", nreg=plan.acc_regs)
-    op = parts.op is not None
+    op = parts.op is not None or user is not None
     alpha = "1.0" if op else "alpha"                    # a fused operation applies alpha itself
-    apply = "        OP.apply(p, accs, work.n0, alpha)  # act(alpha * acc + bias[n])\n" if op else ""
+    apply = ""
+    if user is not None:
+        apply = ("        USER.apply(p, user_epilogue, epilogue_tensors(p), accs, work, c, alpha)"
+                 "  # f(alpha * acc, m, n, *epilogue_args)\n")
+    elif op:
+        apply = "        OP.apply(p, accs, work.n0, alpha)  # act(alpha * acc + bias[n])\n"
     if overlaps_epilogue(plan, epilogue):
         pack = _PACK_GROUPED if cfg.grouped else _PACK
         lines.append(head + _CONSUMER_OVERLAP.format(apply=apply, pack=pack.format(alpha=alpha)))
@@ -194,6 +205,56 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None):
     return "\n\n\n".join(c.strip("\n") for c in lines) + "\n"
 
 
+_USER = '''
+
+# the user's element-wise epilogue, inlined into the consumers: {signature}
+user_function = cuda.jit(device=True, inline="always")(epilogue_function({token!r}))
+
+
+@cuda.jit(device=True, inline="always")
+def user_epilogue(acc, m, n, t):
+    """The value stored at C[m, n]: the user's function of alpha * acc there and the tensors t."""
+    return user_function(acc, m, n{args})
+
+
+# CLayout_64xN's (T128) -> m, n and (P) -> m, n: the position in C of each accumulator pair
+{user}
+
+
+@cuda.jit(device=True, inline="always")
+def epilogue_tensors(p):
+    """The arrays of epilogue_args as tensors over their memory: extents t<i>_d*, element strides t<i>_s*."""
+{tensors}
+    return {names}
+'''
+
+
+def _user_epilogue(plan, user):
+    """The user's function, the :class:`~codegen.cute.ElementwiseEpilogue` that applies it
+    and the tensors it reads (from the kernel's arguments ``t<i>``...)."""
+    from layoutalg.element_types import element_type
+
+    from ..cute import make_elementwise_epilogue
+
+    tensors = []
+    for i, (dtype, rank) in enumerate(user.tensors):
+        et = element_type(dtype)
+        dims = _tuple_text(f"p.t{i}_d{j}" for j in range(rank))
+        strides = _tuple_text(f"p.t{i}_s{j}" for j in range(rank))
+        tensors.append(f"    t{i} = cute.make_tensor(cute.make_ptr(np.{et.storage}, p.t{i}, {et.bits // 8}), "
+                       f"cute.make_layout({dims}, {strides}))  # {dtype}, {rank}-D")
+    ew = make_elementwise_epilogue(plan.config.bn)
+    return _USER.format(signature=user.signature_text(), token=user.token, user="\n".join(_define("USER", ew, {})),
+                        args="".join(f", t[{i}]" for i in range(len(tensors))),
+                        tensors="\n".join(tensors), names=_tuple_text(f"t{i}" for i in range(len(tensors))))
+
+
+def _tuple_text(items):
+    """``(a, b)``, ``(a,)`` or ``()``."""
+    items = list(items)
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
 def _consumer_doc(plan, epilogue):
     if overlaps_epilogue(plan, epilogue):
         return ("Consumer warpgroup c: wgmma on its 64 rows of each tile; a tile's C waits in registers, packed,\n"
@@ -201,7 +262,7 @@ def _consumer_doc(plan, epilogue):
     return f"Consumer warpgroup c: wgmma on its 64 rows of each tile, then the {epilogue} epilogue."
 
 
-def _header(plan, epilogue):
+def _header(plan, epilogue, user=None):
     cfg, a, b = plan.config, plan.a, plan.b
     sched = "split-K units" if plan.split else ("pairs of tiles in clusters of two" if plan.cluster > 1 else "tiles")
     return [
@@ -221,6 +282,8 @@ def _header(plan, epilogue):
         "    TmaStoreEpilogue, epilogue_alpha,",
         "    WgmmaMainloop, WgmmaMMA, setmaxnreg_dec, setmaxnreg_inc,",
         ")",
+        *(["import numpy as np", "from codegen import cute", "from codegen.cute import ElementwiseEpilogue",
+           "from codegen.epilogue_fn import epilogue_function"] if user is not None else []),
         "from codegen.sm90.args import GemmArgs",
         "from layoutalg import ComposedLayout, Layout, Swizzle  # noqa: F401",
         "",

@@ -25,12 +25,15 @@ class WgmmaKey:
     """One Hopper kernel: the plan's config, the operands' majors, and its epilogue:
     ``"tma"`` (a 16-bit C staged in shared memory and stored by TMA; the launch passes a
     map of C and ``beta == 0``) or ``"registers"`` (stores from registers, any ``beta``).
-    ``None`` is the plan's first choice: ``"tma"`` for a 16-bit C, else ``"registers"``."""
+    ``None`` is the plan's first choice: ``"tma"`` for a 16-bit C, else ``"registers"``.
+    ``user``: a user's element-wise epilogue (:class:`~codegen.epilogue_fn.EpilogueFunction`),
+    or None; such kernels are cached in memory only."""
 
     config: object
     a_major: str = "K"
     b_major: str = "K"
     epilogue: str = None
+    user: object = None
 
     def resolved(self):
         """This key with its epilogue named."""
@@ -76,7 +79,7 @@ def _base(key):
     hit = _MEM.get((key, None))
     if hit is None:
         plan = make_wgmma_plan(key.config, key.a_major, key.b_major)
-        source = emit_wgmma_source(plan, key.epilogue)
+        source = emit_wgmma_source(plan, key.epilogue, key.user)
         hit = _MEM[(key, None)] = CompiledWgmma(key, plan, source, K._module_path(source))
     return hit
 
@@ -93,16 +96,42 @@ def compile_wgmma_ptx(key, cc=CC):
     if hit is not None:
         return hit
     try:
+        if key.user is not None:        # a function's behaviour is not its source: memory only
+            raise OSError
         with open(path) as f:
             ptx = f.read()
     except OSError:
         with K.gc_paused():
             from ..numba_ptx import kernel_ptx
 
-            ptx = kernel_ptx(getattr(K._load_module(base.source), KERNEL_NAME), wgmma_signature(), cc, bounds)
-        K._write(path, ptx.encode())
+            kernel = getattr(K._load_module(base.source), KERNEL_NAME)
+            if key.user is None:
+                ptx = kernel_ptx(kernel, wgmma_signature(), cc, bounds)
+            else:
+                ptx = _user_kernel_ptx(kernel, key.user, cc, bounds)
+        if key.user is None:
+            K._write(path, ptx.encode())
     K._PTX[tag] = ptx
     return ptx
+
+
+def _user_kernel_ptx(kernel, user, cc, bounds):
+    """The PTX of a kernel with a user's epilogue; an error in the user's function is a
+    :class:`~codegen.errors.GemmError` that names it and what numba said."""
+    from ..errors import GemmError
+    from ..numba_ptx import kernel_ptx
+
+    try:
+        return kernel_ptx(kernel, wgmma_signature(), cc, bounds)
+    except Exception as e:
+        import re
+
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()      # numba's colours
+        code = getattr(user.fn, "__code__", None)
+        where = f" (File \"{code.co_filename}\", line {code.co_firstlineno})" if code is not None else ""
+        raise GemmError(f"gemm: the epilogue {user.signature_text()}{where} does not compile as a numba device "
+                        f"function (float32 in, a number out; it may call math functions and device functions, "
+                        f"index its tensors as t[n] or t[m, n]):\n{text[:3000]}") from e
 
 
 def wgmma_plan(key):
@@ -135,6 +164,8 @@ def get_wgmma_kernel(key):
     tag = K._tag(base.source, CC, (base.plan.threads, 1))
     path = os.path.join(K.cache_dir(), f"image_{tag}.bin")
     try:
+        if key.user is not None:        # memory only (compile_wgmma_ptx)
+            raise OSError
         with open(path, "rb") as f:
             name, _, cubin = f.read().partition(b"\n")
         name = name.decode()
@@ -142,7 +173,8 @@ def get_wgmma_kernel(key):
         ptx = compile_wgmma_ptx(key)
         name = driver.entry_name(ptx)
         cubin = driver.compile_image(ptx)
-        K._write(path, name.encode() + b"\n" + cubin)
+        if key.user is None:
+            K._write(path, name.encode() + b"\n" + cubin)
     out = CompiledWgmma(key, base.plan, base.source, base.module, driver.Function(cubin, name, base.plan.smem_bytes))
     _MEM[(key, ctx)] = out
     return out

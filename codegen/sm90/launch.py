@@ -189,6 +189,12 @@ class WgmmaLauncher:
             self._ws[stream] = hit
         return hit
 
+    def set_tensors(self, tensors):
+        """The tensors a user epilogue reads in the next launches (each an
+        :class:`~codegen.epilogue_fn.EpilogueTensor`)."""
+        for i, t in enumerate(tensors):
+            self.slots.set(**t.slot_values(i))
+
     #: The kernel multiplies ``alpha`` by the float32 scalars at the addresses ``scales``.
     device_scales = True
 

@@ -1,0 +1,193 @@
+"""A user's element-wise epilogue, compiled into the Hopper GEMM: ``gemm(A, B, epilogue=f,
+epilogue_args=(t0, ...))`` stores ``C[m, n] = f(alpha * (A @ B)[m, n], m, n, t0, ...)``.
+
+``f`` is a Python function that numba compiles as a device function, inlined into the
+kernel's epilogue, where it runs on each accumulator in registers before the store: no
+second kernel, no trip of C through memory. It receives the float32 value, the element's row
+``m`` and column ``n`` of C (int64; only positions inside C), and the tensors of
+``epilogue_args``: GPU arrays of one or two dimensions, any strides, which ``f`` indexes
+as ``t[n]`` or ``t[m, n]`` (``codegen.cute`` tensors over their memory). It returns the value
+stored (converted to C's type).
+
+    >>> def scaled_residual(acc, m, n, bias, residual):
+    ...     return acc + bias[n] + 0.5 * residual[m, n]
+
+The kernel is compiled once per function (and per element types and ranks of its tensors);
+shapes and addresses are run-time arguments. Numbers that ``f`` reads from its globals or
+its closure are compiled in as constants, so they are part of the kernel's identity: a new
+value compiles anew. Arrays it reads from them would be compiled in as copies, which is
+refused: pass them in ``epilogue_args``. Functions that ``f`` calls must be device
+functions themselves (``numba.cuda.jit(device=True)``), as in any numba kernel.
+
+Kernels with a user epilogue live in memory only (the disk caches key kernels by their
+source, and a function's behaviour is not its source).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import numbers
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import GemmError
+from .sm90.args import EPILOGUE_TENSORS
+
+__all__ = ["EpilogueFunction", "EpilogueTensor", "TENSOR_DTYPES", "check_epilogue", "epilogue_function"]
+
+#: Element types of the tensors an epilogue may read.
+TENSOR_DTYPES = ("f16", "f32", "f64", "s8", "u8", "s32", "s64")
+
+
+@dataclass(frozen=True)
+class EpilogueFunction:
+    """What a kernel compiles of a user's epilogue: the function, the element type and rank
+    of each tensor it reads, and ``(name, value)`` of each number it reads from its globals
+    and closure (compiled in as constants)."""
+
+    fn: object
+    tensors: tuple
+    constants: tuple
+
+    @property
+    def name(self):
+        return getattr(self.fn, "__qualname__", repr(self.fn))
+
+    @property
+    def token(self):
+        """This epilogue's name in the registry the generated module reads it from."""
+        hit = _TOKENS.get(self)
+        if hit is None:
+            hit = f"{self.name}#{next(_COUNTER)}"
+            _TOKENS[self] = hit
+            _BY_TOKEN[hit] = self
+        return hit
+
+    def signature_text(self):
+        """``f(acc, m, n, t0: f16[1-D], ...)``, for messages and the kernel's comments."""
+        ts = ", ".join(f"t{i}: {d}[{r}-D]" for i, (d, r) in enumerate(self.tensors))
+        return f"{self.name}(acc: f32, m: i64, n: i64{', ' + ts if ts else ''})"
+
+
+@dataclass(frozen=True)
+class EpilogueTensor:
+    """One tensor of ``epilogue_args`` as the launch passes it: address, extents, element
+    strides (two each; a 1-D tensor's second are 1 and 0)."""
+
+    ptr: int
+    dims: tuple
+    strides: tuple
+
+    def slot_values(self, i):
+        """The kernel arguments ``t<i>``, ``t<i>_d0``, ... (:data:`codegen.sm90.args.GEMM_ARGS`)."""
+        return {f"t{i}": self.ptr, f"t{i}_d0": self.dims[0], f"t{i}_d1": self.dims[1],
+                f"t{i}_s0": self.strides[0], f"t{i}_s1": self.strides[1]}
+
+
+_TOKENS = {}
+_BY_TOKEN = {}
+_COUNTER = itertools.count()
+
+
+def epilogue_function(token):
+    """The user's function registered as ``token`` (the generated module's import of it)."""
+    try:
+        return _BY_TOKEN[token].fn
+    except KeyError:
+        raise GemmError(f"epilogue_function: no epilogue {token!r} in this process (kernels with a user "
+                        f"epilogue are not cached on disk)") from None
+
+
+def _names(fn):
+    """``(name, where)`` of each global and closure variable that ``fn``'s code reads,
+    sorted (memoised per function)."""
+    hit = _NAMES.get(fn)
+    if hit is None:
+        cv = inspect.getclosurevars(fn)
+        hit = _NAMES[fn] = tuple(sorted([(n, "globals") for n in cv.globals]
+                                        + [(n, "closure") for n in fn.__code__.co_freevars]))
+    return hit
+
+
+_NAMES = weakref.WeakKeyDictionary()
+_NUMBERS = (bool, int, float, complex, numbers.Number, np.generic)
+
+
+def _constants(fn, op):
+    """``(name, type, repr)`` of the numbers ``fn`` reads from its globals and closure; an
+    array there is an error."""
+    g = fn.__globals__
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    out = []
+    for name, where in _names(fn):
+        try:
+            v = g[name] if where == "globals" else cells[name].cell_contents
+        except (KeyError, ValueError):          # not bound (yet): numba reports it
+            continue
+        if isinstance(v, _NUMBERS):
+            out.append((name, type(v).__name__, repr(v)))
+        elif isinstance(v, np.ndarray) or hasattr(v, "__cuda_array_interface__") or hasattr(v, "data_ptr"):
+            raise GemmError(f"{op}: epilogue {fn.__qualname__} reads the array {name!r} from its {where}; the "
+                            f"kernel would compile in a copy of it: pass it in epilogue_args and take it as an "
+                            f"argument")
+    return tuple(out)
+
+
+def check_epilogue(fn, args, describe, a, op):
+    """The :class:`EpilogueFunction` of ``fn`` and the :class:`EpilogueTensor` of each of
+    ``args``, checked before any work: ``fn`` a Python function taking ``3 + len(args)``
+    positional arguments; each of ``args`` a 1-D or 2-D array of :data:`TENSOR_DTYPES`,
+    of the kind and device of ``a`` (``describe(x, name)``: the host's description of an
+    array). Returns ``(None, ())`` when ``fn`` is None (and ``args`` must be empty)."""
+    args = tuple(args) if args is not None else ()
+    if fn is None:
+        if args:
+            raise GemmError(f"{op}: epilogue_args given ({len(args)} arrays) without an epilogue function")
+        return None, ()
+    if not inspect.isfunction(fn):
+        raise GemmError(f"{op}: epilogue must be a Python function f(acc, m, n, *epilogue_args), got "
+                        f"{type(fn).__name__} {fn!r}")
+    if len(args) > EPILOGUE_TENSORS:
+        raise GemmError(f"{op}: epilogue_args holds {len(args)} arrays; an epilogue reads at most "
+                        f"{EPILOGUE_TENSORS}")
+    try:
+        inspect.signature(fn).bind(*range(3 + len(args)))
+    except TypeError as e:
+        raise GemmError(f"{op}: epilogue {fn.__qualname__}{inspect.signature(fn)} cannot take the "
+                        f"{3 + len(args)} arguments (acc, m, n{''.join(f', t{i}' for i in range(len(args)))}) "
+                        f"it is called with: {e}") from None
+    kinds, tensors = [], []
+    for i, x in enumerate(args):
+        name = f"epilogue_args[{i}]"
+        if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+            raise GemmError(f"{op}: {name} is a {type(x).__name__}, not an array; pass numbers through "
+                            f"the function's globals or closure (they are compiled in)")
+        d = describe(x, name)
+        if d.kind != a.kind or d.device != a.device:
+            raise GemmError(f"{op}: {name} is a {d.kind} array on {d.device}, A a {a.kind} array on {a.device}")
+        if 0 in d.shape:
+            raise GemmError(f"{op}: {name} is empty (shape {d.shape})")
+        dims = d.shape + (1,) * (2 - len(d.shape))
+        strides = d.strides + (0,) * (2 - len(d.strides))
+        kinds.append((d.etype.name, len(d.shape)))
+        tensors.append(EpilogueTensor(d.ptr, dims, strides))
+    return EpilogueFunction(fn, tuple(kinds), _constants(fn, op)), tuple(tensors)
+
+
+def fast_key(fn, args):
+    """What identifies a call's epilogue among repeated calls on torch tensors (the function,
+    the numbers it reads, the tensors' types, shapes, strides and devices); raises
+    ``AttributeError`` for an argument that is no tensor (the full checks then report it)."""
+    return fn, _constants(fn, "gemm"), tuple((t.dtype, t.shape, t.stride(), t.device) for t in args)
+
+
+def torch_tensors(args):
+    """The :class:`EpilogueTensor` of each torch tensor of ``args`` (checked before)."""
+    out = []
+    for t in args:
+        shape, strides = tuple(t.shape), t.stride()
+        out.append(EpilogueTensor(t.data_ptr(), shape + (1,) * (2 - len(shape)), strides + (0,) * (2 - len(strides))))
+    return tuple(out)
