@@ -609,13 +609,12 @@ def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None, user=None):
     if config is None and not fp8 and (cc < (9, 0) or kind not in ("f16", "bf16", "tf32")):
         return None
     from .sm90.kernel import WgmmaKey, get_wgmma_kernel, wgmma_plan
-    from .sm90.launch import WgmmaLauncher, c_tma_ok
+    from .sm90.launch import WgmmaLauncher, c_tma_ok, paired_c
 
     why = _wgmma_refusal(cc, kind, ops)
     view = _row_major_c(ops, element_type(out)) if why is None else None
     if why is None and view is None:
-        why = (f"a row- or column-major C with an even leading dimension, at an address aligned to two "
-               f"elements (C strides {ops.c_strides})")
+        why = f"a row- or column-major C (C strides {ops.c_strides})"
     if why is not None:
         if config is not None:
             raise GemmError(f"{op}: config.path='wgmma' needs {why}")
@@ -640,7 +639,8 @@ def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None, user=None):
     # compile the kernel this call needs (the TMA-store epilogue for beta = 0 and a C that TMA
     # can write; C allocated here is); the launcher compiles the other when a call needs it
     tma = beta == 0 and c_tma_ok(wgmma_plan(key), view.c_ptr, view.c_strides, view.M, view.N, view.batch)
-    compiled = get_wgmma_kernel(replace(key, epilogue="tma" if tma else "registers"))
+    paired = paired_c(view.c_ptr, view.c_strides, view.M, view.batch, element_type(cfg.out).bits)
+    compiled = get_wgmma_kernel(replace(key, epilogue="tma" if tma else "registers" if paired else "elements"))
     launcher = WgmmaLauncher(compiled, view.M, view.N, view.K, (view.a.shape, view.a.strides),
                              (view.b.shape, view.b.strides), view.c_strides, view.batch)
     return _Setup(_SwappedLauncher(launcher) if view.swapped else launcher, element_type(cfg.out), ops.M, ops.N)
@@ -667,14 +667,15 @@ def _wgmma_refusal(cc, kind, ops):
 
 
 def _row_major_c(ops, out_et):
-    """``ops`` with a C that the Hopper epilogue can write (row-major, an even row stride, an
-    address aligned to two elements: it stores pairs of columns): ``ops`` itself, or for a
-    column-major C (strides (1, ldc)) the transposed GEMM, whose ``C^T`` is row-major; else None."""
-    for view in (ops, ops.transposed()):
-        scm, scn = view.c_strides
-        if scn == 1 and scm % 2 == 0 and view.c_ptr % (2 * out_et.bits // 8) == 0:
+    """``ops`` with a C that the Hopper epilogue can write, row-major: ``ops`` itself, or for a
+    column-major C (strides (1, ldc)) the transposed GEMM, whose ``C^T`` is row-major; the
+    one whose stores go out in pairs of columns (an even row stride, an address aligned to two
+    elements) where both are row-major (a C of one row or column); else None."""
+    views = [v for v in (ops, ops.transposed()) if v.c_strides[1] == 1]
+    for view in views:
+        if view.c_strides[0] % 2 == 0 and view.c_ptr % (2 * out_et.bits // 8) == 0:
             return view
-    return None
+    return views[0] if views else None
 
 
 def _wgmma_config(config, kind, out, view, cc):
@@ -1163,8 +1164,9 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     m8n8k4 f64 MMA.  On a Hopper GPU (compute capability 9.0), fp16/bf16 and tf32 with
     operands that TMA can read run on the wgmma kernel instead (tf32 only with both operands K-major: A row-major, B
     column-major; both kernels read tf32 as the f32 bits with the low 13 mantissa bits
-    ignored).  The wgmma kernel writes a row- or column-major C
-    (even leading dimension); a column-major C runs as ``C^T = B^T @ A^T``, with A and B,
+    ignored).  The wgmma kernel writes a row- or column-major C (of any leading
+    dimension: an odd one, or an address not aligned to two elements, is stored element by
+    element); a column-major C runs as ``C^T = B^T @ A^T``, with A and B,
     M and N trading places (docs/hopper.md).  The output type is ``out_dtype``, else C's
     type, else the input type (f32 for tf32).
 

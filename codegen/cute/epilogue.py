@@ -279,7 +279,9 @@ class TmaStoreEpilogue:
 class RegisterEpilogue:
     """``out``: "f16", "bf16" or "f32"; ``bm x bn``: the CTA tile; ``thr_row``/``thr_col``:
     ``(T128) -> m`` and ``-> n`` of ``CLayout_64xN``'s thread mode, ``pair_row``/``pair_col``:
-    ``(P) -> m``, ``-> n`` of register pair ``P`` (registers ``2P``, ``2P+1``)."""
+    ``(P) -> m``, ``-> n`` of register pair ``P`` (registers ``2P``, ``2P+1``); ``paired``:
+    a pair of columns goes out as one store (C's row stride even, its address aligned to two
+    elements), else element by element (a C of any row stride)."""
 
     out: str
     bm: int
@@ -289,6 +291,7 @@ class RegisterEpilogue:
     thr_col: object
     pair_row: object
     pair_col: object
+    paired: bool = True
 
     @property
     def elem_bytes(self):
@@ -329,7 +332,10 @@ class RegisterEpilogue:
 
     @device
     def store_pair(self, addr, v0, v1):
-        if self.f32:
+        if not self.paired:
+            self.store_one(addr, v0)
+            self.store_one(addr + self.elem_bytes, v1)
+        elif self.f32:
             st_global_v2_b32(addr, float32(v0), float32(v1))
         else:
             st_global_b32(addr, self.cvt(v0, v1))

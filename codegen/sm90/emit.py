@@ -12,7 +12,8 @@ kernel is persistent and warp-specialized:
 
 Two epilogues, one per kernel: "tma", for 16-bit outputs with ``beta == 0`` and a tensor map
 of C, stages C in shared memory and stores it by TMA, asynchronously; "registers", for the
-rest, stores from registers. Without split-K or clusters, the "tma" kernel overlaps each
+rest, stores from registers, two columns a store; "elements" stores from registers one
+element at a time, for a C whose row stride is odd. Without split-K or clusters, the "tma" kernel overlaps each
 tile's epilogue with the next tile's first k-tiles: a consumer converts its finished
 accumulators into packed 16-bit pairs and starts the next tile at once (its first wgmma
 ignores the old accumulators), and stores one box of the previous tile after each of the
@@ -24,7 +25,7 @@ The launcher picks the kernel per call and compiles each only when a call first 
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 from .args import GEMM_ARGS
 from .plan import WgmmaPlan
@@ -158,16 +159,19 @@ _KERNEL = '''
 
 def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
     """Source of the kernel module with ``epilogue`` "tma" (a 16-bit C staged in shared
-    memory and stored by TMA: the launch passes a map of C and ``beta == 0``) or
-    "registers" (stores from registers); None: "tma" where the plan stages C. ``user``: a
+    memory and stored by TMA: the launch passes a map of C and ``beta == 0``), "registers"
+    (stores from registers) or "elements" (from registers, element by element: C of any
+    row stride); None: "tma" where the plan stages C. ``user``: a
     :class:`~codegen.epilogue_fn.EpilogueFunction` applied to the accumulators before the
     store (the plan then has no fused bias or activation)."""
     parts, cfg = plan.device, plan.config
     epilogue = epilogue or ("tma" if parts.tma_epilogue is not None else "registers")
-    if epilogue not in ("tma", "registers") or (epilogue == "tma" and parts.tma_epilogue is None):
-        raise ValueError(f"emit_wgmma_source: epilogue {epilogue!r} is not one of 'registers'"
+    if epilogue not in ("tma", "registers", "elements") or (epilogue == "tma" and parts.tma_epilogue is None):
+        raise ValueError(f"emit_wgmma_source: epilogue {epilogue!r} is not one of 'registers', 'elements'"
                          + (", 'tma'" if parts.tma_epilogue is not None else f" (no TMA store for a {plan.out.name} C)"))
     epi = parts.tma_epilogue if epilogue == "tma" else parts.reg_epilogue
+    if epilogue == "elements":
+        epi = replace(epi, paired=False)
     if user is not None and parts.op is not None:
         raise ValueError("emit_wgmma_source: a user epilogue and a fused bias or activation exclude each other")
     lines = ["\n".join(_header(plan, epilogue, user) + _constants(plan, epi))]

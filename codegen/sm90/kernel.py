@@ -17,14 +17,16 @@ __all__ = ["WgmmaKey", "CompiledWgmma", "get_wgmma_kernel", "wgmma_plan", "wgmma
 CC = (9, 0, "a")
 
 
-EPILOGUES = ("tma", "registers")
+EPILOGUES = ("tma", "registers", "elements")
 
 
 @dataclass(frozen=True)
 class WgmmaKey:
     """One Hopper kernel: the plan's config, the operands' majors, and its epilogue:
     ``"tma"`` (a 16-bit C staged in shared memory and stored by TMA; the launch passes a
-    map of C and ``beta == 0``) or ``"registers"`` (stores from registers, any ``beta``).
+    map of C and ``beta == 0``), ``"registers"`` (stores from registers, any ``beta``, pairs
+    of columns at once) or ``"elements"`` (from registers, element by element: a C whose row
+    stride is odd, or whose address is not aligned to two elements).
     ``None`` is the plan's first choice: ``"tma"`` for a 16-bit C, else ``"registers"``.
     ``user``: a user's element-wise epilogue (:class:`~codegen.epilogue_fn.EpilogueFunction`),
     or None; such kernels are cached in memory only."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from .. import driver
 from .args import GEMM_ARGS
 
-__all__ = ["tma_ok", "c_tma_ok", "WgmmaLauncher"]
+__all__ = ["tma_ok", "c_tma_ok", "paired_c", "WgmmaLauncher"]
 
 _MAX_MAPS = 4096
 
@@ -42,6 +42,15 @@ def c_tma_ok(plan, c, c_strides, M, N, batch=None):
     if batch is not None and batch.count > 1 and (batch.c * ob) % 16:
         return False
     return not (c % 16 or (scn != 1 and N > 1) or (scm * ob) % 16 and M > 1)
+
+
+def paired_c(c, c_strides, M, batch, out_bits):
+    """Whether the register epilogue can store C (at address ``c``, element ``c_strides``,
+    ``batch``'s stride of C) two columns at a time: an even row stride (and batch stride) and
+    an address aligned to two elements; else the "elements" kernel stores it."""
+    if c_strides[0] % 2 and M > 1 or batch is not None and batch.count > 1 and batch.c % 2:
+        return False
+    return c % (2 * out_bits // 8) == 0
 
 
 class WgmmaLauncher:
@@ -111,6 +120,10 @@ class WgmmaLauncher:
         self.slots.set(M=M, N=N, K=K, scm=c_strides[0], scn=c_strides[1], scl=self._c_batch[1], alpha=1.0,
                        err=self.err, groups=L if self.grouped else 0,
                        **plan.device.scheduler.host_params(M, N, K, self.grid, self.splits, L))
+        # the register epilogue stores pairs of columns where C allows it (paired_c), else the
+        # "elements" kernel stores element by element (the address is checked per call)
+        self._pair_bytes = plan.out.bits // 4
+        self._odd = not paired_c(0, self.c_strides, M, None if self.grouped else batch, plan.out.bits)
         self._hot = self.slots.values_of("tmap_a", "tmap_b", "tmap_c", "C", "alpha", "beta", "ws", "bias",
                                          "scale_a", "scale_b", "alpha_at", "offs")
         self._maps = {}
@@ -210,7 +223,8 @@ class WgmmaLauncher:
         of.value = offs
         sa.value, sb.value, sc.value = scales
         ws.value = self.workspace(stream, capture)
-        k = self._kernel("tma" if mc and beta == 0 else "registers")
+        k = self._kernel("tma" if mc and beta == 0 else
+                         "elements" if self._odd or c % self._pair_bytes else "registers")
         if self.sim:
             k.kernel[self.grid, self.threads, 0, self.smem](*self.slots.python_values())
             return

@@ -201,7 +201,8 @@ def main(argv=None):
     dtypes = a.dtypes.split(",")
     # TMA reads rows whose stride is a multiple of 16 bytes: transposed operands get sizes
     # that are multiples of 8 along their rows (16-bit), K multiples of 4 (tf32) or 16 (fp8);
-    # the wgmma epilogue stores pairs of columns: N even
+    # the wgmma epilogue stores pairs of columns where C's row stride is even, single elements
+    # where it is odd: N any for tf32 and fp8 (K-major B), even for 16-bit (B MN-major or K-major)
     cases = [("f16", 128, 256, 64, "N", "N", 0.0), ("f16", 4096, 4096, 4096, "N", "N", 0.0),
              ("bf16", 1000, 1000, 1000, "N", "N", 0.0), ("f16", 300, 712, 520, "N", "T", 0.5),
              ("f16", 264, 136, 72, "T", "N", -1.0), ("bf16", 40, 8, 8, "T", "T", 0.0),
@@ -226,7 +227,12 @@ def main(argv=None):
              ("e4m3", "e4m3", 128, 256, 128, "bf16", 0.0), ("e4m3", "e4m3", 4096, 4096, 4096, "bf16", 0.0),
              ("e5m2", "e5m2", 1000, 1000, 1008, "f16", 0.0), ("e4m3", "e5m2", 300, 712, 528, "f32", 0.0),
              ("e5m2", "e4m3", 264, 136, 16, "bf16", 1.0), ("e4m3", "e4m3", 1, 8, 4096, "f32", -1.0),
-             ("e4m3", "e4m3", 129, 264, 144, "bf16", 0.0), ("fp8-layout-probe",)]
+             ("e4m3", "e4m3", 129, 264, 144, "bf16", 0.0), ("fp8-layout-probe",),
+             # an odd N: C's rows (odd stride) stored element by element ("elements"), each output
+             # type, C given (beta) or new; the 74x1531x1840
+             ("e4m3", "e4m3", 74, 1531, 1840, "bf16", 0.0), ("e4m3", "e4m3", 1000, 1531, 4096, "f16", 0.5),
+             ("e5m2", "e4m3", 333, 50257, 768, "f32", 0.0), ("e4m3", "e4m3", 8192, 4095, 1024, "bf16", -1.0),
+             ("tf32", 300, 711, 524, "f32", 0.5), ("tf32", 77, 4095, 1024, "bf16", 0.0)]
     for i in range(0 if a.quick else a.cases):
         name = dtypes[i % len(dtypes)]
         M = rnd.randint(1, 3000)
@@ -235,11 +241,11 @@ def main(argv=None):
             M = 8 * rnd.randint(1, 400) if la == "T" else M
             cases.append((name, M, 8 * rnd.randint(1, 400), 8 * rnd.randint(1, 400), la, lb, rnd.choice([0.0, 0.0, 0.5])))
         elif name == "tf32":
-            cases.append((name, M, 2 * rnd.randint(1, 1500), 4 * rnd.randint(1, 800), rnd.choice(["f32", "f32", "bf16"]),
+            cases.append((name, M, rnd.randint(1, 3000), 4 * rnd.randint(1, 800), rnd.choice(["f32", "f32", "bf16"]),
                           rnd.choice([0.0, 0.0, 0.5])))
         else:
             tb = rnd.choice(FP8) if rnd.random() < 0.3 else name
-            cases.append((name, tb, M, 2 * rnd.randint(1, 1500), 16 * rnd.randint(1, 200),
+            cases.append((name, tb, M, rnd.randint(1, 3000), 16 * rnd.randint(1, 200),
                           rnd.choice(["bf16", "bf16", "f16", "f32"]), rnd.choice([0.0, 0.0, 0.5])))
 
     def kind(c):
