@@ -148,23 +148,26 @@ def grouped_gemm(x, w, offs, out=None, *, stream=None, config=None):
     share a group's B) instead of the default plan for the groups' average size.
 
     Under ``torch.compile`` (``out`` None) it is the operator ``torch.ops.layoutalg.grouped_mm``,
-    which ``fullgraph=True`` traces as one node. Not differentiable yet (x or w requiring a
-    gradient is a GemmError, not a result without one), and no 8-bit floats.
+    which ``fullgraph=True`` traces as one node; on torch tensors that require a gradient
+    (``out`` None) it is that operator too, differentiable (:func:`codegen.torch_ops.grouped_mm`:
+    the weights' gradient reads ``offs`` on the host). No 8-bit floats.
     """
     op = "grouped_gemm"
+    if out is None and type(x).__module__.startswith("torch"):
+        import torch
+
+        grad = (x.requires_grad or getattr(w, "requires_grad", False)) and torch.is_grad_enabled()
+        if grad or torch.compiler.is_compiling():   # the operator: differentiable, one node of a graph
+            from .torch_ops import grouped_mm
+
+            return grouped_mm(x, w, offs)
     if getattr(x, "requires_grad", False) or getattr(w, "requires_grad", False):
         import torch
 
         if torch.is_grad_enabled():                # never a result whose gradient silently goes missing
-            raise GemmError(f"{op}: x or w requires a gradient, and grouped_gemm is not differentiable yet; call "
-                            f"it under torch.no_grad(), or on detached tensors")
-    if out is None and type(x).__module__.startswith("torch"):
-        import torch
-
-        if torch.compiler.is_compiling():          # traced: the operator, one node of the graph
-            from .torch_ops import grouped_mm
-
-            return grouped_mm(x, w, offs)
+            raise GemmError(f"{op}: x or w requires a gradient, and a result written into a given out has "
+                            f"none; leave out=None (a new tensor, differentiable), or call it under "
+                            f"torch.no_grad()")
     x_, w_ = _array(x, op, "x", 2), _array(w, op, "w", 3)
     o_ = _array(out, op, "out", 2) if out is not None else None
     key = (x_.kind, x_.etype.name, x_.shape, x_.strides, x_.ptr % 16, w_.etype.name, w_.shape, w_.strides,

@@ -78,9 +78,73 @@ def _grouped_mm_fake(x, w, offs):
     return x.new_empty((x.shape[0], w.shape[2]))
 
 
+def group_rows(offs, M):
+    """The rows ``[lo, hi)`` of each group as the kernel reads ``offs`` (the scheduler's
+    ``group_end``): the offsets as unsigned 32-bit ends, each kept within ``[previous end,
+    M]``. Reads ``offs`` on the host."""
+    out, lo = [], 0
+    for e in offs.tolist():
+        hi = min(max(int(e) & 0xFFFFFFFF, lo), M)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+@torch.library.custom_op("layoutalg::grouped_mm_wgrad", mutates_args=())
+def _grouped_wgrad(x: torch.Tensor, dy: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    """The gradient of a grouped GEMM's weights, ``dw[g] = x[rows of g]^T @ dy[rows of g]``
+    (``(G, K, N)``, x's dtype; zeros for an empty group): one GEMM a group on the generated
+    kernels (the reduction runs over the group's rows, which the grouped kernel does not
+    split), after reading ``offs`` on the host."""
+    from .host import _gemm
+
+    G, K, N = offs.shape[0], x.shape[1], dy.shape[1]
+    dw = x.new_empty((G, K, N))
+    for g, (lo, hi) in enumerate(group_rows(offs, x.shape[0])):
+        if hi > lo:
+            _gemm(x[lo:hi].t(), dy[lo:hi], dw[g])
+        else:
+            dw[g].zero_()
+    return dw
+
+
+@_grouped_wgrad.register_fake
+def _grouped_wgrad_fake(x, dy, offs):
+    return x.new_empty((offs.shape[0], x.shape[1], dy.shape[1]))
+
+
+def _grouped_setup_context(ctx, inputs, output):
+    x, w, offs = inputs
+    ctx.save_for_backward(x, w, offs)
+
+
+def _grouped_backward(ctx, dy):
+    """``dx = grouped_mm(dy, w^T)`` (the rows past the last group, which the forward does not
+    write, get zeros), ``dw = grouped_mm_wgrad(x, dy)``."""
+    x, w, offs = ctx.saved_tensors
+    dy = dy.contiguous()                             # a gradient may come expanded (stride 0)
+    dx = dw = None
+    if ctx.needs_input_grad[0]:
+        dx = _grouped_mm(dy, w.transpose(1, 2), offs)
+        if offs.shape[0]:                             # rows [end, M): no group's (end: the kernel's)
+            end = (offs.to(torch.int64) & 0xFFFFFFFF).max().clamp(max=x.shape[0])
+            rows = torch.arange(x.shape[0], device=dx.device)
+            dx = dx.masked_fill((rows >= end)[:, None], 0)
+        else:
+            dx = torch.zeros_like(dx)
+    if ctx.needs_input_grad[1]:
+        dw = _grouped_wgrad(x, dy, offs).to(w.dtype)
+    return dx, dw, None
+
+
+_grouped_mm.register_autograd(_grouped_backward, setup_context=_grouped_setup_context)
+
+
 def grouped_mm(x, w, offs):
     """``torch.ops.layoutalg.grouped_mm``: a grouped GEMM that ``torch.compile(fullgraph=True)``
-    traces as one node (its fake implementation gives the result's shape)."""
+    traces as one node (its fake implementation gives the result's shape), differentiable:
+    ``dx`` is a grouped GEMM of ``dy`` and the transposed weights, ``dw`` one GEMM a group
+    (``layoutalg.grouped_mm_wgrad``, which reads ``offs`` on the host)."""
     return _grouped_mm(x, w, offs)
 
 

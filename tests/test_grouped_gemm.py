@@ -117,8 +117,9 @@ def test_grouped_gemms_refuse_bad_input_by_name():
         codegen.grouped_gemm(x, w[0], offs)
     torch = pytest.importorskip("torch")
     xt = torch.zeros(40, 64, dtype=torch.float16, requires_grad=True)
-    with pytest.raises(GemmError, match=r"not differentiable yet; call it under torch.no_grad\(\)"):
-        codegen.grouped_gemm(xt, torch.zeros(2, 64, 64, dtype=torch.float16), torch.tensor([16, 40]).int())
+    with pytest.raises(GemmError, match=r"a result written into a given out has none; leave out=None"):
+        codegen.grouped_gemm(xt, torch.zeros(2, 64, 64, dtype=torch.float16), torch.tensor([16, 40]).int(),
+                             torch.zeros(40, 64, dtype=torch.float16))
     with pytest.raises(ValueError, match=r"grouped .* without split-K"):
         GemmConfig("f16", path="wgmma", bm=128, bn=256, bk=64, grouped=True, split_k=2)
 
@@ -161,3 +162,76 @@ def test_torch_compile_traces_the_grouped_operator_as_one_node():
     with pytest.raises(GemmError, match=r"are not \(M,K\), \(G,K,N\) and \(G,\)"):
         torch.ops.layoutalg.grouped_mm(x, w[:, :32], offs)
 
+
+
+def _rows(offs, M):
+    from codegen.torch_ops import group_rows
+
+    return group_rows(offs, M)
+
+
+def _reference_grouped(x, w, offs):
+    """``torch._grouped_mm``'s result as the kernel defines it (the scheduler's group rows;
+    rows past the last group 0 here, where the kernel leaves them as they were)."""
+    import torch
+
+    from codegen.torch_ops import group_rows
+
+    out = torch.zeros(x.shape[0], w.shape[2], dtype=x.dtype)
+    for g, (lo, hi) in enumerate(group_rows(offs, x.shape[0])):
+        out[lo:hi] = (x[lo:hi].double() @ w[g].double()).to(x.dtype)
+    return out
+
+
+@pytest.mark.parametrize("ends", [[16, 40, 40, 64], [0, 30, 20, 50], [10, 2**31 + 5, 7, 9]])
+def test_the_grouped_operator_differentiates_as_torch_does(ends, monkeypatch):
+    """``grouped_gemm`` on tensors that require a gradient is the operator
+    ``layoutalg.grouped_mm`` with its backward: ``dx`` a grouped GEMM of ``dy`` and ``w``'s
+    transpose (rows past the last group zero), ``dw`` one GEMM a group. Run here with the
+    kernels replaced by float64 references on the CPU (the formula, the row ranges of empty,
+    decreasing and too-large offsets, an expanded gradient); tests/gpu/check_torch.py runs the
+    kernels."""
+    torch = pytest.importorskip("torch")
+    import codegen.grouped as G
+    import codegen.host as H
+    from codegen.torch_ops import grouped_mm
+
+    calls = []
+
+    def grouped_gemm(x, w, offs, out=None, **kw):
+        calls.append("grouped")
+        return _reference_grouped(x, w, offs)
+
+    def gemm(A, B, C, **kw):
+        calls.append("gemm")
+        C.copy_((A.double() @ B.double()).to(C.dtype))
+        return C
+
+    monkeypatch.setattr(G, "grouped_gemm", grouped_gemm)
+    monkeypatch.setattr(H, "_gemm", gemm)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 32, generator=g, dtype=torch.float64).requires_grad_()
+    w = torch.randn(4, 32, 24, generator=g, dtype=torch.float64).requires_grad_()
+    offs = torch.tensor(ends, dtype=torch.int64).to(torch.int32)
+    y = grouped_mm(x, w, offs)
+    (y * torch.arange(24.0, dtype=torch.float64)).sum().backward()
+    dx, dw = x.grad.clone(), w.grad.clone()
+    assert calls.count("grouped") == 2                       # forward, dx
+    xr, wr = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    (_reference_grouped(xr, wr, offs) * torch.arange(24.0, dtype=torch.float64)).sum().backward()
+    assert torch.allclose(dx, xr.grad) and torch.allclose(dw, wr.grad)
+    x.grad = w.grad = None
+    grouped_mm(x, w, offs).sum().backward()                  # dy = ones, expanded: stride 0
+    assert torch.allclose(w.grad, torch.stack([x.detach()[lo:hi].sum(0) for lo, hi in _rows(offs, 64)])[:, :, None]
+                          .expand(-1, -1, 24))
+
+
+def test_grouped_gemm_takes_the_differentiable_operator_when_a_gradient_is_needed(monkeypatch):
+    torch = pytest.importorskip("torch")
+    import codegen.torch_ops as T
+
+    seen = []
+    monkeypatch.setattr(T, "grouped_mm", lambda x, w, offs: seen.append((x, w)) or "op")
+    x = torch.zeros(40, 64, dtype=torch.float16, requires_grad=True)
+    w = torch.zeros(2, 64, 64, dtype=torch.float16)
+    assert codegen.grouped_gemm(x, w, torch.tensor([16, 40]).int()) == "op" and seen[0][0] is x

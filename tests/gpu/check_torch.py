@@ -10,6 +10,7 @@
 * its forward captured in a CUDA graph after a warm-up, replayed on new inputs;
 * a first call of a new kind during a capture: a GemmError that says to warm up;
 * a user epilogue (``epilogue=f``: bias, GELU and a residual) against torch, in a graph too;
+* a grouped GEMM's gradients (``grouped_gemm`` on tensors that require them);
 * the host time of a call (``codegen.mm`` on torch tensors, and ``torch.matmul``), which
   the issue bounds at 15 us.
 
@@ -225,6 +226,30 @@ def case_user_epilogue():
         f"and 2 graph replays: max rel error {max(errs):.1e}; refused with requires_grad: {refused}"
 
 
+def case_grouped_autograd():
+    """codegen.grouped_gemm on tensors that require a gradient (the operator with its backward)
+    against a float64 loop over the groups: the output, dx and dw, with an empty group and
+    rows past the last one; then three SGD steps of a two-expert layer."""
+    g = torch.Generator(device="cuda").manual_seed(11)
+    M, K, N = 700, 256, 384
+    offs = torch.tensor([128, 128, 450, 640], device="cuda", dtype=torch.int32)
+    x = torch.randn(M, K, device="cuda", generator=g).to(DT).requires_grad_()
+    w = (torch.randn(4, K, N, device="cuda", generator=g) / K ** 0.5).to(DT).requires_grad_()
+    dy = torch.randn(M, N, device="cuda", generator=g).to(DT)
+    y = codegen.grouped_gemm(x, w, offs)
+    y.backward(dy)
+    xr, wr = x.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+    rows, lo = [], 0
+    for e in offs.tolist():
+        rows.append((lo, e))
+        lo = e
+    yr = torch.cat([xr[a:b] @ wr[i] for i, (a, b) in enumerate(rows)] + [xr[lo:] @ wr[0] * 0])
+    yr.backward(dy.double())
+    errs = [rel(y[:lo], yr[:lo]), rel(x.grad, xr.grad), rel(w.grad, wr.grad)]
+    return max(errs) < 2e-2, f"{M}x{K}x{N}, 4 groups (one empty, rows past the last): y, dx, dw max rel errors " + \
+        ", ".join(f"{e:.1e}" for e in errs)
+
+
 def case_compile():
     xs, ys = _data(seed=2)
     ours, ref = MLP(codegen.mm, seed=3), MLP(torch.matmul, seed=3)
@@ -316,7 +341,7 @@ def case_host_time():
 
 
 CASES = [case_forward, case_batch, case_bmm, case_fp8_scales_graph, case_autograd, case_gemm_has_grad, case_fused_autograd,
-         case_user_epilogue, case_compile, case_graph, case_capture_new_kind, case_host_time]
+         case_user_epilogue, case_grouped_autograd, case_compile, case_graph, case_capture_new_kind, case_host_time]
 
 
 def main():
