@@ -16,6 +16,7 @@ registers, up to the end.
 from __future__ import annotations
 
 from .batch import Batch
+from .config import FP8
 from .errors import GemmError
 from .simulation import simulating
 
@@ -68,6 +69,52 @@ def _offsets(offs, x, op):
     raise GemmError(f"{op}: offs is a {type(offs).__name__}; pass an int32 tensor on the operands' device")
 
 
+def _out_type(et):
+    """The element type of a new ``out``: x's, bfloat16 for 8-bit floats (as ``torch._scaled_mm``)."""
+    from layoutalg.element_types import element_type
+
+    return element_type("bf16") if et.name in FP8 else et
+
+
+def _scale(s, G, name, x, op, keep):
+    """``(number, address)`` of a scale: a number folds into alpha; an array of ``G`` float32
+    values (one a group) or of one (the same for all: copied into ``G`` here) is read by the
+    kernel at its address."""
+    import numbers
+
+    import numpy as np
+
+    if s is None:
+        return 1.0, 0
+    if isinstance(s, numbers.Real) and not isinstance(s, bool):
+        return float(s), 0
+    shape = tuple(int(e) for e in getattr(s, "shape", (None,)))
+    dt = str(getattr(s, "dtype", ""))
+    if shape not in ((G,), (1,), ()) or dt not in ("torch.float32", "float32"):
+        raise GemmError(f"{op}: {name} must be a number, or float32 scales, one for each of the {G} groups (or one "
+                        f"for all), got {type(s).__name__} of shape {shape} and dtype {dt or None}")
+    mod = type(s).__module__
+    if mod.startswith("torch"):
+        if not s.is_cuda or s.device != x.device:
+            raise GemmError(f"{op}: {name} is on {s.device}; the kernel reads it: put it on {x.device}")
+        s = s.reshape(-1).expand(G).contiguous()
+        keep.append(s)
+        return 1.0, int(s.data_ptr())
+    if mod.startswith("cupy"):
+        import cupy
+
+        s = cupy.ascontiguousarray(cupy.broadcast_to(s.reshape(-1), (G,)))
+        keep.append(s)
+        return 1.0, int(s.data.ptr)
+    if isinstance(s, np.ndarray) and simulating():
+        from .intrinsics.sim import register_global
+
+        s = np.ascontiguousarray(np.broadcast_to(s.reshape(-1), (G,)))
+        keep.append(s)
+        return 1.0, register_global(s)
+    raise GemmError(f"{op}: {name} is a {type(s).__name__}; pass a number or a float32 array on the operands' device")
+
+
 def _prepare(x, w, o, op, config=None):
     """The Hopper launcher of these operands, compiled on first use."""
     from . import host as H
@@ -79,8 +126,10 @@ def _prepare(x, w, o, op, config=None):
     G, K2, N = w.shape
     if K != K2:
         raise GemmError(f"{op}: inner dimensions differ: x is {M}x{K}, w is {G}x{K2}x{N}")
-    if x.etype != w.etype or x.etype.name not in ("f16", "bf16"):
-        raise GemmError(f"{op}: x and w must both be f16 or both bf16, got {x.etype.name} and {w.etype.name}")
+    fp8 = x.etype.name in FP8 and w.etype.name in FP8
+    if not fp8 and (x.etype != w.etype or x.etype.name not in ("f16", "bf16")):
+        raise GemmError(f"{op}: x and w must both be f16, both bf16, or 8-bit floats (e4m3, e5m2), got "
+                        f"{x.etype.name} and {w.etype.name}")
     if x.kind != w.kind or (x.kind == "torch" and x.device != w.device):
         raise GemmError(f"{op}: x and w must be arrays of one kind on one device, got {x.kind} on {x.device} and "
                         f"{w.kind} on {w.device}")
@@ -101,21 +150,27 @@ def _prepare(x, w, o, op, config=None):
             or (G > 1 and (w.strides[0] <= 0 or (w.strides[0] * eb) % 16)):
         raise GemmError(f"{op}: x (strides {x.strides}) and w (strides {w.strides}) must be readable by TMA: 16-byte "
                         f"aligned, unit stride along one dimension, other strides multiples of 16 bytes")
+    if fp8 and (a_major, b_major) != ("K", "K"):
+        raise GemmError(f"{op}: 8-bit float operands must be K-major (as torch._scaled_grouped_mm's): x row-major "
+                        f"(M, K), w with unit stride along K (w_t.transpose(1, 2) of a contiguous (G, N, K)); got x "
+                        f"strides {x.strides}, w strides {w.strides}")
     if o is not None:
-        if o.shape != (M, N) or o.etype.name not in ("f16", "bf16", "f32") or o.strides[1] != 1 or o.strides[0] % 2 \
-                or o.ptr % (2 * o.etype.bits // 8):
-            raise GemmError(f"{op}: out must be a row-major (M, N) = ({M}, {N}) f16, bf16 or f32 array with an even "
-                            f"row stride, got shape {o.shape}, {o.etype.name}, strides {o.strides}")
+        if o.shape != (M, N) or o.etype.name not in ("f16", "bf16", "f32") or (o.strides[1] != 1 and N > 1):
+            raise GemmError(f"{op}: out must be a row-major (M, N) = ({M}, {N}) f16, bf16 or f32 array, got shape "
+                            f"{o.shape}, {o.etype.name}, strides {o.strides}")
         if o.kind != x.kind:
             raise GemmError(f"{op}: out is a {o.kind} array, x a {x.kind} array")
-    out_name = o.etype.name if o is not None else x.etype.name
+    out_name = o.etype.name if o is not None else _out_type(x.etype).name
     sms = 132 if simulating() else H._multiprocessors()
     if config is not None:
-        if not isinstance(config, GemmConfig) or config.path != "wgmma" or config.dtype != x.etype.name:
-            raise GemmError(f"{op}: config must be a {x.etype.name} GemmConfig with path='wgmma', got {config!r}")
+        if not isinstance(config, GemmConfig) or config.path != "wgmma" or config.dtype != x.etype.name \
+                or config.b_type != w.etype.name:
+            raise GemmError(f"{op}: config must be a {x.etype.name} GemmConfig with path='wgmma'"
+                            + (f" and b_dtype {w.etype.name!r}" if w.etype != x.etype else "") + f", got {config!r}")
         cfg = config.with_(out_dtype=out_name, grouped=True)
     else:
-        cfg = GemmConfig.default(x.etype.name, max(1, M // G), N, K, out_name, arch=cc, sms=sms, batch=G)
+        cfg = GemmConfig.default(x.etype.name, max(1, M // G), N, K, out_name, arch=cc, sms=sms, batch=G,
+                                 b_dtype=w.etype.name if fp8 else None)
         # groups of two tile rows or more: clusters of two CTAs, vertical neighbours in a group,
         # share its B (each loads half, multicast). On the H200 (bf16, N 4096, K 7168, against
         # torch._grouped_mm): 64 groups of 256 rows 0.93 with clusters, 0.88 without; 8 of 2048
@@ -131,17 +186,21 @@ def _prepare(x, w, o, op, config=None):
     return launcher
 
 
-def grouped_gemm(x, w, offs, out=None, *, stream=None, config=None):
+def grouped_gemm(x, w, offs, out=None, *, scale_a=None, scale_b=None, stream=None, config=None):
     """``out[rows of g] = x[rows of g] @ w[g]`` for the groups of rows that ``offs`` ends
     (``torch._grouped_mm(x, w, offs=offs)``); returns ``out``.
 
     ``x``: (M, K) and ``w``: (G, K, N), both f16 or both bf16 torch (or CuPy) CUDA arrays that
     TMA reads (16-byte aligned, unit stride along one dimension: ``w`` may be
-    ``w_t.transpose(1, 2)`` of a contiguous ``(G, N, K)``); ``offs``: ``G`` int32 end rows on
+    ``w_t.transpose(1, 2)`` of a contiguous ``(G, N, K)``), or 8-bit floats (e4m3, e5m2, mixed),
+    K-major both (x row-major, ``w`` that transpose), with ``scale_a`` and ``scale_b``: numbers,
+    or float32 arrays of one scale a group (or one for all), read by the kernel, which
+    multiplies group ``g``'s products by ``scale_a[g] * scale_b[g]`` (the dequantization of
+    each group's rows of x and of its expert's weights); ``offs``: ``G`` int32 end rows on
     the same device, non-decreasing, at most M (the kernel reads them: values that decrease
     or pass M shorten groups and never reach rows outside ``x`` and ``out``; they are read as
     unsigned, so a negative one is past M). Empty groups are allowed. ``out``: a row-major
-    (M, N) f16, bf16 or f32 array, or None (a new one of x's type). Rows past ``offs[-1]``
+    (M, N) f16, bf16 or f32 array, or None (a new one of x's type; bfloat16 for 8-bit floats). Rows past ``offs[-1]``
     are not written. On a Hopper GPU (compute capability 9.0), or numpy arrays in numba's
     simulator. ``stream``: as :func:`codegen.gemm`'s; ``config``: a Hopper
     :class:`~codegen.GemmConfig` (``path="wgmma"``, without split-K; clusters of two CTAs
@@ -150,13 +209,17 @@ def grouped_gemm(x, w, offs, out=None, *, stream=None, config=None):
     Under ``torch.compile`` (``out`` None) it is the operator ``torch.ops.layoutalg.grouped_mm``,
     which ``fullgraph=True`` traces as one node; on torch tensors that require a gradient
     (``out`` None) it is that operator too, differentiable (:func:`codegen.torch_ops.grouped_mm`:
-    the weights' gradient reads ``offs`` on the host). No 8-bit floats.
+    the weights' gradient reads ``offs`` on the host); 8-bit floats are not differentiable.
     """
     op = "grouped_gemm"
+    scaled = scale_a is not None or scale_b is not None
     if out is None and type(x).__module__.startswith("torch"):
         import torch
 
         grad = (x.requires_grad or getattr(w, "requires_grad", False)) and torch.is_grad_enabled()
+        if (grad or torch.compiler.is_compiling()) and scaled:
+            raise GemmError(f"{op}: the operator that torch.compile traces and autograd differentiates takes no "
+                            f"scales (8-bit floats are not differentiable); call it eagerly, without gradients")
         if grad or torch.compiler.is_compiling():   # the operator: differentiable, one node of a graph
             from .torch_ops import grouped_mm
 
@@ -183,11 +246,18 @@ def grouped_gemm(x, w, offs, out=None, *, stream=None, config=None):
     offs_at = _offsets(offs, x, op)
     from .host import GraphCapture, _new_out, _stream_handle
 
+    keep = []
+    fa, sa = _scale(scale_a, w_.shape[0], "scale_a", x, op, keep)
+    fb, sb = _scale(scale_b, w_.shape[0], "scale_b", x, op, keep)
     if out is None:
-        out = _new_out(x, x_.kind, (x_.shape[0], w_.shape[2]), x_.etype)
+        out = _new_out(x, x_.kind, (x_.shape[0], w_.shape[2]), _out_type(x_.etype))
         o_ = _array(out, op, "out", 2)
     st = 0 if simulating() else _stream_handle(stream, x_.kind, x_.device)
-    launcher(x_.ptr, w_.ptr, o_.ptr, 1.0, 0.0, st, GraphCapture.of(x, st) if x_.kind == "torch" else None, 0,
-             (0, 0, 0), offs_at)
+    if keep and stream is not None and x_.kind == "torch":   # copies the kernel reads on another stream
+        from .host import _keep_for
+
+        _keep_for(st, x_.device, *keep)
+    launcher(x_.ptr, w_.ptr, o_.ptr, fa * fb, 0.0, st, GraphCapture.of(x, st) if x_.kind == "torch" else None, 0,
+             (sa, sb, 0), offs_at)
     return out
 

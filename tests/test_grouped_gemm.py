@@ -56,6 +56,63 @@ print("GROUPED OK")
 """
 
 
+SCRIPT_FP8 = r"""
+import sys
+sys.setswitchinterval(1e-4)
+import ml_dtypes
+import numpy as np, codegen
+from codegen import GemmError
+from mma_atoms.numerics import decode
+rng = np.random.default_rng(6)
+
+def fp8(t, shape):
+    # values that are multiples of 1/4 up to 16: exact products and f32 sums
+    tab = decode(np.arange(256), t)
+    ok = np.flatnonzero(np.isfinite(tab) & (np.abs(tab) <= 16) & (tab * 4 == np.round(tab * 4)))
+    bits = rng.choice(ok, shape).astype(np.uint8)
+    return bits.view(ml_dtypes.float8_e4m3fn if t == "e4m3" else ml_dtypes.float8_e5m2), decode(bits, t)
+
+G, K, N = 3, 32, 24
+offs = np.array([20, 20, 70], np.int32)           # an empty group
+x, xv = fp8("e4m3", (73, K))
+wt, wv = fp8("e5m2", (G, N, K))                    # the experts' (G, N, K) weights: w K-major
+w, wv = wt.transpose(0, 2, 1), wv.transpose(0, 2, 1)
+sa = np.array([0.5, 2.0, 0.25], np.float32)        # one scale a group of x's rows
+sb = np.array([4.0], np.float32)                   # one for every expert's weights
+out = np.full((73, N), 99, np.float32)
+codegen.grouped_gemm(x, w, offs, out, scale_a=sa, scale_b=sb)
+lo = 0
+for g, hi in enumerate(offs):
+    ref = sa[g] * 4.0 * (xv[lo:hi] @ wv[g])
+    assert (out[lo:hi] == ref).all(), (g, np.abs(out[lo:hi] - ref).max())
+    lo = hi
+assert (out[70:] == 99).all()
+out16 = np.zeros((73, N), np.float16)              # numbers fold into alpha; a 16-bit out by TMA
+codegen.grouped_gemm(x, w, offs, out16, scale_a=0.5, scale_b=np.array([1.0, 2.0, 0.5], np.float32))
+for g, (lo, hi) in enumerate([(0, 20), (20, 20), (20, 70)]):
+    ref = (0.5 * [1.0, 2.0, 0.5][g] * (xv[lo:hi] @ wv[g])).astype(np.float16)
+    assert (out16[lo:hi] == ref).all(), g
+for bad, msg in (((x, fp8("e4m3", (G, K, 32))[0], offs), "must be K-major"), ((x, w, offs, out), "scale_a must be a number, or float32")):
+    try:
+        codegen.grouped_gemm(*bad, scale_a=np.zeros(2, np.float32) if "scale" in msg else None)
+        raise SystemExit(f"no error: {msg}")
+    except GemmError as e:
+        assert msg in str(e), e
+print("GROUPED FP8 OK")
+"""
+
+
+def test_simulator_runs_fp8_grouped_gemms_with_per_group_scales_exactly(tmp_path):
+    """e4m3 rows times e5m2 experts, a scale a group for x and one for all experts (read by
+    the kernel, one per group), an empty group, f32 and a 16-bit (TMA) output; the refusals
+    of an MN-major w and of scales of the wrong length."""
+    pytest.importorskip("ml_dtypes")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               LAYOUTALG_CACHE=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", SCRIPT_FP8], capture_output=True, text=True, env=env, timeout=900)
+    assert "GROUPED FP8 OK" in r.stdout, r.stdout + r.stderr[-4000:]
+
+
 def test_simulator_runs_grouped_gemms_exactly(tmp_path):
     """Groups of any size (empty, one row, cut inside a tile), B either major, f32 and f16
     outputs; rows past the last group untouched; offsets that decrease or pass M shorten
@@ -111,7 +168,7 @@ def test_grouped_gemms_refuse_bad_input_by_name():
         codegen.grouped_gemm(x, w, np.array([16, 40], np.int64))
     with pytest.raises(GemmError, match=r"inner dimensions differ"):
         codegen.grouped_gemm(np.zeros((40, 32), np.float16), w, offs)
-    with pytest.raises(GemmError, match=r"x and w must both be f16 or both bf16"):
+    with pytest.raises(GemmError, match=r"x and w must both be f16, both bf16, or 8-bit floats"):
         codegen.grouped_gemm(x, w.astype(np.float32), offs)
     with pytest.raises(GemmError, match=r"w must be 3-D"):
         codegen.grouped_gemm(x, w[0], offs)

@@ -39,7 +39,7 @@ from .mainloop import WgmmaMainloop
 from .scheduler import SchedulerParams, TileScheduler, WorkTile
 from .epilogue import (
     BiasActivation, ElementwiseEpilogue, RegisterEpilogue, TmaStoreEpilogue, epilogue_alpha, make_bias_activation,
-    make_elementwise_epilogue, make_register_epilogue, make_tma_store_epilogue,
+    group_alpha, make_elementwise_epilogue, make_register_epilogue, make_tma_store_epilogue,
 )
 from .warpgroup import INTRINSICS as _WARPGROUP_INTRINSICS, warpgroup_index
 
@@ -60,7 +60,7 @@ __all__ = list(_TENSOR_FUNCTIONS) + list(_RENAMED) + list(_WARPGROUP_INTRINSICS)
     "SharedStorage", "smem_base", "PipelineState", "TmaPipeline", "mbarrier_wait", "TmaLoad", "TmaStore",
     "make_tma_load", "WgmmaMMA", "gmma_stage", "make_wgmma", "WgmmaMainloop", "SchedulerParams", "TileScheduler",
     "WorkTile", "RegisterEpilogue", "TmaStoreEpilogue", "make_register_epilogue", "make_tma_store_epilogue",
-    "BiasActivation", "make_bias_activation", "ElementwiseEpilogue", "make_elementwise_epilogue", "epilogue_alpha",
+    "BiasActivation", "make_bias_activation", "ElementwiseEpilogue", "make_elementwise_epilogue", "epilogue_alpha", "group_alpha",
     "warpgroup_index",
 ]
 

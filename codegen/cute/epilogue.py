@@ -34,7 +34,8 @@ from .smem import smem_base
     "u32_as_f32", "unpack_f16x2_f32")
 
 __all__ = ["TmaStoreEpilogue", "RegisterEpilogue", "BiasActivation", "ElementwiseEpilogue", "make_tma_store_epilogue",
-           "make_register_epilogue", "make_bias_activation", "make_elementwise_epilogue", "epilogue_alpha"]
+           "make_register_epilogue", "make_bias_activation", "make_elementwise_epilogue", "epilogue_alpha",
+           "group_alpha"]
 
 
 @device_function
@@ -48,6 +49,23 @@ def epilogue_alpha(p):
         alpha *= u32_as_f32(ld_global_b32(p.scale_a))
     if p.scale_b != 0:
         alpha *= u32_as_f32(ld_global_b32(p.scale_b))
+    if p.alpha_at != 0:
+        alpha *= u32_as_f32(ld_global_b32(p.alpha_at))
+    return alpha
+
+
+@device_function
+def group_alpha(p, g):
+    """``alpha`` of group ``g``'s tiles in a grouped GEMM: ``p.alpha`` times the float32 scales
+    of group ``g`` in the arrays at ``p.scale_a`` and ``p.scale_b`` (one a group: the
+    dequantization of each group's 8-bit rows of A and of its matrix of B; 0: none) and the
+    scalar at ``p.alpha_at`` (0: none), read by the kernel (graph-safe, as
+    :func:`epilogue_alpha`)."""
+    alpha = p.alpha
+    if p.scale_a != 0:
+        alpha *= u32_as_f32(ld_global_b32(p.scale_a + 4 * int64(g)))
+    if p.scale_b != 0:
+        alpha *= u32_as_f32(ld_global_b32(p.scale_b + 4 * int64(g)))
     if p.alpha_at != 0:
         alpha *= u32_as_f32(ld_global_b32(p.alpha_at))
     return alpha

@@ -84,7 +84,7 @@ _CONSUMER_HEAD = '''
 def consumer(p, c):
     """{doc}"""
     EPILOGUE.prepare(p)
-    alpha = epilogue_alpha(p)  # p.alpha times the scales the kernel reads (fp8)
+{alpha}
     peer = MAINLOOP.peer_empty()
     state = PIPELINE.consumer_start()
     prev = state
@@ -178,10 +178,15 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
     if user is not None:
         lines.append(_user_epilogue(plan, user))
     lines.append(_PRODUCER)
-    head = _CONSUMER_HEAD.format(doc=_consumer_doc(plan, epilogue), clay=f"CLayout_64x{cfg.bn}", nreg=plan.acc_regs)
+    alpha_line = ("    alpha = float32(1.0)  # each tile's: group_alpha, its group's scales" if cfg.grouped else
+                  "    alpha = epilogue_alpha(p)  # p.alpha times the scales the kernel reads (fp8)")
+    head = _CONSUMER_HEAD.format(doc=_consumer_doc(plan, epilogue), clay=f"CLayout_64x{cfg.bn}", nreg=plan.acc_regs,
+                                 alpha=alpha_line)
     op = parts.op is not None or user is not None
     alpha = "1.0" if op else "alpha"                    # a fused operation applies alpha itself
     apply = ""
+    if cfg.grouped:                                 # (no fused operation: GemmConfig refuses one)
+        apply = "        alpha = group_alpha(p, work.l)  # p.alpha times group l's scales of A and B (fp8)\n"
     if user is not None:
         apply = ("        USER.apply(p, user_epilogue, epilogue_tensors(p), accs, work, c, alpha)"
                  "  # f(alpha * acc, m, n, *epilogue_args)\n")
@@ -198,6 +203,8 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
                      f"            nbox = REG_EPILOGUE.store_tile(p, acc, accs, work, c, nbox, {alpha})\n")
         if op:
             store = apply + "        acc = MMA.from_array(accs)\n" + store
+        elif cfg.grouped:
+            store = apply + store
         if plan.split:
             store = ("        if SCHEDULER.fixup(p, sched, work, accs, c):  # split-K: the tile's last part finishes it\n"
                      + ("" if op else "            acc = MMA.from_array(accs)  # with the other parts' sums\n")
@@ -283,7 +290,7 @@ def _header(plan, epilogue, user=None):
         "",
         "from codegen.cute import (  # noqa: F401",
         "    BiasActivation, RegisterEpilogue, SharedStorage, TileScheduler, TmaLoad, TmaPipeline, TmaStore,",
-        "    TmaStoreEpilogue, epilogue_alpha,",
+        "    TmaStoreEpilogue, epilogue_alpha, group_alpha,",
         "    WgmmaMainloop, WgmmaMMA, setmaxnreg_dec, setmaxnreg_inc,",
         ")",
         *(["import numpy as np", "from codegen import cute", "from codegen.cute import ElementwiseEpilogue",
