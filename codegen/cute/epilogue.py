@@ -366,6 +366,31 @@ class RegisterEpilogue:
             st_global_b16(addr, self.cvt(v, v))
 
     @device
+    def store_packed(self, p, packed, work, c):
+        """Consumer ``c``'s slice of the tile of ``work`` from ``packed`` (a 16-bit C's pairs of
+        columns, as :meth:`TmaStoreEpilogue.pack` packs them: the first in the low half), rows
+        below ``work.rows`` and ``p.M``, columns below ``p.N``; beta 0. For a grouped GEMM's tile
+        that its group's end cuts: packed first, the accumulators are free during the stores."""
+        wtid = cuda.threadIdx.x & 127
+        c_row = work.m0 + 64 * c + self.thr_row(wtid)
+        c_col = work.n0 + self.thr_col(wtid)
+        eb = self.elem_bytes
+        cl = p.C + int64(work.l) * p.scl * eb
+        rows = min(p.M, work.rows)
+        for q in range(self.acc_regs // 2):
+            row = c_row + self.pair_row(q)
+            col = c_col + self.pair_col(q)
+            if row < rows:
+                addr = cl + (int64(row) * p.scm + col) * eb
+                if col + 1 < p.N and self.paired:
+                    st_global_b32(addr, packed[q])
+                else:
+                    if col < p.N:
+                        st_global_b16(addr, packed[q])
+                    if col + 1 < p.N:
+                        st_global_b16(addr + eb, packed[q] >> 16)
+
+    @device
     def store_tile(self, p, acc, accs, work, c, nbox, alpha):
         """``C = alpha * acc + beta * C`` for consumer ``c``'s slice of the tile of ``work``
         (its corner ``(m0, n0)`` in matrix ``l`` of C, ``p.scl`` elements apart, rows below

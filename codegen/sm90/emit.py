@@ -131,12 +131,12 @@ _PACK = '''        EPILOGUE.pack(accs, {alpha}, packed)  # no multiplies when al
         done = work
 '''
 
-_PACK_GROUPED = '''        if work.m0 + SCHEDULER.bm <= work.rows:  # inside its group: packed, out by TMA during the next tile
-            EPILOGUE.pack(accs, {alpha}, packed)
+_PACK_GROUPED = '''        EPILOGUE.pack(accs, {alpha}, packed)  # C as 16-bit pairs
+        if work.m0 + SCHEDULER.bm <= work.rows:  # inside its group: out by TMA during the next tile
             pend = True
             done = work
         else:  # its group ends inside it: out now, from registers, up to the group's end
-            nbox = REG_EPILOGUE.store_tile(p, acc, accs, work, c, nbox, {alpha})
+            REG_EPILOGUE.store_packed(p, packed, work, c)
             pend = False
 '''
 
