@@ -45,6 +45,10 @@ KERNELS = {
     # run-time shapes: cp.async with a source size (zero fill past the edge), the same atoms
     "f16_runtime_shape": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
                           "cp.async.cg.shared.global", "selp.b32", "st.global.v2.u16"],
+    # attention: both MMAs, V read transposed, the row reductions across a quad, exp2
+    "flash_attention": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "shfl.sync.bfly.b32", "ex2.approx.f32",
+                        "cp.async.cg.shared.global"],
 }
 #: kernels whose index arithmetic divides by run-time values (the raster of run-time tile counts)
 RUNTIME_DIVISION = {"f16_runtime_shape"}
