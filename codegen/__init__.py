@@ -6,13 +6,14 @@ True
 """
 
 from . import _numpy_compat  # noqa: F401  (before numba is imported: numpy 2.5 and numba-cuda 0.30)
+from .attention import attention
 from .config import GemmConfig
 from .grouped import grouped_gemm
 from .host import GemmError, GemmLaunch, gemm, prepare
 from .ptx import compile_ptx, emit_gemm_source
 from .plan import make_plan
 
-__all__ = ["GemmConfig", "gemm", "mm", "grouped_gemm", "prepare", "GemmLaunch", "GemmError", "compile_ptx",
+__all__ = ["GemmConfig", "gemm", "mm", "grouped_gemm", "attention", "prepare", "GemmLaunch", "GemmError", "compile_ptx",
            "emit_gemm_source", "make_plan"]
 
 

@@ -75,6 +75,11 @@ PICTURES = [
     # hopper.md: the Hopper kernel's warp-specialized pipeline
     _p("gemm_sm90_plan", "draw", "plan", "--path", "wgmma", "--dtype", "f16", graph=True),
     _p("expr_tree", "draw", "expr", "logical_divide(composition((4,3):(3,1), 6:2), 2:1)", graph=True),
+    # attention.md: thread 5's S accumulators and its P as the A operand of O += P V
+    _p("attention_s_thread5", "draw", "mma", F16, "--atom-layout", "4,1,1", "--permutation", "64,64,16",
+       "--operand", "C", "--thread", "5", "--shape", "64,64"),
+    _p("attention_p_thread5", "draw", "mma", F16, "--atom-layout", "4,1,1", "--permutation", "64,64,16",
+       "--operand", "A", "--thread", "5", "--shape", "64,64"),
 ]
 
 

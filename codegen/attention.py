@@ -1,0 +1,423 @@
+"""Attention's forward pass, ``codegen.attention(q, k, v, causal=False, scale=None)``: a
+FlashAttention-2 kernel composed of :mod:`codegen.cute`'s pieces.
+
+``q``: ``(batch, heads, seq_q, d)``, ``k`` and ``v``: ``(batch, kv_heads, seq_k, d)`` (grouped-query
+attention: ``heads`` a multiple of ``kv_heads``, query head ``h`` reads kv head
+``h // (heads // kv_heads)``), f16 or bf16, head dim 64 or 128, any sequence lengths and
+strides with the head dim contiguous and the rows 16-byte aligned. Returns ``o`` (q's
+shape and type) and, with ``return_lse``, the rows' log-sum-exp (float32, natural log).
+
+The kernel is ``examples/flash_attention.py`` (tutorial step 7) with run-time shapes: each CTA
+takes 64 queries of one head (4 warps), walks the keys 64 at a time (``S = Q K^T`` and ``O +=
+P V`` on the m16n8k16 ``mma.sync`` atom, the online softmax on ``S``'s accumulators between
+them), zero-fills the rows past ``seq_q`` and the keys past ``seq_k`` (``copy_if``), masks
+those keys and, with ``causal``, the keys after each query (top-left aligned, as
+``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``), and stores the rows
+inside ``seq_q``. What each thread holds -- its two rows, the lanes that share a row, the
+identity between ``S``'s accumulators and ``P``'s A-operand registers -- is derived from the
+tiled MMAs' layouts and checked for every thread when a kernel is built.
+
+One key tile in flight and the ``mma.sync`` atom: the wgmma/TMA kernel with a producer warp
+(the speed targets of the attention issue) is still to come.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import cute
+from .cute.objects import device_function, late_import
+from .errors import GemmError
+from .simulation import simulating
+
+(cuda, float32) = late_import("numba", "cuda", "float32")   # bound when a kernel is built
+
+__all__ = ["attention", "AttentionKernel", "HEAD_DIMS"]
+
+BM = BN = 64                  # queries a CTA, keys a tile
+HEAD_DIMS = (64, 128)
+_ATOMS = {"f16": "SM80_16x8x16_F32F16F16F32_TN", "bf16": "SM80_16x8x16_F32BF16BF16F32_TN"}
+_STORAGE = {"f16": np.float16, "bf16": np.uint16}           # bfloat16 as its bits
+LOG2E = 1.4426950408889634
+
+
+@device_function
+def rows_below(tXc, pX, extent):
+    """One flag a copy call of a ``(CPY,CPY_M,CPY_K)`` partition: the row of its first element
+    (``tXc``: the partition of an identity tensor) below ``extent``."""
+    for m in range(cute.size(pX, 0)):
+        for k in range(cute.size(pX, 1)):
+            c = tXc[0, m, k]
+            pX[m, k] = c[0] < extent
+
+
+@device_function
+def columns_below(tXc, pX, extent):
+    """As :func:`rows_below`, for the column."""
+    for m in range(cute.size(pX, 0)):
+        for k in range(cute.size(pX, 1)):
+            c = tXc[0, m, k]
+            pX[m, k] = c[1] < extent
+
+
+def _coords(part, t, shape):
+    """Thread ``t``'s fragment of an identity tensor under ``part``: index -> (row, col)."""
+    from layoutalg import make_identity_tensor, size
+
+    frag = part(t, make_identity_tensor(shape))
+    return [tuple(frag[i]) for i in range(size(frag.layout))]
+
+
+def derive_ownership(mma_s, mma_o, d):
+    """What the softmax needs to know of the two tiled MMAs, checked for every thread:
+    ``(slot_s, slot_o, shuffles)``. ``slot_s``, ``slot_o``: Layouts, S's (O's) fragment index
+    -> which of the thread's two rows (0 or 1) the element lies in; ``shuffles``: the
+    ``shfl_xor`` lane masks that reach the other threads of a row. Raises ``ValueError``
+    where the layouts lack the structure the kernel relies on: two rows a thread, O's rows
+    S's, P's A-operand registers S's accumulators in order, a row's threads a lane and its
+    partners at 1, 2 and 3."""
+    from layoutalg import Layout
+
+    s_part = lambda t, x: mma_s.get_slice(t).partition_C(x)          # noqa: E731
+    p_part = lambda t, x: mma_o.get_slice(t).partition_A(x)          # noqa: E731
+    o_part = lambda t, x: mma_o.get_slice(t).partition_C(x)          # noqa: E731
+    slot_s = Layout(((2, 2), 1, BN // 8), ((0, 1), 0, 0))              # (MMA,MMA_M,MMA_N) -> row slot
+    slot_o = Layout(((2, 2), 1, d // 8), ((0, 1), 0, 0))
+    holders = {}
+    for t in range(mma_s.size):
+        s = _coords(s_part, t, (BM, BN))
+        o = _coords(o_part, t, (BM, d))
+        rows = sorted({r for r, _ in s})
+        if len(rows) != 2 or sorted({r for r, _ in o}) != rows:
+            raise ValueError(f"derive_ownership: thread {t} holds rows {rows} of S and {sorted({r for r, _ in o})} "
+                             f"of O; the softmax needs the same two")
+        for frag, slot, name in ((s, slot_s, "S"), (o, slot_o, "O")):
+            if [rows.index(r) for r, _ in frag] != [slot(i) for i in range(len(frag))]:
+                raise ValueError(f"derive_ownership: thread {t}'s {name} fragment does not place its rows as "
+                                 f"{slot} says")
+        where = {c: j for j, c in enumerate(s)}
+        if [where[c] for c in _coords(p_part, t, (BM, BN))] != list(range(len(s))):
+            raise ValueError(f"derive_ownership: thread {t}'s P (the A operand of O's MMA) is not S's registers "
+                             f"in order")
+        for r in rows:
+            holders.setdefault(r, set()).add(t)
+    for r, ts in holders.items():
+        t0 = min(ts)
+        if ts != {t0 ^ x for x in (0, 1, 2, 3)}:
+            raise ValueError(f"derive_ownership: row {r} is held by threads {sorted(ts)}, not a lane and its "
+                             f"shfl_xor partners 1, 2, 3")
+    return slot_s, slot_o, (1, 2)
+
+
+@dataclass(frozen=True)
+class AttentionKernel:
+    """One compiled kernel: element type, head dim and causality (every shape and stride is
+    a run-time argument)."""
+
+    dtype: str
+    d: int
+    causal: bool
+    kernel: object
+    threads: int
+
+
+_KERNELS = {}
+
+
+def attention_kernel(dtype, d, causal):
+    """The kernel for ``dtype`` ("f16" or "bf16"), head dim ``d`` and ``causal``, built once."""
+    key = (dtype, d, bool(causal))
+    hit = _KERNELS.get(key)
+    if hit is None:
+        hit = _KERNELS[key] = _build(dtype, d, bool(causal))
+    return hit
+
+
+def _build(dtype, D, causal):
+    from layoutalg import (
+        CopyAtom, Layout, make_identity_tensor, make_tiled_copy, make_tiled_copy_A, make_tiled_copy_B,
+        make_tiled_mma, size,
+    )
+    from layoutalg.tiled_copy import make_tiled_copy_impl
+
+    from .plan import smem_layout
+
+    cute.activate()
+    ELEM = _STORAGE[dtype]
+    MMA_S = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (BM, BN, 16))    # S = Q K^T: (BM,BN), k over D
+    MMA_O = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (BM, D, 16))     # O += P V: (BM,D), k over the keys
+    SQ = smem_layout(dtype, "K", BM, D)                                # (BM,D) -> smem
+    SK = smem_layout(dtype, "K", BN, D)                                # (BN,D) -> smem
+    SV = smem_layout(dtype, "MN", D, BN)                               # (D,BN) -> smem: V^T, d contiguous
+    cp = CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", dtype)
+    G2S_R = make_tiled_copy(cp, Layout((128 * 8 // D, D // 8), (D // 8, 1)), Layout((1, 8)))   # rows of d, 16 B a thread
+    G2S_V = make_tiled_copy(cp, Layout((D // 8, 1024 // D), (1, D // 8)), Layout((8, 1)))     # columns of V^T
+    S2R_Q = make_tiled_copy_A(CopyAtom("SM75_U32x4_LDSM_N", dtype), MMA_S)
+    S2R_K = make_tiled_copy_B(CopyAtom("SM75_U32x4_LDSM_N", dtype), MMA_S)
+    S2R_V = make_tiled_copy_B(CopyAtom("SM75_U16x8_LDSM_T", dtype), MMA_O)
+    R2G_O = make_tiled_copy_impl(CopyAtom("UniversalCopy_32", dtype), MMA_O.get_layoutC_TV(), (BM, D))
+    ROW_SLOT, SLOT_O, SHUFFLES = derive_ownership(MMA_S, MMA_O, D)
+    S_VALUES = size(MMA_S.get_slice(0).partition_C(make_identity_tensor((BM, BN))).layout)
+    O_VALUES = size(MMA_O.get_slice(0).partition_C(make_identity_tensor((BM, D))).layout)
+    PRED_Q = Layout(G2S_R.get_slice(0).partition_S(make_identity_tensor((BM, D))).layout.shape[1:])   # (CPY_M,CPY_K)
+    PRED_K = Layout(G2S_R.get_slice(0).partition_S(make_identity_tensor((BN, D))).layout.shape[1:])
+    PRED_V = Layout(G2S_V.get_slice(0).partition_S(make_identity_tensor((D, BN))).layout.shape[1:])
+    O_CALLS = size(R2G_O.get_slice(0).partition_D(make_identity_tensor((BM, D))).layout) // 2
+    PRED_O = Layout(O_CALLS)                                           # one per 32-bit store of a pair
+    CVT = dtype                                                        # cute.convert's format of P and O
+    NEG = float32(-math.inf)
+
+    @cuda.jit
+    def attention_fwd(q, k, v, o, lse, Sq, Sk, H, ratio, qsb, qsh, qss, ksb, ksh, kss, vsb, vsh, vss,
+                      osb, osh, oss, qk):
+        tid = cuda.threadIdx.x
+        qt, bh = cuda.blockIdx.x, cuda.blockIdx.y
+        b = bh // H
+        h = bh - b * H
+        hk = h // ratio                                                  # the kv head (grouped-query)
+        mQ = cute.make_tensor(cute.make_ptr(ELEM, q + 2 * (b * qsb + h * qsh), 16),
+                              cute.make_layout((Sq, D), (cute.assume(qss, 8), 1)))        # (Sq,D) -> q
+        mK = cute.make_tensor(cute.make_ptr(ELEM, k + 2 * (b * ksb + hk * ksh), 16),
+                              cute.make_layout((Sk, D), (cute.assume(kss, 8), 1)))        # (Sk,D) -> k
+        mV = cute.make_tensor(cute.make_ptr(ELEM, v + 2 * (b * vsb + hk * vsh), 16),
+                              cute.make_layout((D, Sk), (1, cute.assume(vss, 8))))        # (D,Sk) -> v: V^T
+        mO = cute.make_tensor(cute.make_ptr(ELEM, o + 2 * (b * osb + h * osh), 16),
+                              cute.make_layout((Sq, D), (cute.assume(oss, 2), 1)))        # (Sq,D) -> o
+        gQ = cute.local_tile(mQ, (BM, D), (qt, 0))                                         # (BM,D)
+        cQ = cute.local_tile(cute.make_identity_tensor((Sq, D)), (BM, D), (qt, 0))         # -> (query, d)
+        gO = cute.local_tile(mO, (BM, D), (qt, 0))
+        gK = cute.local_tile(mK, (BN, D), (None, 0))                                       # (BN,D,kt)
+        cK = cute.local_tile(cute.make_identity_tensor((Sk, D)), (BN, D), (None, 0))       # -> (key, d)
+        gV = cute.local_tile(mV, (D, BN), (0, None))                                       # (D,BN,kt)
+        cV = cute.local_tile(cute.make_identity_tensor((D, Sk)), (D, BN), (0, None))       # -> (d, key)
+        sQ = cute.make_shared_tensor(ELEM, SQ)
+        sK = cute.make_shared_tensor(ELEM, SK)
+        sV = cute.make_shared_tensor(ELEM, SV)
+
+        gr = G2S_R.get_slice(tid)
+        gv = G2S_V.get_slice(tid)
+        tKgK, tKsK, tKcK = gr.partition_S(gK), gr.partition_D(sK), gr.partition_S(cK)   # (CPY,CPY_M,CPY_K,kt)
+        tVgV, tVsV, tVcV = gv.partition_S(gV), gv.partition_D(sV), gv.partition_S(cV)
+        pQ = cute.make_fragment_like(PRED_Q, np.int8)
+        rows_below(gr.partition_S(cQ), pQ, Sq)                     # queries past Sq: zeros
+        cute.copy_if(G2S_R, pQ, gr.partition_S(gQ), gr.partition_D(sQ))
+        cute.cp_async_fence()
+
+        thr_s = MMA_S.get_slice(tid)
+        thr_o = MMA_O.get_slice(tid)
+        tSrQ = thr_s.partition_fragment_A(sQ)                              # (MMA,MMA_M,MMA_K): all of D
+        tSrK = thr_s.partition_fragment_B(sK)                              # (MMA,MMA_N,MMA_K)
+        tOrV = thr_o.partition_fragment_B(sV)                              # (MMA,MMA_N,MMA_K): k over keys
+        tSrS = thr_s.partition_fragment_C(cute.make_identity_tensor((BM, BN)))   # (MMA,MMA_M,MMA_N)
+        tScS = thr_s.partition_C(cute.make_identity_tensor((BM, BN)))     # -> (query, key) in the tiles
+        tOrO = thr_o.partition_fragment_C(gO)                              # (MMA,MMA_M,MMA_N)
+        tOrP = cute.make_fragment_like(thr_o.partition_fragment_A(cute.make_identity_tensor((BM, BN))), ELEM)
+        cute.clear(tOrO)
+        m0, m1 = NEG, NEG                     # the thread's two rows (ROW_SLOT): running max, log2 units
+        l0, l1 = float32(0.0), float32(0.0)   # and running sum
+
+        sq = S2R_Q.get_slice(tid)
+        sk = S2R_K.get_slice(tid)
+        sv = S2R_V.get_slice(tid)
+        pK = cute.make_fragment_like(PRED_K, np.int8)
+        pV = cute.make_fragment_like(PRED_V, np.int8)
+        cute.cp_async_wait(0)
+        cuda.syncthreads()
+        cute.copy(S2R_Q, sq.partition_S(sQ), sq.retile_D(tSrQ))          # Q's fragments, once
+        first = qt * BM                                                    # the tile's first query
+        n_kt = (Sk + BN - 1) // BN
+        if causal:
+            n_kt = min(n_kt, (first + BM + BN - 1) // BN)
+        for kt in range(n_kt):
+            # ---- the key tile and its values into shared memory, zeros past Sk -------------
+            cuda.syncthreads()                                             # the last tile's reads are done
+            rows_below(tKcK[None, None, None, kt], pK, Sk)
+            columns_below(tVcV[None, None, None, kt], pV, Sk)
+            cute.copy_if(G2S_R, pK, tKgK[None, None, None, kt], tKsK)
+            cute.copy_if(G2S_V, pV, tVgV[None, None, None, kt], tVsV)
+            cute.cp_async_fence()
+            cute.cp_async_wait(0)
+            cuda.syncthreads()
+            # ---- S = Q K^T ---------------------------------------------------------------
+            cute.copy(S2R_K, sk.partition_S(sK), sk.retile_D(tSrK))
+            cute.clear(tSrS)
+            for kb in range(D // 16):
+                cute.gemm(MMA_S, tSrS, tSrQ[None, None, kb], tSrK[None, None, kb])
+            # ---- online softmax over the thread's two rows -------------------------------
+            n0, n1 = m0, m1
+            for i in range(S_VALUES):
+                c = tScS[i]
+                key = kt * BN + c[1]
+                x = tSrS[i] * qk
+                if key >= Sk or (causal and key > first + c[0]):
+                    x = NEG                                                # past Sk, or after the query
+                tSrS[i] = x
+                if ROW_SLOT(i) == 0:
+                    n0 = max(n0, x)
+                else:
+                    n1 = max(n1, x)
+            for mask in SHUFFLES:                                          # the row's other three threads
+                n0 = max(n0, cuda.shfl_xor_sync(0xFFFFFFFF, n0, mask))
+                n1 = max(n1, cuda.shfl_xor_sync(0xFFFFFFFF, n1, mask))
+            a0 = math.exp2(m0 - n0) if n0 != NEG else float32(0.0)        # rows with no key yet stay at 0
+            a1 = math.exp2(m1 - n1) if n1 != NEG else float32(0.0)
+            m0, m1 = n0, n1
+            l0 *= a0
+            l1 *= a1
+            for i in range(S_VALUES):
+                if ROW_SLOT(i) == 0:
+                    p = math.exp2(tSrS[i] - m0) if m0 != NEG else float32(0.0)
+                    l0 += p
+                else:
+                    p = math.exp2(tSrS[i] - m1) if m1 != NEG else float32(0.0)
+                    l1 += p
+                tSrS[i] = p
+            for i in range(O_VALUES):                                      # O's rows are S's (checked)
+                tOrO[i] *= a0 if SLOT_O(i) == 0 else a1
+            # ---- O += P V, P from S's registers ------------------------------------------
+            cute.convert(tSrS, tOrP, CVT)
+            cute.copy(S2R_V, sv.partition_S(sV), sv.retile_D(tOrV))
+            for kb in range(BN // 16):
+                cute.gemm(MMA_O, tOrO, tOrP[None, None, kb], tOrV[None, None, kb])
+        # ---- O / l and the rows' log-sum-exp, inside Sq ------------------------------------
+        for mask in SHUFFLES:
+            l0 += cuda.shfl_xor_sync(0xFFFFFFFF, l0, mask)
+            l1 += cuda.shfl_xor_sync(0xFFFFFFFF, l1, mask)
+        r0 = float32(1.0) / l0 if l0 > 0 else float32(0.0)
+        r1 = float32(1.0) / l1 if l1 > 0 else float32(0.0)
+        for i in range(O_VALUES):
+            tOrO[i] *= r0 if SLOT_O(i) == 0 else r1
+        tOrO16 = cute.make_fragment_like(tOrO, ELEM)
+        cute.convert(tOrO, tOrO16, CVT)
+        r2g = R2G_O.get_slice(tid)
+        tDcO = r2g.partition_D(cQ)                                          # (CPY,CPY_M,CPY_N) -> (query, d)
+        pO = cute.make_fragment_like(PRED_O, np.int8)
+        for g in range(O_CALLS):
+            pO[g] = tDcO[2 * g][0] < Sq
+        cute.copy_if(R2G_O, pO, r2g.retile_S(tOrO16), r2g.partition_D(gO))
+        if lse != 0:
+            mL = cute.make_tensor(cute.make_ptr(np.float32, lse + 4 * bh * Sq, 4), cute.make_layout((Sq,), (1,)))
+            for i in range(S_VALUES):                                      # column 0's owners write each row's
+                c = tScS[i]
+                if c[1] == 0 and first + c[0] < Sq:
+                    m, l_ = (m0, l0) if ROW_SLOT(i) == 0 else (m1, l1)
+                    mL[first + c[0]] = (m + math.log2(l_)) / float32(LOG2E)
+
+    return AttentionKernel(dtype, D, causal, attention_fwd, MMA_S.size)
+
+
+def _describe4(x, name):
+    from .host import _describe
+
+    return _describe(x, "attention", name, ("f16", "bf16"), ranks=(4,))
+
+
+def attention(q, k, v, causal=False, scale=None, return_lse=False, stream=None):
+    """``softmax(q k^T * scale [causal mask]) v`` per batch and head (module docstring);
+    ``scale`` defaults to ``1/sqrt(d)``. Arrays: torch CUDA tensors, CuPy arrays or numba
+    device arrays (numpy arrays in numba's simulator, or copied to the GPU and back). Returns
+    ``o``, or ``(o, lse)`` with ``return_lse``."""
+    op = "attention"
+    xs = [_describe4(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v"))]
+    dq, dk, dv = xs
+    if len({x.kind for x in xs}) != 1 or len({str(x.device) for x in xs}) != 1:
+        raise GemmError(f"{op}: q, k and v must be arrays of one kind on one device, got "
+                        + ", ".join(f"{n} {x.kind} on {x.device}" for n, x in zip("qkv", xs)))
+    if len({x.etype.name for x in xs}) != 1:
+        raise GemmError(f"{op}: q, k and v must have one dtype (f16 or bf16), got "
+                        + ", ".join(x.etype.name for x in xs))
+    B, H, Sq, D = dq.shape
+    Bk, Hk, Sk, Dk = dk.shape
+    if dv.shape != dk.shape or Bk != B or Dk != D:
+        raise GemmError(f"{op}: q {dq.shape}, k {dk.shape}, v {dv.shape} are not (batch, heads, seq_q, d), "
+                        f"(batch, kv_heads, seq_k, d) and the same for v")
+    if D not in HEAD_DIMS:
+        raise GemmError(f"{op}: head dim {D} is not one of {', '.join(map(str, HEAD_DIMS))}")
+    if Hk == 0 or H % Hk:
+        raise GemmError(f"{op}: {H} query heads do not divide into {Hk} kv heads (grouped-query attention needs "
+                        f"heads a multiple of kv_heads)")
+    if 0 in (B, H, Sq):
+        return (_new(q, dq, (B, H, Sq, D)), _new_lse(q, dq, (B, H, Sq))) if return_lse else _new(q, dq, (B, H, Sq, D))
+    if Sk == 0:
+        raise GemmError(f"{op}: k and v have no keys (seq_k 0): the softmax of nothing is undefined")
+    for x, n in zip(xs, "qkv"):
+        if x.strides[3] != 1 or x.strides[2] % 8 or (x.kind != "numpy" and x.ptr % 16):
+            raise GemmError(f"{op}: {n} must have a contiguous head dim and rows 16-byte aligned (strides "
+                            f"multiples of 8 elements, a 16-byte aligned address): got strides {x.strides}")
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    kern = attention_kernel(dq.etype.name, D, causal)
+    o = _new(q, dq, (B, H, Sq, D))
+    lse = _new_lse(q, dq, (B, H, Sq)) if return_lse else None
+    _launch(kern, (q, k, v, o, lse), xs, (B, H, Sq, Sk, Hk), scale, stream)
+    return (o, lse) if return_lse else o
+
+
+def _new(like, d, shape):
+    from .host import _new_out
+
+    if d.kind == "numpy":
+        return np.zeros(shape, like.dtype)        # (bfloat16: ml_dtypes' type, as the caller's)
+    return _new_out(like, d.kind, shape, d.etype)
+
+
+def _new_lse(like, d, shape):
+    from layoutalg.element_types import element_type
+
+    from .host import _new_out
+
+    return _new_out(like, d.kind, shape, element_type("f32"))
+
+
+def _launch(kern, arrays, xs, dims, scale, stream):
+    B, H, Sq, Sk, Hk = dims
+    q, k, v, o, lse = arrays
+    dq, dk, dv = xs
+    do = _describe4(o, "o")
+    grid = ((Sq + BM - 1) // BM, B * H)
+    strides = (*dq.strides[:3], *dk.strides[:3], *dv.strides[:3], *do.strides[:3])
+    qk = np.float32(scale * LOG2E)
+    if dq.kind == "numpy":
+        arrays = [np.ascontiguousarray(x) if i < 3 else x for i, x in enumerate(arrays)]
+        if simulating():
+            from .intrinsics.sim import register_global
+
+            addrs = [register_global(x) if x is not None else 0 for x in arrays]
+            strides = (*_estrides(arrays[0])[:3], *_estrides(arrays[1])[:3], *_estrides(arrays[2])[:3],
+                       *do.strides[:3])
+            kern.kernel[grid, kern.threads](*addrs, Sq, Sk, H, H // Hk, *strides, qk)
+            return
+        from numba import cuda
+
+        dev = [cuda.to_device(x) if x is not None else None for x in arrays]
+        addrs = [int(d.__cuda_array_interface__["data"][0]) if d is not None else 0 for d in dev]
+        strides = (*_estrides(arrays[0])[:3], *_estrides(arrays[1])[:3], *_estrides(arrays[2])[:3], *do.strides[:3])
+        kern.kernel[grid, kern.threads](*addrs, Sq, Sk, H, H // Hk, *strides, qk)
+        dev[3].copy_to_host(o)
+        if lse is not None:
+            dev[4].copy_to_host(lse)
+        return
+    from numba import cuda
+
+    from .host import _stream_handle
+
+    addrs = [x.ptr for x in (dq, dk, dv, do)] + [_describe_lse(lse)]
+    handle = _stream_handle(stream, dq.kind, dq.device)
+    kern.kernel[grid, kern.threads, cuda.external_stream(handle) if handle else 0](
+        *addrs, Sq, Sk, H, H // Hk, *strides, qk)
+
+
+def _estrides(x):
+    return tuple(int(s) // x.itemsize for s in x.strides)
+
+
+def _describe_lse(lse):
+    if lse is None:
+        return 0
+    if type(lse).__module__.startswith("torch"):
+        return int(lse.data_ptr())
+    if type(lse).__module__.startswith("cupy"):
+        return int(lse.data.ptr)
+    return int(lse.__cuda_array_interface__["data"][0])

@@ -1,0 +1,135 @@
+"""``codegen.attention``: FlashAttention-2's forward pass from ``codegen.cute``'s pieces
+(:mod:`codegen.attention`). Without a GPU: what each thread holds, derived from the tiled
+MMAs; the refusals of bad input; the kernel's offline PTX (both MMAs, no local memory, no
+spills); and the kernel in numba's simulator against float64 (residues in both sequence
+lengths, grouped-query heads, causal, bf16 and head dim 128)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import codegen
+from codegen import GemmError
+from codegen.attention import BM, BN, _ATOMS, derive_ownership
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("d", [64, 128])
+def test_each_thread_holds_two_rows_and_p_is_s_in_order(dtype, d):
+    from layoutalg import make_identity_tensor, make_tiled_mma, size
+
+    mma_s = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (BM, BN, 16))
+    mma_o = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (BM, d, 16))
+    slot_s, slot_o, shuffles = derive_ownership(mma_s, mma_o, d)
+    assert shuffles == (1, 2)
+    assert size(slot_o) == size(mma_o.get_slice(0).partition_C(make_identity_tensor((BM, d))).layout) == d // 2
+    # thread 5 of warp 0: rows 1 and 9 (lane // 4 and 8 more), slot 1 for the latter
+    frag = mma_s.get_slice(5).partition_C(make_identity_tensor((BM, BN)))
+    assert {tuple(frag[i])[0] for i in range(size(slot_s)) if slot_s(i) == 1} == {9}
+
+
+def test_a_layout_without_that_structure_is_refused():
+    from layoutalg import make_tiled_mma
+
+    two_by_two = make_tiled_mma(_ATOMS["f16"], (2, 2, 1), (BM, BN, 16))   # a warp's rows: 16 of 32
+    with pytest.raises(ValueError, match="holds rows .* the softmax needs the same two"):
+        derive_ownership(two_by_two, make_tiled_mma(_ATOMS["f16"], (2, 2, 1), (BM, 64, 16)), 64)
+
+
+def test_bad_input_is_refused_by_name():
+    q = np.zeros((1, 4, 40, 64), np.float16)
+    kv = np.zeros((1, 2, 50, 64), np.float16)
+    with pytest.raises(GemmError, match="attention: k has dtype float32; supported: f16, bf16"):
+        codegen.attention(q, kv.astype(np.float32), kv)
+    with pytest.raises(GemmError, match="head dim 96 is not one of 64, 128"):
+        codegen.attention(np.zeros((1, 4, 40, 96), np.float16), *(np.zeros((1, 2, 50, 96), np.float16),) * 2)
+    with pytest.raises(GemmError, match="4 query heads do not divide into 3 kv heads"):
+        codegen.attention(q, *(np.zeros((1, 3, 50, 64), np.float16),) * 2)
+    with pytest.raises(GemmError, match=r"k must have a contiguous head dim .* got strides \(6400, 3200, 1, 50\)"):
+        kt = np.zeros((1, 2, 64, 50), np.float16).transpose(0, 1, 3, 2)
+        codegen.attention(q, kt, kv)
+    with pytest.raises(GemmError, match="no keys"):
+        codegen.attention(q, *(np.zeros((1, 2, 0, 64), np.float16),) * 2)
+    with pytest.raises(GemmError, match=r"are not \(batch, heads, seq_q, d\)"):
+        codegen.attention(q, kv, np.zeros((1, 2, 51, 64), np.float16))
+    with pytest.raises(GemmError, match="must be 4-D"):
+        codegen.attention(q[0], kv, kv)
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    with pytest.raises(GemmError, match="q, k and v must have one dtype \(f16 or bf16\), got f16, f16, bf16"):
+        codegen.attention(q, kv, kv.astype(ml_dtypes.bfloat16))
+
+
+SIG = "void(" + ", ".join(["int64"] * 21 + ["float32"]) + ")"
+
+
+@pytest.mark.parametrize("dtype,d,causal", [("f16", 64, True), ("bf16", 128, False)])
+def test_the_kernel_compiles_offline_to_registers(dtype, d, causal, tmp_path):
+    pytest.importorskip("numba")
+    from numba import cuda
+
+    from codegen.attention import attention_kernel
+
+    ptx = cuda.compile_ptx(attention_kernel(dtype, d, causal).kernel.py_func, SIG, cc=(8, 0))[0]
+    mma = f"mma.sync.aligned.m16n8k16.row.col.f32.{dtype}.{dtype}.f32"
+    assert ptx.count(mma) == (d // 16) * (BN // 8) + (BN // 16) * (d // 8)    # S's and O's, a key tile
+    for instr in ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "shfl.sync.bfly.b32", "ex2.approx",
+                  "cp.async.cg.shared.global"):
+        assert instr in ptx, instr
+    assert ".local" not in ptx
+    if shutil.which("ptxas"):
+        path = tmp_path / "attention.ptx"
+        path.write_text(ptx)
+        out = subprocess.run(["ptxas", "-v", "-arch=sm_80", str(path), "-o", str(tmp_path / "k.cubin")],
+                             capture_output=True, text=True, check=True).stderr
+        assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in out, out
+
+
+SIM = r"""
+import sys, math
+sys.setswitchinterval(1e-4)
+import numpy as np, codegen
+
+def reference(q, k, v, causal):
+    H, Hk, Sq, Sk, D = q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3]
+    kk = np.repeat(k.astype(np.float64), H // Hk, axis=1)
+    vv = np.repeat(v.astype(np.float64), H // Hk, axis=1)
+    s = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), kk) / math.sqrt(D)
+    if causal:
+        s = np.where(np.tril(np.ones((Sq, Sk), bool)), s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    e = np.exp(s - m)
+    return np.einsum("bhqk,bhkd->bhqd", e / e.sum(-1, keepdims=True), vv), (m + np.log(e.sum(-1, keepdims=True)))[..., 0]
+
+rng = np.random.default_rng(0)
+cases = [(np.float16, 1, 2, 1, 40, 70, 64, False)]      # two query heads on one kv head; keys in two tiles, the last partial
+try:
+    import ml_dtypes
+    cases.append((ml_dtypes.bfloat16, 1, 1, 1, 50, 50, 128, True))   # bf16, head dim 128, causal
+except ImportError:
+    cases.append((np.float16, 1, 1, 1, 50, 50, 128, True))
+for dt, B, H, Hk, Sq, Sk, D, causal in cases:
+    q = rng.standard_normal((B, H, Sq, D)).astype(dt)
+    k = rng.standard_normal((B, Hk, Sk, D)).astype(dt)
+    v = rng.standard_normal((B, Hk, Sk, D)).astype(dt)
+    o, lse = codegen.attention(q, k, v, causal=causal, return_lse=True)
+    ref, ref_lse = reference(q, k, v, causal)
+    err, err_lse = float(np.abs(o.astype(np.float64) - ref).max()), float(np.abs(lse - ref_lse).max())
+    print(np.dtype(dt).name, B, H, Hk, Sq, Sk, D, causal, err, err_lse)
+    assert o.dtype == q.dtype and o.shape == q.shape and lse.shape == (B, H, Sq)
+    assert err < (2e-3 if dt == np.float16 else 1.6e-2) and err_lse < 1e-5, (err, err_lse)
+print("ATTENTION OK")
+"""
+
+
+def test_the_kernel_runs_in_the_simulator(tmp_path):
+    pytest.importorskip("numba")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=ROOT, LAYOUTALG_CACHE=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", SIM], capture_output=True, text=True, env=env, timeout=900)
+    assert "ATTENTION OK" in r.stdout, r.stdout + r.stderr[-3000:]
