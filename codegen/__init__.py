@@ -6,7 +6,7 @@ True
 """
 
 from . import _numpy_compat  # noqa: F401  (before numba is imported: numpy 2.5 and numba-cuda 0.30)
-from .attention import attention
+from .flash_attention import attention
 from .config import GemmConfig
 from .grouped import grouped_gemm
 from .host import GemmError, GemmLaunch, gemm, prepare

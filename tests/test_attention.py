@@ -1,5 +1,5 @@
 """``codegen.attention``: FlashAttention-2's forward pass from ``codegen.cute``'s pieces
-(:mod:`codegen.attention`). Without a GPU: what each thread holds, derived from the tiled
+(:mod:`codegen.flash_attention`). Without a GPU: what each thread holds, derived from the tiled
 MMAs; the refusals of bad input; the kernel's offline PTX (both MMAs, no local memory, no
 spills); and the kernel in numba's simulator against float64 (residues in both sequence
 lengths, grouped-query heads, causal, bf16 and head dim 128)."""
@@ -9,13 +9,14 @@ import re
 import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import codegen
 from codegen import GemmError
-from codegen.attention import BM, BN, _ATOMS, derive_ownership
+from codegen.flash_attention import BM, BN, _ATOMS, derive_ownership
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -66,17 +67,12 @@ def test_bad_input_is_refused_by_name():
         codegen.attention(q, kv, kv.astype(ml_dtypes.bfloat16))
 
 
-SIG = "void(" + ", ".join(["int64"] * 21 + ["float32"]) + ")"
-
-
 @pytest.mark.parametrize("dtype,d,causal", [("f16", 64, True), ("bf16", 128, False)])
 def test_the_kernel_compiles_offline_to_registers(dtype, d, causal, tmp_path):
     pytest.importorskip("numba")
-    from numba import cuda
+    from codegen.flash_attention import attention_kernel
 
-    from codegen.attention import attention_kernel
-
-    ptx = cuda.compile_ptx(attention_kernel(dtype, d, causal).kernel.py_func, SIG, cc=(8, 0))[0]
+    ptx = attention_kernel(dtype, d, causal).ptx((8, 0))             # as a GPU's first call compiles it
     mma = f"mma.sync.aligned.m16n8k16.row.col.f32.{dtype}.{dtype}.f32"
     assert ptx.count(mma) == (d // 16) * (BN // 8) + (BN // 16) * (d // 8)    # S's and O's, a key tile
     for instr in ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "shfl.sync.bfly.b32", "ex2.approx",
@@ -126,6 +122,44 @@ for dt, B, H, Hk, Sq, Sk, D, causal in cases:
     assert err < (2e-3 if dt == np.float16 else 1.6e-2) and err_lse < 1e-5, (err, err_lse)
 print("ATTENTION OK")
 """
+
+
+def test_a_launch_fills_the_declared_argument_slots(monkeypatch):
+    """On a GPU the kernel goes through the driver with ATTENTION_ARGS's slots: each array's
+    address and element strides, the sizes, the kv-head ratio and the scale, one CTA a tile
+    of queries of each batch and head (a stand-in for the driver records the launch)."""
+    import codegen.flash_attention as A
+
+    seen = []
+
+    class Function:
+        def launch(self, grid, block, smem, stream, params):
+            seen.append((grid, block, smem, stream, dict(zip(A.ATTENTION_ARGS.names, [v.value for v in slots[0]]))))
+
+    slots = []
+    real = A.ATTENTION_ARGS.slots
+
+    def keep():
+        s = real()
+        slots.append(s.values)
+        return s
+
+    monkeypatch.setattr(A, "ATTENTION_ARGS", type("P", (), {"slots": staticmethod(keep), "names": A.ATTENTION_ARGS.names})())
+    kern = type("K", (), {"threads": 128, "function": lambda self: Function()})()
+    def arr(ptr, shape, strides):                     # a CUDA tensor as the host describes it
+        return SimpleNamespace(ptr=ptr, shape=shape, strides=strides, kind="torch", device="cuda:0")
+
+    q, k, v, o = arr(4096, (2, 8, 100, 64), (51200, 6400, 64, 1)), arr(8192, (2, 2, 70, 64), (8960, 64, 128, 1)), \
+        arr(16384, (2, 2, 70, 64), (8960, 4480, 64, 1)), arr(32768, (2, 8, 100, 64), (51200, 6400, 64, 1))
+    monkeypatch.setattr(A, "_describe4", lambda x, name: o)
+    monkeypatch.setattr("codegen.host._stream_handle", lambda stream, kind, device: 7)
+    A._launch(kern, (None, None, None, None, None), (q, k, v), (2, 8, 100, 70, 2), 0.125, None)
+    grid, block, smem, stream, args = seen[0]
+    assert (grid, block, smem, stream) == (2 * 2 * 8, 128, 0, 7)
+    assert args["q"] == 4096 and args["k"] == 8192 and args["v"] == 16384 and args["o"] == 32768 and args["lse"] == 0
+    assert (args["Sq"], args["Sk"], args["H"], args["ratio"]) == (100, 70, 8, 4)
+    assert (args["ksb"], args["ksh"], args["kss"]) == (8960, 64, 128) and (args["vsh"], args["oss"]) == (4480, 64)
+    assert args["qk"] == pytest.approx(0.125 * 1.4426950408889634, rel=1e-6)
 
 
 def test_the_kernel_runs_in_the_simulator(tmp_path):

@@ -30,6 +30,7 @@ import numpy as np
 
 from . import cute
 from .cute.objects import device_function, late_import
+from .cute.params import KernelParams
 from .errors import GemmError
 from .simulation import simulating
 
@@ -112,6 +113,15 @@ def derive_ownership(mma_s, mma_o, d):
     return slot_s, slot_o, (1, 2)
 
 
+#: The kernel's arguments, declared once (the ``def`` line's order, numba's signature, the
+#: launch's slots): the addresses of q, k, v, o and the log-sum-exp (0: none); the sequence
+#: lengths, the query heads and query heads a kv head; each array's element strides along
+#: batch, head and sequence; the scale times log2(e).
+ATTENTION_ARGS = KernelParams("AttentionArgs", tuple((n, "i64") for n in (
+    "q", "k", "v", "o", "lse", "Sq", "Sk", "H", "ratio", "qsb", "qsh", "qss", "ksb", "ksh", "kss",
+    "vsb", "vsh", "vss", "osb", "osh", "oss")) + (("qk", "f32"),))
+
+
 @dataclass(frozen=True)
 class AttentionKernel:
     """One compiled kernel: element type, head dim and causality (every shape and stride is
@@ -120,8 +130,69 @@ class AttentionKernel:
     dtype: str
     d: int
     causal: bool
-    kernel: object
+    kernel: object              # numba's dispatcher (the simulator runs it)
     threads: int
+
+    @property
+    def key(self):
+        return self.dtype, self.d, self.causal
+
+    def ptx(self, cc):
+        """The kernel's PTX for compute capability ``cc`` (codegen's short numba pipeline)."""
+        from .numba_ptx import kernel_ptx
+
+        return kernel_ptx(self.kernel.py_func, ATTENTION_ARGS.signature(), cc, (self.threads, 1))
+
+    def function(self):
+        """The kernel loaded into the current context (memoised): its cubin from the disk cache
+        (keyed by this module's and the layout library's code, the key and the compilers), or
+        compiled to PTX by numba and to a cubin by the driver, and cached."""
+        import os
+
+        from . import driver
+        from . import kernel as K
+
+        ctx = driver.ensure_context()
+        hit = _FUNCTIONS.get((self.key, ctx))
+        if hit is None:
+            cc = driver.compute_capability()
+            tag = K._tag((_code_digest(), self.key), cc, (self.threads, 1))
+            path = os.path.join(K.cache_dir(), f"image_{tag}.bin")
+            try:
+                with open(path, "rb") as f:
+                    name, _, cubin = f.read().partition(b"\n")
+                name = name.decode()
+            except OSError:
+                ptx = self.ptx(cc)
+                name = driver.entry_name(ptx)
+                cubin = driver.compile_image(ptx)
+                K._write(path, name.encode() + b"\n" + cubin)
+            hit = _FUNCTIONS[(self.key, ctx)] = driver.Function(cubin, name, 0)
+        return hit
+
+
+_FUNCTIONS = {}
+
+
+def _code_digest():
+    """A digest of the code a kernel is built from: this module and the layout library."""
+    import hashlib
+    import os
+
+    import layoutalg
+
+    if not _DIGEST:
+        h = hashlib.sha256()
+        paths = [__file__] + sorted(os.path.join(os.path.dirname(layoutalg.__file__), n)
+                                    for n in os.listdir(os.path.dirname(layoutalg.__file__)) if n.endswith(".py"))
+        for path in paths:
+            with open(path, "rb") as f:
+                h.update(f.read())
+        _DIGEST.append(h.hexdigest()[:16])
+    return _DIGEST[0]
+
+
+_DIGEST = []
 
 
 _KERNELS = {}
@@ -174,7 +245,9 @@ def _build(dtype, D, causal):
     def attention_fwd(q, k, v, o, lse, Sq, Sk, H, ratio, qsb, qsh, qss, ksb, ksh, kss, vsb, vsh, vss,
                       osb, osh, oss, qk):
         tid = cuda.threadIdx.x
-        qt, bh = cuda.blockIdx.x, cuda.blockIdx.y
+        n_qt = (Sq + BM - 1) // BM
+        qt = cuda.blockIdx.x % n_qt                                      # the tile of queries
+        bh = cuda.blockIdx.x // n_qt                                     # batch x heads
         b = bh // H
         h = bh - b * H
         hk = h // ratio                                                  # the kv head (grouped-query)
@@ -306,6 +379,10 @@ def _build(dtype, D, causal):
                     m, l_ = (m0, l0) if ROW_SLOT(i) == 0 else (m1, l1)
                     mL[first + c[0]] = (m + math.log2(l_)) / float32(LOG2E)
 
+    import inspect
+
+    if tuple(inspect.signature(attention_fwd).parameters) != ATTENTION_ARGS.names:
+        raise AssertionError("attention: the kernel's parameters are not ATTENTION_ARGS")
     return AttentionKernel(dtype, D, causal, attention_fwd, MMA_S.size)
 
 
@@ -372,41 +449,47 @@ def _new_lse(like, d, shape):
 
 
 def _launch(kern, arrays, xs, dims, scale, stream):
+    """Launch ``kern``: one CTA a tile of 64 queries of each batch and head."""
     B, H, Sq, Sk, Hk = dims
     q, k, v, o, lse = arrays
     dq, dk, dv = xs
     do = _describe4(o, "o")
-    grid = ((Sq + BM - 1) // BM, B * H)
-    strides = (*dq.strides[:3], *dk.strides[:3], *dv.strides[:3], *do.strides[:3])
-    qk = np.float32(scale * LOG2E)
+    grid = (Sq + BM - 1) // BM * B * H
+    slots = ATTENTION_ARGS.slots()
+    slots.set(Sq=Sq, Sk=Sk, H=H, ratio=H // Hk, qk=scale * LOG2E)
     if dq.kind == "numpy":
         arrays = [np.ascontiguousarray(x) if i < 3 else x for i, x in enumerate(arrays)]
+        _set_strides(slots, [_estrides(x) for x in arrays[:3]] + [do.strides])
         if simulating():
             from .intrinsics.sim import register_global
 
-            addrs = [register_global(x) if x is not None else 0 for x in arrays]
-            strides = (*_estrides(arrays[0])[:3], *_estrides(arrays[1])[:3], *_estrides(arrays[2])[:3],
-                       *do.strides[:3])
-            kern.kernel[grid, kern.threads](*addrs, Sq, Sk, H, H // Hk, *strides, qk)
+            _set_addresses(slots, [register_global(x) if x is not None else 0 for x in arrays])
+            kern.kernel[grid, kern.threads](*slots.python_values())
             return
         from numba import cuda
 
         dev = [cuda.to_device(x) if x is not None else None for x in arrays]
-        addrs = [int(d.__cuda_array_interface__["data"][0]) if d is not None else 0 for d in dev]
-        strides = (*_estrides(arrays[0])[:3], *_estrides(arrays[1])[:3], *_estrides(arrays[2])[:3], *do.strides[:3])
-        kern.kernel[grid, kern.threads](*addrs, Sq, Sk, H, H // Hk, *strides, qk)
+        _set_addresses(slots, [int(d.__cuda_array_interface__["data"][0]) if d is not None else 0 for d in dev])
+        kern.function().launch(grid, kern.threads, 0, 0, slots.pointers)
         dev[3].copy_to_host(o)
         if lse is not None:
             dev[4].copy_to_host(lse)
         return
-    from numba import cuda
-
     from .host import _stream_handle
 
-    addrs = [x.ptr for x in (dq, dk, dv, do)] + [_describe_lse(lse)]
-    handle = _stream_handle(stream, dq.kind, dq.device)
-    kern.kernel[grid, kern.threads, cuda.external_stream(handle) if handle else 0](
-        *addrs, Sq, Sk, H, H // Hk, *strides, qk)
+    _set_strides(slots, [x.strides for x in (dq, dk, dv, do)])
+    _set_addresses(slots, [x.ptr for x in (dq, dk, dv, do)] + [_describe_lse(lse)])
+    kern.function().launch(grid, kern.threads, 0, _stream_handle(stream, dq.kind, dq.device), slots.pointers)
+
+
+def _set_strides(slots, strides):
+    """Each array's element strides along batch, head and sequence into the kernel's slots."""
+    for name, st in zip("qkvo", strides):
+        slots.set(**{f"{name}sb": st[0], f"{name}sh": st[1], f"{name}ss": st[2]})
+
+
+def _set_addresses(slots, addrs):
+    slots.set(**dict(zip(("q", "k", "v", "o", "lse"), addrs)))
 
 
 def _estrides(x):
