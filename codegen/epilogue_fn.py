@@ -82,7 +82,7 @@ class EpilogueTensor:
     strides: tuple
 
     def slot_values(self, i):
-        """The kernel arguments ``t<i>``, ``t<i>_d0``, ... (:data:`codegen.sm90.args.GEMM_ARGS`)."""
+        """The kernel arguments ``t<i>``, ``t<i>_d0``, ... (:data:`codegen.sm90.args.GEMM_USER_ARGS`)."""
         return {f"t{i}": self.ptr, f"t{i}_d0": self.dims[0], f"t{i}_d1": self.dims[1],
                 f"t{i}_s0": self.strides[0], f"t{i}_s1": self.strides[1]}
 

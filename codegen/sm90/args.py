@@ -14,9 +14,6 @@ the launcher's argument slots all come from :data:`GEMM_ARGS`.
   :func:`codegen.cute.epilogue_alpha`);
 * ``offs``, ``groups``: a grouped GEMM's groups: the address of their ``int32`` end rows,
   and how many (:class:`codegen.cute.TileScheduler`, ``grouped``);
-* ``t0`` .. ``t3``: the tensors a user's element-wise epilogue reads (``epilogue_args``):
-  each one's address, extents ``t<i>_d0``, ``t<i>_d1`` and element strides ``t<i>_s0``,
-  ``t<i>_s1`` (a 1-D tensor uses the first of each; :mod:`codegen.epilogue_fn`);
 * ``err``: the address of an int32 error word (a wait that times out writes 1 there);
 * ``ws``: the split-K workspace;
 * ``rows_m``, ``group``, ``ktiles``, ``whole``, ``splits`` (the parts of K), ``units``,
@@ -29,7 +26,7 @@ from __future__ import annotations
 from ..cute.params import KernelParams
 from ..cute.scheduler import TileScheduler
 
-__all__ = ["GEMM_ARGS", "GemmArgs", "EPILOGUE_TENSORS"]
+__all__ = ["GEMM_ARGS", "GEMM_USER_ARGS", "GemmArgs", "GemmUserArgs", "EPILOGUE_TENSORS", "gemm_args"]
 
 #: How many tensors a user's element-wise epilogue may read.
 EPILOGUE_TENSORS = 4
@@ -39,8 +36,21 @@ GEMM_ARGS = KernelParams("GemmArgs", (
     ("M", "i32"), ("N", "i32"), ("K", "i32"), ("scm", "i64"), ("scn", "i64"), ("scl", "i64"),
     ("alpha", "f32"), ("beta", "f32"), ("bias", "i64"), ("scale_a", "i64"), ("scale_b", "i64"), ("alpha_at", "i64"),
     ("offs", "i64"), ("groups", "i32"), ("err", "i64"), ("ws", "i64"),
-) + tuple((f"t{i}{part}", "i64") for i in range(EPILOGUE_TENSORS) for part in ("", "_d0", "_d1", "_s0", "_s1"))
-  + TileScheduler.ARGS)
+) + TileScheduler.ARGS)
+
+#: The arguments of a kernel with a user's element-wise epilogue: ``GEMM_ARGS`` and the
+#: tensors it reads (``epilogue_args``, :mod:`codegen.epilogue_fn`): ``t0`` .. ``t3``, each
+#: one's address, extents ``t<i>_d0``, ``t<i>_d1`` and element strides ``t<i>_s0``,
+#: ``t<i>_s1`` (a 1-D tensor uses the first of each). Only those kernels take them: 20
+#: more arguments cost every kernel 0.55 s of compile time (CPU machine, 2026-11-29).
+GEMM_USER_ARGS = KernelParams("GemmUserArgs", GEMM_ARGS.fields + tuple(
+    (f"t{i}{part}", "i64") for i in range(EPILOGUE_TENSORS) for part in ("", "_d0", "_d1", "_s0", "_s1")))
 
 #: The kernel's arguments as one value (a ``NamedTuple``).
 GemmArgs = GEMM_ARGS.tuple_class()
+GemmUserArgs = GEMM_USER_ARGS.tuple_class()
+
+
+def gemm_args(user):
+    """The arguments of a kernel with a user epilogue (``user`` true) or without."""
+    return GEMM_USER_ARGS if user else GEMM_ARGS

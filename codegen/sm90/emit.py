@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import fields, replace
 
-from .args import GEMM_ARGS
+from .args import gemm_args
 from .plan import WgmmaPlan
 
 __all__ = ["emit_wgmma_source", "KERNEL_NAME", "overlaps_epilogue"]
@@ -210,7 +210,8 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
                      + ("" if op else "            acc = MMA.from_array(accs)  # with the other parts' sums\n")
                      + "".join("    " + ln + "\n" for ln in store.splitlines()))
         lines.append(head + _CONSUMER_TILE.format(store=store))
-    lines.append(_KERNEL.format(def_line=GEMM_ARGS.def_line(KERNEL_NAME), pack=GEMM_ARGS.pack_line(),
+    args = gemm_args(user is not None)
+    lines.append(_KERNEL.format(def_line=args.def_line(KERNEL_NAME), pack=args.pack_line(),
                                 doc="The arguments: codegen.sm90.args.", preg=parts.producer_regs,
                                 creg=parts.consumer_regs, consumers=plan.consumers))
     return "\n\n\n".join(c.strip("\n") for c in lines) + "\n"
@@ -295,7 +296,7 @@ def _header(plan, epilogue, user=None):
         ")",
         *(["import numpy as np", "from codegen import cute", "from codegen.cute import ElementwiseEpilogue",
            "from codegen.epilogue_fn import epilogue_function"] if user is not None else []),
-        "from codegen.sm90.args import GemmArgs",
+        f"from codegen.sm90.args import {gemm_args(user is not None).name}",
         "from layoutalg import ComposedLayout, Layout, Swizzle  # noqa: F401",
         "",
     ]

@@ -69,11 +69,12 @@ class CompiledWgmma:
 _MEM = {}
 
 
-def wgmma_signature():
-    """numba's signature of the kernel, from its declared arguments (:mod:`codegen.sm90.args`)."""
-    from .args import GEMM_ARGS
+def wgmma_signature(user=False):
+    """numba's signature of the kernel, from its declared arguments (:mod:`codegen.sm90.args`;
+    ``user``: a kernel with a user epilogue)."""
+    from .args import gemm_args
 
-    return GEMM_ARGS.signature()
+    return gemm_args(user).signature()
 
 
 def _base(key):
@@ -124,7 +125,7 @@ def _user_kernel_ptx(kernel, user, cc, bounds):
     from ..numba_ptx import kernel_ptx
 
     try:
-        return kernel_ptx(kernel, wgmma_signature(), cc, bounds)
+        return kernel_ptx(kernel, wgmma_signature(True), cc, bounds)
     except Exception as e:
         import re
 

@@ -12,7 +12,7 @@ every launch leaves at zero, and the partial sums.
 from __future__ import annotations
 
 from .. import driver
-from .args import GEMM_ARGS
+from .args import gemm_args
 
 __all__ = ["tma_ok", "c_tma_ok", "paired_c", "WgmmaLauncher"]
 
@@ -116,7 +116,7 @@ class WgmmaLauncher:
         else:
             self.err = driver.mem_alloc(4)
             driver.store_kernel()              # loaded now: a graph capture may need it (maps)
-        self.slots = GEMM_ARGS.slots()
+        self.slots = gemm_args(compiled.key.user is not None).slots()
         self.slots.set(M=M, N=N, K=K, scm=c_strides[0], scn=c_strides[1], scl=self._c_batch[1], alpha=1.0,
                        err=self.err, groups=L if self.grouped else 0,
                        **plan.device.scheduler.host_params(M, N, K, self.grid, self.splits, L))
