@@ -7,8 +7,8 @@ backends (cuDNN, flash, efficient), interleaved in the same run (a GPU with torc
 Each case: ``q``, ``k``, ``v`` of ``(batch, heads, seq, d)``, causal and not; TFLOP/s as
 ``4 * batch * heads * seq^2 * d`` (halved for causal). Targets (the attention issue): at
 d=128, seq 8192, at least 1.0 of the cuDNN backend and 1.5x the flash backend; at d=64 at
-least 1.0 of cuDNN. First checks each case against the float32 math backend (max abs error,
-beside the flash backend's own). Writes ``$OUT/bench_attention.json``.
+least 1.0 of cuDNN. Each case is checked against the float32 math backend on its first batch
+and head (max abs error, beside the flash backend's own). Writes ``$OUT/bench_attention.json``.
 """
 
 import argparse
@@ -52,11 +52,12 @@ def case(B, H, S, D, dtype, causal, rounds=8):
             calls[name] = _sdpa(be, q, k, v, causal)
         except Exception as e:                        # a backend that does not take the case
             print(f"  {name}: {type(e).__name__}: {str(e)[:100]}", flush=True)
-    ref = _sdpa(SDPBackend.MATH, q.float(), k.float(), v.float(), causal)()
+    # the float32 reference of one batch and head (all of them at seq 16384: 34 GB of scores)
+    ref = _sdpa(SDPBackend.MATH, q[:1, :1].float(), k[:1, :1].float(), v[:1, :1].float(), causal)()
     row = {"shape": [B, H, S, D], "dtype": str(dtype), "causal": causal,
-           "err_ours": (codegen.attention(q, k, v, causal=causal).float() - ref).abs().max().item()}
+           "err_ours": (codegen.attention(q, k, v, causal=causal)[:1, :1].float() - ref).abs().max().item()}
     if "flash" in calls:
-        row["err_flash"] = (calls["flash"]().float() - ref).abs().max().item()
+        row["err_flash"] = (calls["flash"]()[:1, :1].float() - ref).abs().max().item()
     flop = 4.0 * B * H * S * S * D / (2 if causal else 1)
     tflops, times = interleaved(calls, flop, rounds)
     row.update({f"{k}_tflops": v for k, v in tflops.items()})

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import types
 import numbers
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -45,12 +46,21 @@ TENSOR_DTYPES = ("f16", "f32", "f64", "s8", "u8", "s32", "s64")
 @dataclass(frozen=True)
 class EpilogueFunction:
     """What a kernel compiles of a user's epilogue: the function, the element type and rank
-    of each tensor it reads, and ``(name, value)`` of each number it reads from its globals
-    and closure (compiled in as constants)."""
+    of each tensor it reads, and what it reads from its globals and closure: ``constants``,
+    ``(name, type, repr)`` of each number (or tuple of numbers), compiled in as constants,
+    and ``refs``, ``(name, id)`` of the other objects (functions it calls). Two functions
+    with the same code, tensors, constants and refs are one kernel: a function defined anew
+    at each call (a closure in a ``forward``) compiles once."""
 
-    fn: object
-    tensors: tuple
-    constants: tuple
+    fn: object = field(compare=False)
+    tensors: tuple = ()
+    constants: tuple = ()
+    code: object = None
+    refs: tuple = ()
+
+    def __post_init__(self):
+        if self.code is None:
+            object.__setattr__(self, "code", getattr(self.fn, "__code__", self.fn))
 
     @property
     def name(self):
@@ -117,23 +127,25 @@ _NUMBERS = (bool, int, float, complex, numbers.Number, np.generic)
 
 
 def _constants(fn, op):
-    """``(name, type, repr)`` of the numbers ``fn`` reads from its globals and closure; an
-    array there is an error."""
+    """``(constants, refs)`` of what ``fn`` reads from its globals and closure (see
+    :class:`EpilogueFunction`); an array there is an error."""
     g = fn.__globals__
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    out = []
+    consts, refs = [], []
     for name, where in _names(fn):
         try:
             v = g[name] if where == "globals" else cells[name].cell_contents
         except (KeyError, ValueError):          # not bound (yet): numba reports it
             continue
-        if isinstance(v, _NUMBERS):
-            out.append((name, type(v).__name__, repr(v)))
+        if isinstance(v, _NUMBERS) or isinstance(v, tuple) and all(isinstance(e, _NUMBERS) for e in v):
+            consts.append((name, type(v).__name__, repr(v)))
         elif isinstance(v, np.ndarray) or hasattr(v, "__cuda_array_interface__") or hasattr(v, "data_ptr"):
             raise GemmError(f"{op}: epilogue {fn.__qualname__} reads the array {name!r} from its {where}; the "
                             f"kernel would compile in a copy of it: pass it in epilogue_args and take it as an "
                             f"argument")
-    return tuple(out)
+        elif not isinstance(v, types.ModuleType):
+            refs.append((name, id(v)))
+    return tuple(consts), tuple(refs)
 
 
 def check_epilogue(fn, args, describe, a, op):
@@ -174,14 +186,15 @@ def check_epilogue(fn, args, describe, a, op):
         strides = d.strides + (0,) * (2 - len(d.strides))
         kinds.append((d.etype.name, len(d.shape)))
         tensors.append(EpilogueTensor(d.ptr, dims, strides))
-    return EpilogueFunction(fn, tuple(kinds), _constants(fn, op)), tuple(tensors)
+    consts, refs = _constants(fn, op)
+    return EpilogueFunction(fn, tuple(kinds), consts, refs=refs), tuple(tensors)
 
 
 def fast_key(fn, args):
     """What identifies a call's epilogue among repeated calls on torch tensors (the function,
     the numbers it reads, the tensors' types, shapes, strides and devices); raises
     ``AttributeError`` for an argument that is no tensor (the full checks then report it)."""
-    return fn, _constants(fn, "gemm"), tuple((t.dtype, t.shape, t.stride(), t.device) for t in args)
+    return fn.__code__, _constants(fn, "gemm"), tuple((t.dtype, t.shape, t.stride(), t.device) for t in args)
 
 
 def torch_tensors(args):

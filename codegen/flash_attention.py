@@ -143,6 +143,12 @@ class AttentionKernel:
 
         return kernel_ptx(self.kernel.py_func, ATTENTION_ARGS.signature(), cc, (self.threads, 1))
 
+    def loaded(self):
+        """Whether the kernel is loaded into the current context already."""
+        from . import driver
+
+        return (self.key, driver.ensure_context()) in _FUNCTIONS
+
     def function(self):
         """The kernel loaded into the current context (memoised): its cubin from the disk cache
         (keyed by this module's and the layout library's code, the key and the compilers), or
@@ -421,9 +427,17 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, stream=None):
     if Sk == 0:
         raise GemmError(f"{op}: k and v have no keys (seq_k 0): the softmax of nothing is undefined")
     for x, n in zip(xs, "qkv"):
-        if x.strides[3] != 1 or x.strides[2] % 8 or (x.kind != "numpy" and x.ptr % 16):
-            raise GemmError(f"{op}: {n} must have a contiguous head dim and rows 16-byte aligned (strides "
-                            f"multiples of 8 elements, a 16-byte aligned address): got strides {x.strides}")
+        steps = [st for st, e in zip(x.strides[:3], x.shape[:3]) if e > 1]
+        if x.strides[3] != 1 or any(st % 8 for st in steps) or (x.kind != "numpy" and x.ptr % 16):
+            raise GemmError(f"{op}: {n} must have a contiguous head dim and every row 16-byte aligned (batch, "
+                            f"head and sequence strides multiples of 8 elements, a 16-byte aligned address): got "
+                            f"strides {x.strides}")
+    if dq.kind == "torch" and any(getattr(t, "requires_grad", False) for t in (q, k, v)):
+        import torch
+
+        if torch.is_grad_enabled():
+            raise GemmError(f"{op}: q, k or v requires a gradient, and this forward pass has no backward yet; call "
+                            f"it under torch.no_grad() or on detached tensors")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     kern = attention_kernel(dq.etype.name, D, causal)
     o = _new(q, dq, (B, H, Sq, D))
@@ -479,7 +493,28 @@ def _launch(kern, arrays, xs, dims, scale, stream):
 
     _set_strides(slots, [x.strides for x in (dq, dk, dv, do)])
     _set_addresses(slots, [x.ptr for x in (dq, dk, dv, do)] + [_describe_lse(lse)])
-    kern.function().launch(grid, kern.threads, 0, _stream_handle(stream, dq.kind, dq.device), slots.pointers)
+    with _on_device(dq):                      # the arrays' device current: its context, its stream
+        handle = _stream_handle(stream, dq.kind, dq.device)
+        if not kern.loaded() and dq.kind == "torch":
+            from .host import _refuse_in_capture
+
+            _refuse_in_capture(q)             # a first call compiles and loads: not in a graph capture
+        kern.function().launch(grid, kern.threads, 0, handle, slots.pointers)
+
+
+def _on_device(d):
+    """The device of a torch or CuPy array made current for the duration."""
+    import contextlib
+
+    if d.kind == "torch":
+        import torch
+
+        return torch.cuda.device(d.device)
+    if d.kind == "cupy":
+        import cupy
+
+        return cupy.cuda.Device(d.device)
+    return contextlib.nullcontext()
 
 
 def _set_strides(slots, strides):

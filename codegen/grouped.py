@@ -76,10 +76,11 @@ def _out_type(et):
     return element_type("bf16") if et.name in FP8 else et
 
 
-def _scale(s, G, name, x, op, keep):
+def _scale(s, G, name, x, op, keep, st):
     """``(number, address)`` of a scale: a number folds into alpha; an array of ``G`` float32
-    values (one a group) or of one (the same for all: copied into ``G`` here) is read by the
-    kernel at its address."""
+    values (one a group) or, for torch, of one (the same for all: copied into ``G`` here, on
+    the launch's stream ``st``, before the kernel that reads it) is read by the kernel at its
+    address."""
     import numbers
 
     import numpy as np
@@ -97,14 +98,20 @@ def _scale(s, G, name, x, op, keep):
     if mod.startswith("torch"):
         if not s.is_cuda or s.device != x.device:
             raise GemmError(f"{op}: {name} is on {s.device}; the kernel reads it: put it on {x.device}")
-        s = s.reshape(-1).expand(G).contiguous()
+        if shape != (G,) or (G > 1 and s.stride(0) != 1):
+            import contextlib
+
+            import torch
+
+            on = torch.cuda.stream(torch.cuda.ExternalStream(st, device=s.device)) if st else contextlib.nullcontext()
+            with on:                                   # allocated and written on the launch's stream
+                s = s.reshape(-1).expand(G).contiguous()
         keep.append(s)
         return 1.0, int(s.data_ptr())
     if mod.startswith("cupy"):
-        import cupy
-
-        s = cupy.ascontiguousarray(cupy.broadcast_to(s.reshape(-1), (G,)))
-        keep.append(s)
+        if shape != (G,) and G > 1 or G > 1 and s.strides[0] != 4:
+            raise GemmError(f"{op}: {name} is a CuPy array of shape {shape}, strides {s.strides}: pass {G} "
+                            f"contiguous float32 scales, one a group")
         return 1.0, int(s.data.ptr)
     if isinstance(s, np.ndarray) and simulating():
         from .intrinsics.sim import register_global
@@ -220,6 +227,10 @@ def grouped_gemm(x, w, offs, out=None, *, scale_a=None, scale_b=None, stream=Non
         if (grad or torch.compiler.is_compiling()) and scaled:
             raise GemmError(f"{op}: the operator that torch.compile traces and autograd differentiates takes no "
                             f"scales (8-bit floats are not differentiable); call it eagerly, without gradients")
+        if grad and (stream is not None or config is not None):
+            raise GemmError(f"{op}: the differentiable operator (x or w requires a gradient) runs on torch's "
+                            f"current stream with the default plan; stream= and config= are for calls without "
+                            f"gradients (torch.no_grad())")
         if grad or torch.compiler.is_compiling():   # the operator: differentiable, one node of a graph
             from .torch_ops import grouped_mm
 
@@ -246,17 +257,17 @@ def grouped_gemm(x, w, offs, out=None, *, scale_a=None, scale_b=None, stream=Non
     offs_at = _offsets(offs, x, op)
     from .host import GraphCapture, _new_out, _stream_handle
 
+    st = 0 if simulating() else _stream_handle(stream, x_.kind, x_.device)
     keep = []
-    fa, sa = _scale(scale_a, w_.shape[0], "scale_a", x, op, keep)
-    fb, sb = _scale(scale_b, w_.shape[0], "scale_b", x, op, keep)
+    fa, sa = _scale(scale_a, w_.shape[0], "scale_a", x, op, keep, st)
+    fb, sb = _scale(scale_b, w_.shape[0], "scale_b", x, op, keep, st)
     if out is None:
         out = _new_out(x, x_.kind, (x_.shape[0], w_.shape[2]), _out_type(x_.etype))
         o_ = _array(out, op, "out", 2)
-    st = 0 if simulating() else _stream_handle(stream, x_.kind, x_.device)
-    if keep and stream is not None and x_.kind == "torch":   # copies the kernel reads on another stream
-        from .host import _keep_for
+    if stream is not None and x_.kind == "torch" and (scale_a is not None or scale_b is not None):
+        from .host import _keep_for                   # the scales the kernel reads on that stream
 
-        _keep_for(st, x_.device, *keep)
+        _keep_for(st, x_.device, scale_a, scale_b)
     launcher(x_.ptr, w_.ptr, o_.ptr, fa * fb, 0.0, st, GraphCapture.of(x, st) if x_.kind == "torch" else None, 0,
              (sa, sb, 0), offs_at)
     return out

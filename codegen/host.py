@@ -519,8 +519,9 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, 
         return hopper
     if fused is not None or user is not None:
         what = "a fused bias or activation" if user is None else "a user epilogue"
-        raise GemmError(f"{op}: {what} runs on the Hopper kernel only (compute capability 9.0, "
-                        f"operands that TMA reads: 16-byte aligned, unit stride along a dimension"
+        raise GemmError(f"{op}: {what} runs on the Hopper kernel only (compute capability 9.0; f16, bf16, "
+                        f"tf32 or 8-bit float operands that TMA reads: 16-byte aligned, unit stride along a "
+                        f"dimension"
                         + ("; in numba's simulator, config=GemmConfig(..., path='wgmma')" if simulating() else "")
                         + ")")
     bits = config.bits
@@ -772,6 +773,10 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
         _check_scale(x, name, op)                       # also for an empty problem, which reads none
     user, tensors = _check_user(epilogue, epilogue_args, bias is not None or activation is not None, batched, a, op)
     fused = _check_fused(bias, activation, a, b.shape[-1], beta, op)
+    if a.shape[-1] == 0 and a.shape[-2] and b.shape[-1] and (user is not None or fused is not None):
+        raise GemmError(f"{op}: K is 0: no kernel runs, so " + ("the epilogue function" if user is not None else
+                        "the fused bias or activation") + " would not be applied to the zeros; compute it without "
+                        "the GEMM")
     if 0 in a.shape or 0 in b.shape:
         return _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op)
     if a.kind == "numpy" or simulating():
@@ -1290,8 +1295,8 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             launch = prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                              precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
                              activation=activation, epilogue=epilogue, epilogue_args=epilogue_args)
-            if launch._copy_in is not None:     # C overlaps A or B: not cached (see below)
-                return launch()
+            if launch._copy_in is not None or launch.kernel is None:   # C overlaps A or B (see below), or
+                return launch()                                       # an empty problem (no kernel): not cached
             import torch
 
             out = element_type(launch.kernel.config.out)

@@ -113,25 +113,46 @@ def _grouped_wgrad_fake(x, dy, offs):
     return x.new_empty((offs.shape[0], x.shape[1], dy.shape[1]))
 
 
+@torch.library.custom_op("layoutalg::grouped_mm_dgrad", mutates_args=())
+def _grouped_dgrad(dy: torch.Tensor, w: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    """The gradient of a grouped GEMM's rows, ``dx[rows of g] = dy[rows of g] @ w[g]^T``, and
+    zeros past the last group (which the forward does not write): one grouped launch where
+    TMA reads ``dy`` (16-byte rows), else one GEMM a group (an N whose rows are not 16-byte
+    aligned, which the forward takes)."""
+    from .grouped import grouped_gemm
+    from .host import _gemm
+
+    M = dy.shape[0]
+    if (dy.stride(0) * dy.element_size()) % 16 == 0 and dy.data_ptr() % 16 == 0:
+        dx = grouped_gemm(dy, w.transpose(1, 2), offs)
+    else:
+        dx = dy.new_empty((M, w.shape[1]))
+        for g, (lo, hi) in enumerate(group_rows(offs, M)):
+            if hi > lo:
+                _gemm(dy[lo:hi], w[g].t(), dx[lo:hi])
+    if offs.shape[0] == 0:
+        return dx.zero_()
+    end = (offs.to(torch.int64) & 0xFFFFFFFF).max().clamp(max=M)     # the kernel's last group end
+    return dx.masked_fill((torch.arange(M, device=dx.device) >= end)[:, None], 0)
+
+
+@_grouped_dgrad.register_fake
+def _grouped_dgrad_fake(dy, w, offs):
+    return dy.new_empty((dy.shape[0], w.shape[1]))
+
+
 def _grouped_setup_context(ctx, inputs, output):
     x, w, offs = inputs
     ctx.save_for_backward(x, w, offs)
 
 
 def _grouped_backward(ctx, dy):
-    """``dx = grouped_mm(dy, w^T)`` (the rows past the last group, which the forward does not
-    write, get zeros), ``dw = grouped_mm_wgrad(x, dy)``."""
+    """``dx = grouped_mm_dgrad(dy, w)``, ``dw = grouped_mm_wgrad(x, dy)``."""
     x, w, offs = ctx.saved_tensors
     dy = dy.contiguous()                             # a gradient may come expanded (stride 0)
     dx = dw = None
     if ctx.needs_input_grad[0]:
-        dx = _grouped_mm(dy, w.transpose(1, 2), offs)
-        if offs.shape[0]:                             # rows [end, M): no group's (end: the kernel's)
-            end = (offs.to(torch.int64) & 0xFFFFFFFF).max().clamp(max=x.shape[0])
-            rows = torch.arange(x.shape[0], device=dx.device)
-            dx = dx.masked_fill((rows >= end)[:, None], 0)
-        else:
-            dx = torch.zeros_like(dx)
+        dx = _grouped_dgrad(dy, w, offs)
     if ctx.needs_input_grad[1]:
         dw = _grouped_wgrad(x, dy, offs).to(w.dtype)
     return dx, dw, None

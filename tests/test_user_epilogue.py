@@ -91,6 +91,17 @@ def test_arrays_in_the_functions_globals_are_refused_and_numbers_are_part_of_its
     assert again == first and again.token == first.token
 
 
+def test_a_closure_made_at_each_call_is_one_kernel_while_its_numbers_are_the_same():
+    def make(shift):
+        def f(acc, m, n):
+            return acc + shift
+        return f
+
+    a, b, c = (check_epilogue(make(x), (), _describe, NUMPY_A, "gemm")[0] for x in (1.0, 1.0, 2.0))
+    assert a == b and a.token == b.token and hash(a) == hash(b)
+    assert c != a and c.token != a.token and c.constants == (("shift", "float", "2.0"),)
+
+
 def test_tensors_pass_their_extents_and_strides():
     res = np.asfortranarray(np.zeros((5, 7), np.float32))
     user, (tb, tr) = check_epilogue(residual, (np.zeros(7, np.float16), res), _describe, NUMPY_A, "gemm")
