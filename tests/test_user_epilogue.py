@@ -65,6 +65,8 @@ def test_the_function_and_its_arrays_are_checked_before_any_work():
         codegen.gemm(A, B, epilogue=residual, epilogue_args=(bias, np.zeros((1, 8, 24), np.float32)))
     with pytest.raises(GemmError, match="epilogue= and bias=/activation= exclude each other"):
         codegen.gemm(A, B, epilogue=scaled, activation="relu")
+    with pytest.raises(GemmError, match="K is 0: no kernel runs, so the epilogue function would not be applied"):
+        codegen.gemm(np.ones((8, 0), np.float16), np.ones((0, 24), np.float16), epilogue=scaled)
     with pytest.raises(GemmError, match="a user epilogue runs on one GEMM"):
         codegen.gemm(np.ones((2, 8, 16), np.float16), np.ones((2, 16, 24), np.float16), epilogue=scaled)
 
