@@ -272,8 +272,6 @@ TOLERANCE = 2e-3                    # f16 output of convex combinations of f16 v
 
 if __name__ == "__main__":
     require_device("examples/flash_attention.py")
-    errs = {causal: run(BH=1, S=128, causal=causal) for causal in (False, True)}
-    err = max(e for e, _ in errs.values())
-    err_lse = max(e for _, e in errs.values())
-    print(f"flash_attention: 128 x 128 x 64, causal and not: max abs error {err:.2e} (log-sum-exp {err_lse:.2e})")
+    err, err_lse = run(BH=1, S=128, causal=True)      # two query tiles; the second walks two key tiles
+    print(f"flash_attention: 128 x 128 x 64, causal: max abs error {err:.2e} (log-sum-exp {err_lse:.2e})")
     assert err < TOLERANCE and err_lse < 1e-3

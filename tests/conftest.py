@@ -26,3 +26,12 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The simulator runs (up to minutes each, in subprocesses) go first, so that the workers
+    share them instead of one of them finishing them alone after the rest (pytest-xdist hands
+    tests out in this order)."""
+    slow = [i for i in items if "simulator" in i.name]
+    if slow:
+        items[:] = slow + [i for i in items if "simulator" not in i.name]

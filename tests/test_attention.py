@@ -104,7 +104,7 @@ def reference(q, k, v, causal):
     return np.einsum("bhqk,bhkd->bhqd", e / e.sum(-1, keepdims=True), vv), (m + np.log(e.sum(-1, keepdims=True)))[..., 0]
 
 rng = np.random.default_rng(0)
-cases = [(np.float16, 1, 2, 1, 40, 70, 64, False)]      # two query heads on one kv head; keys in two tiles, the last partial
+cases = [(np.float16, 1, 2, 1, 16, 70, 64, False)]      # two query heads on one kv head; keys in two tiles, the last partial
 try:
     import ml_dtypes
     cases.append((ml_dtypes.bfloat16, 1, 1, 1, 50, 50, 128, True))   # bf16, head dim 128, causal
