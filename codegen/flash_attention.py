@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from . import cute
-from .cute.objects import device_function, late_import
+from .cute.objects import device, device_function, device_object, late_import
 from .cute.params import KernelParams
 from .errors import GemmError
 from .simulation import simulating
@@ -213,37 +214,210 @@ def attention_kernel(dtype, d, causal):
     return hit
 
 
-def _build(dtype, D, causal):
+class RowStats(NamedTuple):
+    """The online softmax's running statistics of a thread's two rows (its row slots 0 and
+    1): the maxima of the scaled scores (log2 units) and the sums of their exponentials."""
+
+    m0: float
+    m1: float
+    l0: float
+    l1: float
+
+
+@device_object
+@dataclass(frozen=True)
+class FlashAttention2:
+    """The layouts of one kernel (element type, head dim ``d``, ``causal``) and its stages,
+    each a device method over a CTA's tiles: 64 queries (``BM``) against 64 keys (``BN``) at a
+    time, 4 warps.
+
+    ``mma_s``: ``S = Q K^T``, (BM,BN) over ``d``; ``mma_o``: ``O += P V``, (BM,d) over the
+    keys; ``g2s_r``: cp.async of rows of ``d`` (Q, K), ``g2s_v``: of V^T's columns;
+    ``s2r_q``, ``s2r_k``, ``s2r_v``: ldmatrix into the MMAs' fragments; ``r2g_o``: O's
+    accumulators to global memory, 32 bits a store; ``row_slot``, ``slot_o``, ``shuffles``:
+    :func:`derive_ownership`; ``s_values``, ``o_values``: a thread's elements of S and O;
+    ``pred_q``, ``pred_k``, ``pred_v``: ``(CPY_M,CPY_K)`` predicate layouts of the copies,
+    ``pred_o``: ``(o_calls)``, one flag a 32-bit store of O (a pair of elements).
+    """
+
+    mma_s: object
+    mma_o: object
+    g2s_r: object
+    g2s_v: object
+    s2r_q: object
+    s2r_k: object
+    s2r_v: object
+    r2g_o: object
+    row_slot: object
+    slot_o: object
+    shuffles: tuple
+    s_values: int
+    o_values: int
+    o_calls: int
+    pred_q: object
+    pred_k: object
+    pred_v: object
+    pred_o: object
+    d: int
+    causal: bool
+
+    @device
+    def load_q(self, tid, gQ, cQ, sQ, Sq):
+        """The CTA's queries into shared memory (cp.async, zeros past ``Sq``); waits for them."""
+        gr = self.g2s_r.get_slice(tid)
+        pQ = cute.make_fragment_like(self.pred_q, np.int8)
+        rows_below(gr.partition_S(cQ), pQ, Sq)
+        cute.copy_if(self.g2s_r, pQ, gr.partition_S(gQ), gr.partition_D(sQ))
+        cute.cp_async_fence()
+        cute.cp_async_wait(0)
+        cuda.syncthreads()
+
+    @device
+    def load_kv(self, tKgK, tKsK, tKcK, tVgV, tVsV, tVcV, pK, pV, kt, Sk):
+        """Key tile ``kt`` and its values into shared memory, zeros past ``Sk``, once every
+        thread is done with the last tile; waits for them. ``tK*``/``tV*``: the copies'
+        ``(CPY,CPY_M,CPY_K,kt)`` partitions of K and V^T (g: global, s: shared, c: identity)."""
+        cuda.syncthreads()
+        rows_below(tKcK[None, None, None, kt], pK, Sk)
+        columns_below(tVcV[None, None, None, kt], pV, Sk)
+        cute.copy_if(self.g2s_r, pK, tKgK[None, None, None, kt], tKsK)
+        cute.copy_if(self.g2s_v, pV, tVgV[None, None, None, kt], tVsV)
+        cute.cp_async_fence()
+        cute.cp_async_wait(0)
+        cuda.syncthreads()
+
+    @device
+    def scores(self, tid, sK, tSrS, tSrQ, tSrK):
+        """``S = Q K^T`` of the tile in shared memory, into the accumulators ``tSrS``."""
+        sk = self.s2r_k.get_slice(tid)
+        cute.copy(self.s2r_k, sk.partition_S(sK), sk.retile_D(tSrK))
+        cute.clear(tSrS)
+        for kb in range(self.d // 16):
+            cute.gemm(self.mma_s, tSrS, tSrQ[None, None, kb], tSrK[None, None, kb])
+
+    @device
+    def online_softmax(self, tSrS, tScS, tOrO, st, kt, Sk, first, qk):
+        """Scale and mask key tile ``kt``'s scores (keys past ``Sk``; with ``causal``, keys after
+        the query), raise the rows' maxima (``st``, a :class:`RowStats`) across the row's
+        threads, rescale ``O`` and the sums, and replace the scores by their exponentials
+        ``P``; returns the new statistics. ``tScS``: (query, key) of each score in the tiles."""
+        neg = float32(-math.inf)
+        n0, n1 = st.m0, st.m1
+        for i in range(self.s_values):
+            c = tScS[i]
+            key = kt * BN + c[1]
+            x = tSrS[i] * qk
+            if key >= Sk or (self.causal and key > first + c[0]):
+                x = neg                                                    # past Sk, or after the query
+            tSrS[i] = x
+            if self.row_slot(i) == 0:
+                n0 = max(n0, x)
+            else:
+                n1 = max(n1, x)
+        for mask in self.shuffles:                                         # the row's other three threads
+            n0 = max(n0, cuda.shfl_xor_sync(0xFFFFFFFF, n0, mask))
+            n1 = max(n1, cuda.shfl_xor_sync(0xFFFFFFFF, n1, mask))
+        a0 = math.exp2(st.m0 - n0) if n0 != neg else float32(0.0)         # rows with no key yet stay at 0
+        a1 = math.exp2(st.m1 - n1) if n1 != neg else float32(0.0)
+        l0, l1 = st.l0 * a0, st.l1 * a1
+        for i in range(self.s_values):
+            if self.row_slot(i) == 0:
+                p = math.exp2(tSrS[i] - n0) if n0 != neg else float32(0.0)
+                l0 += p
+            else:
+                p = math.exp2(tSrS[i] - n1) if n1 != neg else float32(0.0)
+                l1 += p
+            tSrS[i] = p
+        for i in range(self.o_values):                                     # O's rows are S's (checked)
+            tOrO[i] *= a0 if self.slot_o(i) == 0 else a1
+        return RowStats(n0, n1, l0, l1)
+
+    @device
+    def accumulate(self, tid, sV, tOrO, tOrP, tOrV):
+        """``O += P V``: ``P`` (``tOrP``, the A operand, S's registers converted) times the
+        values in shared memory."""
+        sv = self.s2r_v.get_slice(tid)
+        cute.copy(self.s2r_v, sv.partition_S(sV), sv.retile_D(tOrV))
+        for kb in range(BN // 16):
+            cute.gemm(self.mma_o, tOrO, tOrP[None, None, kb], tOrV[None, None, kb])
+
+    @device
+    def normalize(self, tOrO, st):
+        """``O / l`` with the rows' sums added up across their threads; returns the statistics
+        with the whole rows' sums."""
+        l0, l1 = st.l0, st.l1
+        for mask in self.shuffles:
+            l0 += cuda.shfl_xor_sync(0xFFFFFFFF, l0, mask)
+            l1 += cuda.shfl_xor_sync(0xFFFFFFFF, l1, mask)
+        r0 = float32(1.0) / l0 if l0 > 0 else float32(0.0)
+        r1 = float32(1.0) / l1 if l1 > 0 else float32(0.0)
+        for i in range(self.o_values):
+            tOrO[i] *= r0 if self.slot_o(i) == 0 else r1
+        return RowStats(st.m0, st.m1, l0, l1)
+
+    @device
+    def store_o(self, tid, tOrO16, cQ, gO, Sq):
+        """The output's rows inside ``Sq``, 32 bits a store, from ``O``'s converted accumulators."""
+        r2g = self.r2g_o.get_slice(tid)
+        tDcO = r2g.partition_D(cQ)                                         # (CPY,CPY_M,CPY_N) -> (query, d)
+        pO = cute.make_fragment_like(self.pred_o, np.int8)
+        for g in range(self.o_calls):
+            pO[g] = tDcO[2 * g][0] < Sq
+        cute.copy_if(self.r2g_o, pO, r2g.retile_S(tOrO16), r2g.partition_D(gO))
+
+    @device
+    def store_lse(self, mL, tScS, st, first, Sq):
+        """Each row's log-sum-exp (natural log) into ``mL``, by the threads holding column 0."""
+        for i in range(self.s_values):
+            c = tScS[i]
+            if c[1] == 0 and first + c[0] < Sq:
+                m, l_ = (st.m0, st.l0) if self.row_slot(i) == 0 else (st.m1, st.l1)
+                mL[first + c[0]] = (m + math.log2(l_)) / float32(LOG2E)
+
+
+def make_flash_attention2(dtype, D, causal):
+    """The :class:`FlashAttention2` of ``dtype`` ("f16" or "bf16"), head dim ``D``, ``causal``:
+    every layout derived from the m16n8k16 atom and the copy atoms, ownership checked."""
     from layoutalg import (
         CopyAtom, Layout, make_identity_tensor, make_tiled_copy, make_tiled_copy_A, make_tiled_copy_B,
         make_tiled_mma, size,
     )
     from layoutalg.tiled_copy import make_tiled_copy_impl
 
+    mma_s = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (BM, BN, 16))    # S = Q K^T: (BM,BN), k over D
+    mma_o = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (BM, D, 16))     # O += P V: (BM,D), k over the keys
+    cp = CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", dtype)
+    g2s_r = make_tiled_copy(cp, Layout((128 * 8 // D, D // 8), (D // 8, 1)), Layout((1, 8)))   # rows of d, 16 B a thread
+    g2s_v = make_tiled_copy(cp, Layout((D // 8, 1024 // D), (1, D // 8)), Layout((8, 1)))     # columns of V^T
+    r2g_o = make_tiled_copy_impl(CopyAtom("UniversalCopy_32", dtype), mma_o.get_layoutC_TV(), (BM, D))
+    row_slot, slot_o, shuffles = derive_ownership(mma_s, mma_o, D)
+
+    def values(part, shape):                # a thread's elements of a partition of a (shape) tile
+        return size(part(make_identity_tensor(shape)).layout)
+
+    def pred(copy, shape):                  # (CPY_M,CPY_K): one flag a copy call
+        return Layout(copy.get_slice(0).partition_S(make_identity_tensor(shape)).layout.shape[1:])
+
+    o_calls = values(r2g_o.get_slice(0).partition_D, (BM, D)) // 2
+    return FlashAttention2(
+        mma_s, mma_o, g2s_r, g2s_v,
+        make_tiled_copy_A(CopyAtom("SM75_U32x4_LDSM_N", dtype), mma_s),
+        make_tiled_copy_B(CopyAtom("SM75_U32x4_LDSM_N", dtype), mma_s),
+        make_tiled_copy_B(CopyAtom("SM75_U16x8_LDSM_T", dtype), mma_o),
+        r2g_o, row_slot, slot_o, shuffles,
+        values(mma_s.get_slice(0).partition_C, (BM, BN)), values(mma_o.get_slice(0).partition_C, (BM, D)),
+        o_calls, pred(g2s_r, (BM, D)), pred(g2s_r, (BN, D)), pred(g2s_v, (D, BN)), Layout(o_calls), D, causal)
+
+
+def _build(dtype, D, causal):
     from .plan import smem_layout
 
     cute.activate()
+    FA = make_flash_attention2(dtype, D, causal)
     ELEM = _STORAGE[dtype]
-    MMA_S = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (BM, BN, 16))    # S = Q K^T: (BM,BN), k over D
-    MMA_O = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (BM, D, 16))     # O += P V: (BM,D), k over the keys
     SQ = smem_layout(dtype, "K", BM, D)                                # (BM,D) -> smem
     SK = smem_layout(dtype, "K", BN, D)                                # (BN,D) -> smem
     SV = smem_layout(dtype, "MN", D, BN)                               # (D,BN) -> smem: V^T, d contiguous
-    cp = CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", dtype)
-    G2S_R = make_tiled_copy(cp, Layout((128 * 8 // D, D // 8), (D // 8, 1)), Layout((1, 8)))   # rows of d, 16 B a thread
-    G2S_V = make_tiled_copy(cp, Layout((D // 8, 1024 // D), (1, D // 8)), Layout((8, 1)))     # columns of V^T
-    S2R_Q = make_tiled_copy_A(CopyAtom("SM75_U32x4_LDSM_N", dtype), MMA_S)
-    S2R_K = make_tiled_copy_B(CopyAtom("SM75_U32x4_LDSM_N", dtype), MMA_S)
-    S2R_V = make_tiled_copy_B(CopyAtom("SM75_U16x8_LDSM_T", dtype), MMA_O)
-    R2G_O = make_tiled_copy_impl(CopyAtom("UniversalCopy_32", dtype), MMA_O.get_layoutC_TV(), (BM, D))
-    ROW_SLOT, SLOT_O, SHUFFLES = derive_ownership(MMA_S, MMA_O, D)
-    S_VALUES = size(MMA_S.get_slice(0).partition_C(make_identity_tensor((BM, BN))).layout)
-    O_VALUES = size(MMA_O.get_slice(0).partition_C(make_identity_tensor((BM, D))).layout)
-    PRED_Q = Layout(G2S_R.get_slice(0).partition_S(make_identity_tensor((BM, D))).layout.shape[1:])   # (CPY_M,CPY_K)
-    PRED_K = Layout(G2S_R.get_slice(0).partition_S(make_identity_tensor((BN, D))).layout.shape[1:])
-    PRED_V = Layout(G2S_V.get_slice(0).partition_S(make_identity_tensor((D, BN))).layout.shape[1:])
-    O_CALLS = size(R2G_O.get_slice(0).partition_D(make_identity_tensor((BM, D))).layout) // 2
-    PRED_O = Layout(O_CALLS)                                           # one per 32-bit store of a pair
     CVT = dtype                                                        # cute.convert's format of P and O
     NEG = float32(-math.inf)
 
@@ -275,18 +449,14 @@ def _build(dtype, D, causal):
         sQ = cute.make_shared_tensor(ELEM, SQ)
         sK = cute.make_shared_tensor(ELEM, SK)
         sV = cute.make_shared_tensor(ELEM, SV)
-
-        gr = G2S_R.get_slice(tid)
-        gv = G2S_V.get_slice(tid)
+        gr = FA.g2s_r.get_slice(tid)
+        gv = FA.g2s_v.get_slice(tid)
         tKgK, tKsK, tKcK = gr.partition_S(gK), gr.partition_D(sK), gr.partition_S(cK)   # (CPY,CPY_M,CPY_K,kt)
         tVgV, tVsV, tVcV = gv.partition_S(gV), gv.partition_D(sV), gv.partition_S(cV)
-        pQ = cute.make_fragment_like(PRED_Q, np.int8)
-        rows_below(gr.partition_S(cQ), pQ, Sq)                     # queries past Sq: zeros
-        cute.copy_if(G2S_R, pQ, gr.partition_S(gQ), gr.partition_D(sQ))
-        cute.cp_async_fence()
-
-        thr_s = MMA_S.get_slice(tid)
-        thr_o = MMA_O.get_slice(tid)
+        pK = cute.make_fragment_like(FA.pred_k, np.int8)
+        pV = cute.make_fragment_like(FA.pred_v, np.int8)
+        thr_s = FA.mma_s.get_slice(tid)
+        thr_o = FA.mma_o.get_slice(tid)
         tSrQ = thr_s.partition_fragment_A(sQ)                              # (MMA,MMA_M,MMA_K): all of D
         tSrK = thr_s.partition_fragment_B(sK)                              # (MMA,MMA_N,MMA_K)
         tOrV = thr_o.partition_fragment_B(sV)                              # (MMA,MMA_N,MMA_K): k over keys
@@ -295,101 +465,34 @@ def _build(dtype, D, causal):
         tOrO = thr_o.partition_fragment_C(gO)                              # (MMA,MMA_M,MMA_N)
         tOrP = cute.make_fragment_like(thr_o.partition_fragment_A(cute.make_identity_tensor((BM, BN))), ELEM)
         cute.clear(tOrO)
-        m0, m1 = NEG, NEG                     # the thread's two rows (ROW_SLOT): running max, log2 units
-        l0, l1 = float32(0.0), float32(0.0)   # and running sum
+        st = RowStats(NEG, NEG, float32(0.0), float32(0.0))
 
-        sq = S2R_Q.get_slice(tid)
-        sk = S2R_K.get_slice(tid)
-        sv = S2R_V.get_slice(tid)
-        pK = cute.make_fragment_like(PRED_K, np.int8)
-        pV = cute.make_fragment_like(PRED_V, np.int8)
-        cute.cp_async_wait(0)
-        cuda.syncthreads()
-        cute.copy(S2R_Q, sq.partition_S(sQ), sq.retile_D(tSrQ))          # Q's fragments, once
+        FA.load_q(tid, gQ, cQ, sQ, Sq)
+        sq = FA.s2r_q.get_slice(tid)
+        cute.copy(FA.s2r_q, sq.partition_S(sQ), sq.retile_D(tSrQ))       # Q's fragments, once
         first = qt * BM                                                    # the tile's first query
         n_kt = (Sk + BN - 1) // BN
         if causal:
             n_kt = min(n_kt, (first + BM + BN - 1) // BN)
         for kt in range(n_kt):
-            # ---- the key tile and its values into shared memory, zeros past Sk -------------
-            cuda.syncthreads()                                             # the last tile's reads are done
-            rows_below(tKcK[None, None, None, kt], pK, Sk)
-            columns_below(tVcV[None, None, None, kt], pV, Sk)
-            cute.copy_if(G2S_R, pK, tKgK[None, None, None, kt], tKsK)
-            cute.copy_if(G2S_V, pV, tVgV[None, None, None, kt], tVsV)
-            cute.cp_async_fence()
-            cute.cp_async_wait(0)
-            cuda.syncthreads()
-            # ---- S = Q K^T ---------------------------------------------------------------
-            cute.copy(S2R_K, sk.partition_S(sK), sk.retile_D(tSrK))
-            cute.clear(tSrS)
-            for kb in range(D // 16):
-                cute.gemm(MMA_S, tSrS, tSrQ[None, None, kb], tSrK[None, None, kb])
-            # ---- online softmax over the thread's two rows -------------------------------
-            n0, n1 = m0, m1
-            for i in range(S_VALUES):
-                c = tScS[i]
-                key = kt * BN + c[1]
-                x = tSrS[i] * qk
-                if key >= Sk or (causal and key > first + c[0]):
-                    x = NEG                                                # past Sk, or after the query
-                tSrS[i] = x
-                if ROW_SLOT(i) == 0:
-                    n0 = max(n0, x)
-                else:
-                    n1 = max(n1, x)
-            for mask in SHUFFLES:                                          # the row's other three threads
-                n0 = max(n0, cuda.shfl_xor_sync(0xFFFFFFFF, n0, mask))
-                n1 = max(n1, cuda.shfl_xor_sync(0xFFFFFFFF, n1, mask))
-            a0 = math.exp2(m0 - n0) if n0 != NEG else float32(0.0)        # rows with no key yet stay at 0
-            a1 = math.exp2(m1 - n1) if n1 != NEG else float32(0.0)
-            m0, m1 = n0, n1
-            l0 *= a0
-            l1 *= a1
-            for i in range(S_VALUES):
-                if ROW_SLOT(i) == 0:
-                    p = math.exp2(tSrS[i] - m0) if m0 != NEG else float32(0.0)
-                    l0 += p
-                else:
-                    p = math.exp2(tSrS[i] - m1) if m1 != NEG else float32(0.0)
-                    l1 += p
-                tSrS[i] = p
-            for i in range(O_VALUES):                                      # O's rows are S's (checked)
-                tOrO[i] *= a0 if SLOT_O(i) == 0 else a1
-            # ---- O += P V, P from S's registers ------------------------------------------
-            cute.convert(tSrS, tOrP, CVT)
-            cute.copy(S2R_V, sv.partition_S(sV), sv.retile_D(tOrV))
-            for kb in range(BN // 16):
-                cute.gemm(MMA_O, tOrO, tOrP[None, None, kb], tOrV[None, None, kb])
-        # ---- O / l and the rows' log-sum-exp, inside Sq ------------------------------------
-        for mask in SHUFFLES:
-            l0 += cuda.shfl_xor_sync(0xFFFFFFFF, l0, mask)
-            l1 += cuda.shfl_xor_sync(0xFFFFFFFF, l1, mask)
-        r0 = float32(1.0) / l0 if l0 > 0 else float32(0.0)
-        r1 = float32(1.0) / l1 if l1 > 0 else float32(0.0)
-        for i in range(O_VALUES):
-            tOrO[i] *= r0 if SLOT_O(i) == 0 else r1
+            FA.load_kv(tKgK, tKsK, tKcK, tVgV, tVsV, tVcV, pK, pV, kt, Sk)
+            FA.scores(tid, sK, tSrS, tSrQ, tSrK)                           # S = Q K^T
+            st = FA.online_softmax(tSrS, tScS, tOrO, st, kt, Sk, first, qk)
+            cute.convert(tSrS, tOrP, CVT)                                  # P: S's registers, as the A operand
+            FA.accumulate(tid, sV, tOrO, tOrP, tOrV)                      # O += P V
+        st = FA.normalize(tOrO, st)
         tOrO16 = cute.make_fragment_like(tOrO, ELEM)
         cute.convert(tOrO, tOrO16, CVT)
-        r2g = R2G_O.get_slice(tid)
-        tDcO = r2g.partition_D(cQ)                                          # (CPY,CPY_M,CPY_N) -> (query, d)
-        pO = cute.make_fragment_like(PRED_O, np.int8)
-        for g in range(O_CALLS):
-            pO[g] = tDcO[2 * g][0] < Sq
-        cute.copy_if(R2G_O, pO, r2g.retile_S(tOrO16), r2g.partition_D(gO))
+        FA.store_o(tid, tOrO16, cQ, gO, Sq)
         if lse != 0:
-            mL = cute.make_tensor(cute.make_ptr(np.float32, lse + 4 * bh * Sq, 4), cute.make_layout((Sq,), (1,)))
-            for i in range(S_VALUES):                                      # column 0's owners write each row's
-                c = tScS[i]
-                if c[1] == 0 and first + c[0] < Sq:
-                    m, l_ = (m0, l0) if ROW_SLOT(i) == 0 else (m1, l1)
-                    mL[first + c[0]] = (m + math.log2(l_)) / float32(LOG2E)
+            FA.store_lse(cute.make_tensor(cute.make_ptr(np.float32, lse + 4 * bh * Sq, 4),
+                                          cute.make_layout((Sq,), (1,))), tScS, st, first, Sq)   # (Sq) -> lse
 
     import inspect
 
     if tuple(inspect.signature(attention_fwd).parameters) != ATTENTION_ARGS.names:
         raise AssertionError("attention: the kernel's parameters are not ATTENTION_ARGS")
-    return AttentionKernel(dtype, D, causal, attention_fwd, MMA_S.size)
+    return AttentionKernel(dtype, D, causal, attention_fwd, FA.mma_s.size)
 
 
 def _describe4(x, name):

@@ -63,7 +63,7 @@ def test_bad_input_is_refused_by_name():
     with pytest.raises(GemmError, match="must be 4-D"):
         codegen.attention(q[0], kv, kv)
     ml_dtypes = pytest.importorskip("ml_dtypes")
-    with pytest.raises(GemmError, match="q, k and v must have one dtype \(f16 or bf16\), got f16, f16, bf16"):
+    with pytest.raises(GemmError, match=r"q, k and v must have one dtype \(f16 or bf16\), got f16, f16, bf16"):
         codegen.attention(q, kv, kv.astype(ml_dtypes.bfloat16))
 
 
