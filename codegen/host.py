@@ -1106,9 +1106,7 @@ class GraphCapture:
     @staticmethod
     def of(A, stream):
         """The capture in progress on ``A``'s device, or None (the usual case: one check)."""
-        import torch
-
-        if not torch.cuda.is_current_stream_capturing():
+        if not _torch_hooks().capturing():
             return None
         return GraphCapture(stream, A.device, [])
 
@@ -1143,12 +1141,36 @@ def _keep_for(stream, device, *xs):
             x.record_stream(s)
 
 
+@dataclass(frozen=True)
+class _TorchHooks:
+    """The torch functions a cached call makes, looked up once (torch is imported on the first
+    call on torch tensors): each lookup through ``torch.cuda`` costs a cached call's time."""
+
+    empty: object
+    current_stream: object      # device index -> the raw handle of its current stream
+    capturing: object           # () -> whether the current stream is capturing a CUDA graph
+
+
+def _torch_hooks():
+    if _HOOKS:
+        return _HOOKS[0]
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is None:
+        def raw(device):
+            return int(torch.cuda.current_stream(device).cuda_stream)
+    capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
+    _HOOKS.append(_TorchHooks(torch.empty, raw, capturing))
+    return _HOOKS[0]
+
+
+_HOOKS = []
+
+
 def _torch_stream(stream, device):
     if stream is None:
-        import torch
-
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        return raw(device) if raw is not None else int(torch.cuda.current_stream(device).cuda_stream)
+        return _torch_hooks().current_stream(device)
     return _stream_handle(stream, "torch", device)
 
 
@@ -1314,9 +1336,7 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
                                activation=activation, epilogue=epilogue, epilogue_args=epilogue_args)()
         if hit is not None:
             if C is None:
-                import torch
-
-                C = torch.empty(hit.shape, dtype=hit.out_dtype, device=A.device)
+                C = _torch_hooks().empty(hit.shape, dtype=hit.out_dtype, device=key[6])
                 beta = 0.0
             scales, given = (0, 0, 0), alpha
             if scale_a is not None or scale_b is not None or type(alpha) not in (int, float):

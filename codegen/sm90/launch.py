@@ -126,6 +126,7 @@ class WgmmaLauncher:
         self._odd = not paired_c(0, self.c_strides, M, None if self.grouped else batch, plan.out.bits)
         self._hot = self.slots.values_of("tmap_a", "tmap_b", "tmap_c", "C", "alpha", "beta", "ws", "bias",
                                          "scale_a", "scale_b", "alpha_at", "offs")
+        self._last = None           # the values of _hot of the last launch
         self._maps = {}
         self._keep = []
 
@@ -218,11 +219,11 @@ class WgmmaLauncher:
         addresses of the float32 scales of A and B and of alpha the kernel reads (0: none);
         ``offs``: a grouped kernel's groups' int32 end rows."""
         ma, mb, mc = self.maps(a, b, c, capture)
-        ta, tb, tc, cc, al, be, ws, bs, sa, sb, sc, of = self._hot
-        ta.value, tb.value, tc.value, cc.value, al.value, be.value, bs.value = ma, mb, mc, c, alpha, beta, bias
-        of.value = offs
-        sa.value, sb.value, sc.value = scales
-        ws.value = self.workspace(stream, capture)
+        values = (ma, mb, mc, c, alpha, beta, self.workspace(stream, capture), bias, *scales, offs)
+        if values != self._last:            # a call like the last (the usual case) sets nothing
+            for slot, v in zip(self._hot, values):
+                slot.value = v
+            self._last = values
         k = self._kernel("tma" if mc and beta == 0 else
                          "elements" if self._odd or c % self._pair_bytes else "registers")
         if self.sim:
