@@ -142,27 +142,35 @@ def cold_and_cached(code, name, variant, repeat=1):
     return cold, cached
 
 
-def per_call(fn, iters=2000):
-    """Host microseconds a call of ``fn``, queued back to back: the best of 5 runs of
-    ``iters`` calls, each timed to its last enqueue (then the GPU catches up)."""
+def host_times(fns, rounds=21, iters=200):
+    """``{name: (best, median)}``: host microseconds a call of each of ``fns`` (a dict of
+    callables), queued back to back, over ``rounds`` runs of ``iters`` calls each, the
+    functions taking turns within a round (so that a slow stretch of the host costs them
+    alike). ``iters`` stays below the depth of the GPU's launch queue, so that the enqueues
+    do not wait for the kernels; each run starts on an idle GPU."""
+    import statistics
+
     import torch
 
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(iters):
+    for fn in fns.values():
+        for _ in range(50):
             fn()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        best = min(best, (t1 - t0) / iters)
-    return best * 1e6
+    torch.cuda.synchronize()
+    runs = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            runs[name].append((t1 - t0) / iters * 1e6)
+    return {name: (min(v), statistics.median(v)) for name, v in runs.items()}
 
 
 def host_costs():
-    """Host microseconds per call at 512^3 (queued back to back), torch tensors."""
+    """Host microseconds per call at 512^3 (queued back to back; the median of
+    :func:`host_times`), torch tensors."""
     import torch
 
     import codegen
@@ -172,14 +180,15 @@ def host_costs():
     B = torch.randn(n, n, device="cuda", dtype=torch.float16)
     C = torch.empty(n, n, device="cuda", dtype=torch.float16)
     launch = codegen.prepare(A, B, C)
-    return {
-        "gemm_with_C_us": per_call(lambda: codegen.gemm(A, B, C)),
-        "gemm_new_C_us": per_call(lambda: codegen.gemm(A, B)),
-        "mm_us": per_call(lambda: codegen.mm(A, B)),
-        "prepared_launch_us": per_call(launch),
-        "torch_matmul_us": per_call(lambda: torch.matmul(A, B)),
-        "torch_matmul_out_us": per_call(lambda: torch.matmul(A, B, out=C)),
-    }
+    times = host_times({
+        "gemm_with_C_us": lambda: codegen.gemm(A, B, C),
+        "gemm_new_C_us": lambda: codegen.gemm(A, B),
+        "mm_us": lambda: codegen.mm(A, B),
+        "prepared_launch_us": launch,
+        "torch_matmul_us": lambda: torch.matmul(A, B),
+        "torch_matmul_out_us": lambda: torch.matmul(A, B, out=C),
+    })
+    return {name: median for name, (_, median) in times.items()}
 
 
 def main(argv=None):
