@@ -5,8 +5,9 @@ epilogue_args=(t0, ...))`` stores ``C[m, n] = f(alpha * (A @ B)[m, n], m, n, t0,
 kernel's epilogue, where it runs on each accumulator in registers before the store: no
 second kernel, no trip of C through memory. It receives the float32 value, the element's row
 ``m`` and column ``n`` of C (int64; only positions inside C), and the tensors of
-``epilogue_args``: GPU arrays of one or two dimensions, any strides, which ``f`` indexes
-as ``t[n]`` or ``t[m, n]`` (``codegen.cute`` tensors over their memory). It returns the value
+``epilogue_args``: GPU arrays of one or two dimensions, any strides, of
+:data:`TENSOR_DTYPES`, which ``f`` indexes as ``t[n]`` or ``t[m, n]`` (``codegen.cute``
+tensors over their memory; a bf16 element reads as its float32 value). It returns the value
 stored (converted to C's type).
 
     >>> def scaled_residual(acc, m, n, bias, residual):
@@ -39,8 +40,9 @@ from .sm90.args import EPILOGUE_TENSORS
 
 __all__ = ["EpilogueFunction", "EpilogueTensor", "TENSOR_DTYPES", "check_epilogue", "epilogue_function"]
 
-#: Element types of the tensors an epilogue may read.
-TENSOR_DTYPES = ("f16", "f32", "f64", "s8", "u8", "s32", "s64")
+#: Element types of the tensors an epilogue may read (a bf16 element reads as float32,
+#: ``codegen.cute.bfloat16``).
+TENSOR_DTYPES = ("f16", "bf16", "f32", "f64", "s8", "u8", "s32", "s64")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ MODULES = [
     "layoutalg.tensor", "layoutalg.atom", "layoutalg.tiled_mma", "layoutalg.tiled_copy",
     "layoutalg.cost.access", "layoutalg.cost.banks", "layoutalg.cost.sectors", "layoutalg.cost.legality",
     "codegen.cute.dynamic", "codegen.cute.device_tensor", "codegen.cute.offsets",
-    "codegen.cute.atom_plan", "codegen.cute.params", "codegen.args",
+    "codegen.cute.atom_plan", "codegen.cute.params", "codegen.args", "codegen.cute.api", "codegen.cute.types",
+    "codegen.cute.sim",
 ]
 
 

@@ -110,6 +110,10 @@ def test_tensors_pass_their_extents_and_strides():
     assert user.tensors == (("f16", 1), ("f32", 2))
     assert (tb.dims, tb.strides) == ((7, 1), (1, 0)) and (tr.dims, tr.strides) == ((5, 7), (1, 5))
     assert tr.slot_values(1) == {"t1": 0, "t1_d0": 5, "t1_d1": 7, "t1_s0": 1, "t1_s1": 5}
+    ml = pytest.importorskip("ml_dtypes")
+    res16 = np.asfortranarray(np.zeros((5, 7), ml.bfloat16))      # bf16: element strides, as any type's
+    user, (tb, tr) = check_epilogue(residual, (np.zeros(7, ml.bfloat16), res16), _describe, NUMPY_A, "gemm")
+    assert user.tensors == (("bf16", 1), ("bf16", 2)) and tr.strides == (1, 5)
 
 
 def _user(fn=residual, tensors=(("f16", 1), ("f32", 2))):
@@ -132,13 +136,23 @@ def test_the_kernel_applies_the_function_before_the_store():
         emit_wgmma_source(make_wgmma_plan(hopper(activation="relu")), "tma", _user())
 
 
-@pytest.mark.parametrize("epilogue", ["tma", "registers"])
-def test_the_kernel_compiles_for_sm90a_in_registers(epilogue):
+def test_bf16_tensors_are_made_of_cute_bfloat16():
+    """A bf16 tensor's elements read as float32 (codegen.cute.bfloat16), never as the uint16
+    integers of their bits."""
+    src = emit_wgmma_source(make_wgmma_plan(hopper()), "registers", _user(tensors=(("bf16", 1), ("bf16", 2))))
+    assert "t0 = cute.make_tensor(cute.make_ptr(cute.bfloat16, p.t0, 2), cute.make_layout((p.t0_d0,), (p.t0_s0,)))" in src
+    assert "t1 = cute.make_tensor(cute.make_ptr(cute.bfloat16, p.t1, 2), " in src and "np.uint16" not in src
+
+
+@pytest.mark.parametrize("epilogue, tensors", [("tma", (("f16", 1), ("f32", 2))),
+                                              ("registers", (("f16", 1), ("f32", 2))),
+                                              ("registers", (("bf16", 1), ("bf16", 2)))])
+def test_the_kernel_compiles_for_sm90a_in_registers(epilogue, tensors):
     pytest.importorskip("numba")
     from codegen.sm90.kernel import WgmmaKey, compile_wgmma_ptx
 
-    ptx = compile_wgmma_ptx(WgmmaKey(hopper(), "K", "K", epilogue, _user()))
-    assert "ld.global.u16" in ptx and ".local" not in ptx          # the f16 bias, read by the kernel
+    ptx = compile_wgmma_ptx(WgmmaKey(hopper(), "K", "K", epilogue, _user(tensors=tensors)))
+    assert "ld.global.u16" in ptx and ".local" not in ptx          # the 16-bit bias, read by the kernel
     if shutil.which("ptxas"):
         from codegen.driver import ptxas_cubin
 
@@ -208,6 +222,49 @@ except GemmError as e:
     assert "a user epilogue runs on the Hopper kernel only" in str(e) and "path='wgmma'" in str(e), e
 print("SIM EPILOGUE OK")
 """
+
+
+SIM_BF16 = """
+import sys
+sys.setswitchinterval(1e-4)
+import ml_dtypes
+import numpy as np, codegen
+from codegen import GemmConfig
+bf16 = ml_dtypes.bfloat16
+rng = np.random.default_rng(0)
+
+def residual(acc, m, n, bias, res, keep):
+    keep[m, n] = acc + 0.0078125 * n          # a bf16 tensor written: rounded to nearest even
+    return acc + bias[n] + 0.5 * res[m, n]
+
+cfg = GemmConfig("bf16", "f32", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma")
+M, N, K = 40, 24, 64
+A = rng.integers(-3, 4, (M, K)).astype(bf16)
+B = rng.integers(-3, 4, (K, N)).astype(bf16)
+bias = (rng.integers(-64, 64, N) / 16).astype(bf16)            # exact in bf16; as uint16 bits 1.5 is 16320
+res = np.asfortranarray((rng.integers(-64, 64, (M, N)) / 8).astype(bf16))      # column-major
+keep = np.zeros((M, N), bf16)
+C = codegen.gemm(A, B, config=cfg, epilogue=residual, epilogue_args=(bias, res, keep))
+prod = A.astype(np.float64) @ B.astype(np.float64)
+ref = prod + bias.astype(np.float64)[None, :] + 0.5 * res.astype(np.float64)
+err = float(np.abs(C - ref).max())
+print("bf16 residual", M, N, K, err)
+assert err == 0.0, err
+kept = (prod + 0.0078125 * np.arange(N)).astype(np.float32).astype(bf16)
+assert not np.array_equal(kept.astype(np.float64), prod + 0.0078125 * np.arange(N))   # some were rounded
+assert np.array_equal(keep.view(np.uint16), kept.view(np.uint16))
+print("SIM BF16 OK")
+"""
+
+
+def test_bf16_tensors_read_as_float32_in_the_simulator(tmp_path):
+    """A bf16 bias and a column-major bf16 residual (ml_dtypes arrays, as a bf16 model's) read
+    as their float32 values, and a bf16 tensor written is rounded to nearest even, exactly."""
+    pytest.importorskip("numba")
+    pytest.importorskip("ml_dtypes")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", LAYOUTALG_CACHE=str(tmp_path), PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", SIM_BF16], capture_output=True, text=True, env=env, timeout=600)
+    assert "SIM BF16 OK" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
 def test_the_epilogue_runs_in_the_simulator_exactly(tmp_path):

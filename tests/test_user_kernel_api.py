@@ -8,6 +8,8 @@ runs the same kernels on a GPU.
 """
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -132,6 +134,108 @@ def test_make_ptr_refuses_bad_input_when_compiled_and_simulated():
     assert "is not 16-byte aligned" in res.stdout and "is in no array registered" in res.stdout, res.stdout + res.stderr
     assert "F True [0.0, 4.0, 8.0, 1.0]" in res.stdout, res.stdout + res.stderr
     assert "align 4 is less than a float64 element (8 bytes)" in res.stdout, res.stdout + res.stderr
+
+
+# ---- bf16 tensors: cute.bfloat16 ---------------------------------------------------------------
+
+BF16_KERNEL = '''
+import numpy as np
+from numba import cuda
+from codegen import cute
+from layoutalg import Layout
+
+L = Layout((4, 8), (8, 1))                     # (4,8) -> offset, row-major
+L8 = Layout(8)
+
+
+def k_bf16(src, dst, out):
+    """Thread i reads row i of the bf16 tensor at src (an element, a tile's element, a fragment
+    copied from the tile) into float32 out, and writes two columns of a column-major bf16 tensor
+    at dst (a product, rounded; a fragment filled with 0.1)."""
+    s = cute.make_tensor(cute.make_ptr(cute.bfloat16, src, 2), L)
+    d = cute.make_tensor(cute.make_ptr(cute.bfloat16, dst, 2), cute.make_layout((4, 8), (1, 4)))
+    o = cute.make_tensor(out, L)
+    i = cuda.threadIdx.x
+    row = cute.local_tile(s, (1, 8), (i, 0))    # (1,8) -> offset
+    o[i, 0] = s[i, 1] + 0.5
+    f = cute.make_fragment_like(row)            # bf16 as well: the copy moves the bits
+    cute.copy(row, f)
+    o[i, 1] = f[0, 2]
+    d[i, 3] = row[0, 3] * 3.0
+    cute.fill(f, 0.1)
+    d[i, 0] = f[0, 0]
+
+
+def bf16_to_f32(src, out):
+    s = cute.make_tensor(cute.make_ptr(cute.bfloat16, src, 2), L8)
+    cute.copy(s, cute.make_tensor(out, L8))
+
+
+def bf16_convert(src, out):
+    f = cute.make_fragment_like(L8, np.uint16)
+    cute.convert(cute.make_tensor(cute.make_ptr(cute.bfloat16, src, 2), L8), f, "bf16")
+'''
+
+
+def _bf16_kernels():
+    ns = {}
+    exec(compile(BF16_KERNEL, "<bf16 kernels>", "exec"), ns)
+    return ns
+
+
+def test_bf16_tensors_read_and_write_float32_offline():
+    """A ``make_ptr(cute.bfloat16, ...)`` tensor: a read is the bits shifted into a float32's
+    upper half, a write ``cvt.rn.bf16.f32``, in registers (no local memory, sm_90a)."""
+    ns = _bf16_kernels()
+    text = cuda.compile_ptx(ns["k_bf16"], "void(int64, int64, float32[::1])", cc=(9, 0, "a"))[0]
+    assert "ld.global.u16" in text and re.search(r"shl\.b32\s+%r\d+, %r\d+, 16;", text), text
+    assert "cvt.rn.bf16.f32" in text and "st.global.u16" in text and ".local" not in text, text
+    assert not re.search(r"cvt\.rn\.f32\.u(16|32)", text), "a bf16 element read as an integer"
+    if shutil.which("ptxas"):
+        from codegen.driver import ptxas_cubin
+
+        cubin, log = ptxas_cubin(text, "sm_90a", verbose=True)
+        assert cubin is not None and "0 bytes stack frame" in log, log
+
+
+def test_bf16_tensors_copy_bits_and_refuse_to_read_them_as_numbers():
+    ns = _bf16_kernels()
+    with pytest.raises(Exception, match=r"copy: the source gmem bfloat16 tensor 8:1 holds bfloat16 bits, which an "
+                                        r"element-wise copy moves only to and from bfloat16, uint16, int16 tensors, "
+                                        r"got a gmem float32 tensor"):
+        _compile(ns["bf16_to_f32"], "void(int64, float32[::1])")
+    with pytest.raises(Exception, match=r"convert: the source gmem bfloat16 tensor 8:1 holds bfloat16 bits"):
+        _compile(ns["bf16_convert"], "void(int64, float32[::1])")
+
+
+def test_bf16_tensors_read_and_write_float32_in_the_simulator():
+    ml = pytest.importorskip("ml_dtypes")
+    res = _run_sim(BF16_KERNEL + """
+import ml_dtypes
+from codegen.intrinsics.sim import register_global
+bf16 = ml_dtypes.bfloat16
+src = np.array([1.5, -3.0, 1.0078125, 2.0 ** -130, -0.0, 100.5, 0.33203125, 7.0], np.float32)
+src = np.concatenate([src, src * 2, -src, src / 4]).reshape(4, 8).astype(bf16)
+dst = np.zeros(32, bf16)
+out = np.zeros((4, 8), np.float32)
+cuda.jit(k_bf16)[1, 4](register_global(src), register_global(dst), out.reshape(-1))
+s = src.astype(np.float32)
+d = dst.reshape(8, 4).T
+assert np.array_equal(out[:, 0], s[:, 1] + 0.5) and np.array_equal(out[:, 1], s[:, 2]), out
+want = (s[:, 3] * 3).astype(bf16)
+assert np.array_equal(d[:, 3].view(np.uint16), want.view(np.uint16)), (d[:, 3], want)
+assert (d[:, 0].view(np.uint16) == 0x3DCD).all(), d[:, 0]        # 0.1, rounded to nearest even
+for name in ("bf16_to_f32", "bf16_convert"):
+    try:
+        cuda.jit(globals()[name])[1, 1](register_global(src), out.reshape(-1))
+    except cute.CuteError as e:
+        print(e)
+print("BF16 OK")
+""")
+    assert "BF16 OK" in res.stdout, res.stdout + res.stderr
+    assert "copy: the source gmem bfloat16 tensor 8:1 holds bfloat16 bits" in res.stdout, res.stdout
+    assert "convert: the source gmem bfloat16 tensor 8:1 holds bfloat16 bits" in res.stdout, res.stdout
+    assert ml.bfloat16(1.0078125 * 3) != np.float32(1.0078125 * 3)      # the product above is rounded
 
 
 # ---- every case: offline PTX, and the simulator against numpy -----------------------------------

@@ -18,6 +18,9 @@ at run time (see docs/user_kernels.md)::
 Under ``NUMBA_ENABLE_CUDASIM=1`` the same names are the plain-Python twins of
 :mod:`codegen.cute.sim`, which run the host algebra and the atoms' simulator twins.
 
+``cute.bfloat16``, given for a dtype (``make_ptr(cute.bfloat16, address, 2)``), makes tensors
+over bfloat16 bits whose elements read and write as float32 (:class:`codegen.cute.api.ElementKind`).
+
 Importing this package imports no numba: the device objects and their factories (the
 Hopper pieces) are host objects that plans and launchers use; the kernel-side functions
 (``make_tensor``, ``copy``, ``setmaxnreg_inc`` ...) import numba when first looked up, and
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import sys
 
+from .api import ElementKind, bfloat16
 from .errors import CuteError
 from .objects import SIMULATED, activate, device, device_function, device_object
 from .params import KernelParams
@@ -56,7 +60,8 @@ _TENSOR_FUNCTIONS = (
 _RENAMED = {"cp_async_fence": "cp_async_commit", "cp_async_wait": "cp_async_wait_group"}
 
 __all__ = list(_TENSOR_FUNCTIONS) + list(_RENAMED) + list(_WARPGROUP_INTRINSICS) + [
-    "SIMULATED", "CuteError", "activate", "device", "device_function", "device_object", "KernelParams",
+    "SIMULATED", "CuteError", "ElementKind", "bfloat16", "activate", "device", "device_function", "device_object",
+    "KernelParams",
     "SharedStorage", "smem_base", "PipelineState", "TmaPipeline", "mbarrier_wait", "TmaLoad", "TmaStore",
     "make_tma_load", "WgmmaMMA", "gmma_stage", "make_wgmma", "WgmmaMainloop", "SchedulerParams", "TileScheduler",
     "WorkTile", "RegisterEpilogue", "TmaStoreEpilogue", "make_register_epilogue", "make_tma_store_epilogue",

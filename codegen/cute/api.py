@@ -4,6 +4,8 @@ On the GPU path these objects are only names: numba types and lowers every call 
 (:mod:`codegen.cute.device_tensor`, :mod:`codegen.cute.device_tiled`,
 :mod:`codegen.cute.device_atoms`).  Called from Python outside a kernel they raise.  In
 numba's simulator, :mod:`codegen.cute` exports the twins of :mod:`codegen.cute.sim` instead.
+Beside them, :data:`bfloat16`, a dtype that both paths take: bf16 bits read and written as
+float32 (:class:`ElementKind`).
 """
 
 from __future__ import annotations
@@ -11,8 +13,43 @@ from __future__ import annotations
 __all__ = [
     "make_ptr", "make_tensor", "make_layout", "assume", "make_shared_tensor", "dynamic_shared_tensor", "make_fragment_like", "make_identity_tensor",
     "local_tile", "local_partition", "domain_offset", "size", "copy", "copy_if", "convert", "gemm", "clear", "fill",
-    "make_fragment_A", "make_fragment_B", "make_fragment_C", "mark_in_bounds",
+    "make_fragment_A", "make_fragment_B", "make_fragment_C", "mark_in_bounds", "ElementKind", "bfloat16",
 ]
+
+
+class ElementKind:
+    """A number format that memory holds as the bits of an integer type and that a tensor's
+    elements read and write as float32: ``t[i]`` gives the value, ``t[i] = x`` rounds ``x``
+    to the format.  Given for a dtype (``make_ptr``, ``make_shared_tensor``,
+    ``dynamic_shared_tensor``, ``make_fragment_like``), on the GPU and in the simulator.
+
+    ``make_fragment_like`` of such a tensor is one too.  Copies move the bits (to and from
+    tensors of the format or of its storage type; other element-wise copies are refused, as
+    they would read the bits as integers), ``convert(src, dst, "bf16")`` writes the format from
+    floats; ``convert`` from it and ``gemm`` on it are refused (the bf16 MMA takes the uint16
+    fragments of ``make_fragment_A/B``).
+
+    >>> bfloat16
+    cute.bfloat16
+    >>> bfloat16.name, bfloat16.storage
+    ('bf16', 'uint16')
+    """
+
+    __slots__ = ("name", "storage", "numpy")
+
+    def __init__(self, name, storage, numpy):
+        self.name, self.storage, self.numpy = name, storage, numpy
+
+    def __repr__(self):
+        return f"cute.{self.numpy}"
+
+
+#: bfloat16 elements, stored as their uint16 bits: a read shifts them into a float32's upper
+#: half, a write rounds to nearest even (``cvt.rn.bf16.f32``).
+bfloat16 = ElementKind("bf16", "uint16", "bfloat16")
+
+#: ``ElementKind.name`` -> the kind.
+ELEMENT_KINDS = {k.name: k for k in (bfloat16,)}
 
 
 def _device_only(name):
@@ -27,7 +64,8 @@ def _device_only(name):
 
 make_ptr = _device_only("make_ptr")
 make_ptr.__doc__ = """``make_ptr(dtype, address[, align])``: a pointer to ``dtype`` elements in global
-memory at the integer ``address`` (a kernel argument: a tensor's ``data_ptr()``), promised
+memory at the integer ``address`` (a kernel argument: a tensor's ``data_ptr()``; ``dtype`` a
+numpy type or :data:`bfloat16`, whose elements read and write as float32), promised
 to be ``align`` bytes aligned (a constant, default 16, as allocations are; CuTe DSL's
 ``assumed_align``). ``make_tensor(ptr, layout)`` views the memory through a layout, as it
 does an array's; vector copies trust the promise, the simulator checks it.  In the

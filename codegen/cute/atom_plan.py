@@ -27,7 +27,7 @@ from .dynamic import decode_linear, linear_divisor, linear_str
 from .errors import CuteError
 
 __all__ = ["TensorInfo", "CopyStep", "CopyPlan", "copy_plan", "copy_if_plan", "convert_plan", "CONVERSIONS", "MMAStep",
-           "MMAPlan", "mma_plan", "mma_order", "MMA_TYPES"]
+           "MMAPlan", "mma_plan", "mma_order", "MMA_TYPES", "BITS_KINDS"]
 
 
 #: ``TensorInfo.align`` of a tensor whose run-time offset is 0 (a divisor of every offset).
@@ -118,6 +118,7 @@ def copy_plan(tiled_copy, src: TensorInfo, dst: TensorInfo) -> CopyPlan:
         if n != m:
             raise CuteError(f"{op}: source {src.describe()} has {n} values, destination "
                             f"{dst.describe()} has {m}")
+        _bits_only(op, src, dst)
         if _number_kind(src.dtype) == "float" and _number_kind(dst.dtype) == "int":
             raise CuteError(
                 f"{op}: the source {src.describe()} holds floats and the destination "
@@ -208,6 +209,31 @@ def copy_if_plan(tiled_copy, pred: TensorInfo, src: TensorInfo, dst: TensorInfo)
     return plan, tuple(pred.layout(i) for i in range(n))
 
 
+#: Element kinds whose tensors hold their bits in a storage type (``codegen.cute.bfloat16``):
+#: dtype name -> the dtype names an element-wise copy moves their bits to and from.
+BITS_KINDS = {"bfloat16": ("bfloat16", "uint16", "int16")}
+
+
+def _bits_only(op, src, dst):
+    """An element-wise copy from or to a tensor of a :data:`BITS_KINDS` kind moves bits, so
+    the other side must hold the same kind or its storage bits; else a clear error.
+
+    >>> _bits_only("copy", TensorInfo("gmem", 16, None, Layout(4), "bfloat16"),
+    ...            TensorInfo("rmem", 32, None, Layout(4), "float32"))
+    Traceback (most recent call last):
+    ...
+    codegen.cute.errors.CuteError: copy: the source gmem bfloat16 tensor 4:1 holds bfloat16 bits, which ...
+    """
+    for what, info, other in (("source", src, dst), ("destination", dst, src)):
+        ok = BITS_KINDS.get(info.dtype)
+        if ok is not None and other.dtype not in ok:
+            raise CuteError(
+                f"{op}: the {what} {info.describe()} holds {info.dtype} bits, which an element-wise copy "
+                f"moves only to and from {', '.join(ok)} tensors, got a {other.describe()}; its elements "
+                f"read and write as float32 one at a time (t[i], t[i] = x), and convert(src, dst, \"bf16\") "
+                f"writes bfloat16 from floats")
+
+
 # ---- MMA ---------------------------------------------------------------------------------
 
 #: Element type of the register fragments of each operand, per MMA intrinsic.
@@ -231,7 +257,7 @@ def _number_kind(dtype):
 #: ``convert(src, dst, to)``: what each ``to`` makes of float values, and the destinations
 #: it writes (dtype names).
 CONVERSIONS = {
-    "bf16": ("bfloat16 bits, rounded to nearest even (NaN stays NaN)", ("uint16", "int16")),
+    "bf16": ("bfloat16 bits, rounded to nearest even (NaN stays NaN)", ("uint16", "int16", "bfloat16")),
     "f16": ("float16, rounded to nearest even (the bits, for a 16-bit integer destination)",
             ("float16", "uint16", "int16")),
     "tf32": ("tf32: float32 with the 13 low mantissa bits zero, rounded to nearest with ties away from "
@@ -255,6 +281,9 @@ def convert_plan(src: TensorInfo, dst: TensorInfo, to: str) -> CopyPlan:
     for what, info in (("source", src), ("destination", dst)):
         if info.space == "coord":
             raise CuteError(f"{op}: the {what} is an identity tensor")
+    if src.dtype in BITS_KINDS:
+        raise CuteError(f"{op}: the source {src.describe()} holds {src.dtype} bits; convert reads float16, "
+                        f"float32 or float64 tensors (a {src.dtype} element reads as float32 one at a time: t[i])")
     if _number_kind(src.dtype) != "float":
         raise CuteError(f"{op}: the source must hold floats, got a {src.describe()}")
     what, dsts = CONVERSIONS[to]

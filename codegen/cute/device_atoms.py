@@ -16,7 +16,7 @@ import layoutalg as la
 from ..intrinsics import ptx as _ptx
 from . import api
 from .atom_plan import TensorInfo, convert_plan, copy_if_plan, copy_plan, mma_plan
-from .device_tensor import dyn_values, element_pointer, swizzled_offset, tensor_proxy, typing_error
+from .device_tensor import bf16_rn, dyn_values, element_pointer, swizzled_offset, tensor_proxy, typing_error
 from .dynamic import has_dynamic_shape
 from .offsets import CuteError, add_offset, dyn_linear, emit_swizzle
 from .types import CoordTensorType, TensorType, TiledCopyType, TiledMMAType
@@ -36,7 +36,7 @@ def tensor_info(ty):
                         f"static number of calls")
     if isinstance(ty, CoordTensorType):
         return TensorInfo("coord", 64, None, ty.layout, "coord")
-    return TensorInfo(ty.space, ty.dtype.bitwidth, ty.swizzle, ty.layout, str(ty.dtype), ty.align)
+    return TensorInfo(ty.space, ty.dtype.bitwidth, ty.swizzle, ty.layout, ty.dtype_name, ty.align)
 
 
 def call_intrinsic(context, builder, name, argtys, args):
@@ -290,13 +290,6 @@ class _Convert(AbstractTemplate):
         return signature(types.none, *args)
 
 
-def _bf16_rn(builder, f32):
-    """The bfloat16 bits (i16) of a float32, rounded to nearest even (``cvt.rn.bf16.f32``, one
-    instruction from sm_80 on; a NaN stays a NaN)."""
-    return builder.asm(ir.FunctionType(ir.IntType(16), [ir.FloatType()]), "cvt.rn.bf16.f32 $0, $1;", "=h,f",
-                       [f32], False)
-
-
 def _lower_convert(context, builder, sig, args):
     sty, dty, toty = sig.args
     to = _literal_str(toty)
@@ -305,7 +298,7 @@ def _lower_convert(context, builder, sig, args):
     for s in plan.steps:
         v = builder.load(src.at(s.src))
         if to == "bf16":
-            out = _bf16_rn(builder, context.cast(builder, v, sty.dtype, types.float32))
+            out = bf16_rn(builder, context.cast(builder, v, sty.dtype, types.float32))
         elif to == "f16":
             out = context.cast(builder, v, sty.dtype, types.float16)
             if dty.dtype != types.float16:

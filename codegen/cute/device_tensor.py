@@ -33,10 +33,12 @@ from .offsets import (
     CuteError, I64, Leaf, add_offset, as_ir, const64, dyn_linear, dyn_shape, emit_swizzle, emit_terms, leaves, slice_spec,
     spec_of_type,
 )
-from .types import ALIGN_ZERO, AssumedIntType, CoordTensorType, DynLayoutType, GmemPtrType, LayoutType, TensorType
+from .types import (
+    ALIGN_ZERO, AssumedIntType, CoordTensorType, DynLayoutType, ElementKindType, GmemPtrType, LayoutType, TensorType,
+)
 
 __all__ = ["typing_error", "tensor_proxy", "make_tensor_value", "element_pointer", "swizzled_offset", "lower_slice",
-           "SHARED_ALIGN"]
+           "load_element", "stored_value", "bf16_rn", "SHARED_ALIGN"]
 
 #: Alignment in bytes of shared tensors from ``make_shared_tensor`` (ldmatrix rows, cp.async
 #: vectors and 128-byte swizzle atoms need at most this).
@@ -162,7 +164,32 @@ def lower_slice(context, builder, in_ty, in_val, out_ty, terms, values, new_dyn=
             # unrolled, rel is a constant and so is its swizzle
             soff = _xor(builder, t.soff, emit_swizzle(builder, in_ty.swizzle, rel))
         return make_tensor_value(context, builder, out_ty, ptr, off, dyn[:len(out_ty.dyn)], soff)
-    return builder.load(_element_at(context, builder, in_ty, t, terms, values, dyn))
+    return load_element(builder, in_ty, _element_at(context, builder, in_ty, t, terms, values, dyn))
+
+
+def load_element(builder, ty, ptr):
+    """The value of the element at ``ptr`` of a tensor of type ``ty`` (its ``value_type``): a
+    bf16 element's float32 value is its bits in the upper half of a float32's."""
+    v = builder.load(ptr)
+    if ty.element == "bf16":
+        i32 = ir.IntType(32)
+        v = builder.bitcast(builder.shl(builder.zext(v, i32), ir.Constant(i32, 16)), ir.FloatType())
+    return v
+
+
+def stored_value(context, builder, ty, value, valty):
+    """``value`` (of numba type ``valty``) as an element of a tensor of type ``ty`` holds it:
+    cast to its ``dtype``, or for a bf16 element cast to float32 and rounded to its bits."""
+    if ty.element == "bf16":
+        return bf16_rn(builder, context.cast(builder, value, valty, types.float32))
+    return context.cast(builder, value, valty, ty.dtype)
+
+
+def bf16_rn(builder, f32):
+    """The bfloat16 bits (i16) of a float32, rounded to nearest even (``cvt.rn.bf16.f32``, one
+    instruction from sm_80 on; a NaN stays a NaN)."""
+    return builder.asm(ir.FunctionType(ir.IntType(16), [ir.FloatType()]), "cvt.rn.bf16.f32 $0, $1;", "=h,f",
+                       [f32], False)
 
 
 @_ireg.lower_cast(TensorType, TensorType)
@@ -199,7 +226,7 @@ def _element_at(context, builder, ty, t, terms, values, dyn):
 def _element_type(ty):
     if isinstance(ty, CoordTensorType):
         return types.UniTuple(types.int64, ty.rank)
-    return ty.dtype
+    return ty.value_type
 
 
 def _sliced_type(ty, sub, terms=(), dyn=None):
@@ -352,11 +379,15 @@ def _layout_of(op, ty):
 
 
 def _dtype_of(op, ty):
+    """``(dtype, element)``: the numba type elements are stored as, and the element kind
+    (None, or "bf16" for ``cute.bfloat16``, stored as uint16)."""
     if isinstance(ty, types.NumberClass):
-        return ty.instance_type
+        return ty.instance_type, None
     if isinstance(ty, types.DType):
-        return ty.dtype
-    raise CuteError(f"{op}: expected an element type (e.g. numpy.float16), got {ty}")
+        return ty.dtype, None
+    if isinstance(ty, ElementKindType):
+        return ty.dtype, ty.element
+    raise CuteError(f"{op}: expected an element type (e.g. numpy.float16 or cute.bfloat16), got {ty}")
 
 
 # ---- make_tensor / make_shared_tensor / make_fragment_like / make_identity_tensor -----------
@@ -368,13 +399,13 @@ class _MakePtr(AbstractTemplate):
     def generic(self, args, kws):
         if len(args) not in (2, 3) or not isinstance(args[1], (types.Integer, AssumedIntType)):
             raise CuteError(f"make_ptr: expected (dtype, address[, align]), got {args}")
-        dt = _dtype_of("make_ptr", args[0])
+        dt, element = _dtype_of("make_ptr", args[0])
         align = _literal_ints("make_ptr", args[2], "align") if len(args) == 3 else 16
         if not isinstance(align, int) or align <= 0 or align & (align - 1):
             raise CuteError(f"make_ptr: align must be a power-of-two constant (bytes), got {align!r}")
         if align * 8 < dt.bitwidth:
             raise CuteError(f"make_ptr: align {align} is less than a {dt} element ({dt.bitwidth // 8} bytes)")
-        return signature(GmemPtrType(dt, align), *args)
+        return signature(GmemPtrType(dt, align, element), *args)
 
 
 @_ireg.lower(api.make_ptr, types.Any, types.Any)
@@ -401,11 +432,14 @@ class _MakeTensor(AbstractTemplate):
         if len(args) != 2 or not isinstance(args[0], (types.Array, GmemPtrType)):
             raise CuteError(f"make_tensor: expected (array or make_ptr pointer, layout), got {args}")
         base = _base_align(args[0])
+        element = getattr(args[0], "element", None)            # a make_ptr of cute.bfloat16
         if isinstance(args[1], DynLayoutType):
             # a layout made in the kernel: run-time extents tile with CuTe's residue (ceil) semantics
-            return signature(TensorType(args[0].dtype, "gmem", None, args[1].layout, base, args[1].dyn), *args)
+            return signature(TensorType(args[0].dtype, "gmem", None, args[1].layout, base, args[1].dyn,
+                                        element=element), *args)
         sw, off, inner = _layout_of("make_tensor", args[1])
-        return signature(TensorType(args[0].dtype, "gmem", sw, inner, _gcd(base, off), bits=off), *args)
+        return signature(TensorType(args[0].dtype, "gmem", sw, inner, _gcd(base, off), bits=off, element=element),
+                         *args)
 
 
 def _data(context, builder, ty, val):
@@ -556,10 +590,10 @@ class _MakeShared(AbstractTemplate):
     def generic(self, args, kws):
         if len(args) != 2:
             raise CuteError(f"make_shared_tensor: expected (dtype, layout), got {args}")
-        dt = _dtype_of("make_shared_tensor", args[0])
+        dt, element = _dtype_of("make_shared_tensor", args[0])
         sw, _, inner = _layout_of("make_shared_tensor", args[1])
         _, off, _ = _layout_of("make_shared_tensor", args[1])
-        return signature(TensorType(dt, "smem", sw, inner, _gcd(ALIGN_ZERO, off), bits=off), *args)
+        return signature(TensorType(dt, "smem", sw, inner, _gcd(ALIGN_ZERO, off), bits=off, element=element), *args)
 
 
 def _gcd(a, b):
@@ -593,14 +627,15 @@ class _DynamicShared(AbstractTemplate):
     def generic(self, args, kws):
         if len(args) != 3:
             raise CuteError(f"dynamic_shared_tensor: expected (dtype, layout, byte_offset), got {args}")
-        dt = _dtype_of("dynamic_shared_tensor", args[0])
+        dt, element = _dtype_of("dynamic_shared_tensor", args[0])
         sw, _, inner = _layout_of("dynamic_shared_tensor", args[1])
         off = _literal_ints("dynamic_shared_tensor", args[2], "the byte offset")
         if not isinstance(off, int) or off < 0 or off % SHARED_ALIGN:
             raise CuteError(f"dynamic_shared_tensor: byte offset {off!r} must be a non-negative "
                             f"multiple of {SHARED_ALIGN}")
         base = _layout_of("dynamic_shared_tensor", args[1])[1]
-        return signature(TensorType(dt, "smem", sw, inner, _gcd(ALIGN_ZERO, base), bits=base), *args)
+        return signature(TensorType(dt, "smem", sw, inner, _gcd(ALIGN_ZERO, base), bits=base, element=element),
+                         *args)
 
 
 @_ireg.lower(api.dynamic_shared_tensor, types.Any, LayoutType, types.Any)
@@ -617,13 +652,13 @@ def _lower_dynamic_shared(context, builder, sig, args):
     return make_tensor_value(context, builder, ty, ptr, off)
 
 
-def fragment_type(op, layout, dtype):
+def fragment_type(op, layout, dtype, element=None):
     """The register tensor type CuTe's ``make_fragment_like`` gives for ``layout``."""
     if has_dynamic_shape(layout):
         raise CuteError(f"{op}: a register fragment needs a static shape; index the modes of run-time "
                         f"extent first (e.g. the k-tile mode of a local_tile)")
     frag = la.make_fragment_like(layout, np.float32).layout
-    return TensorType(dtype, "rmem", None, frag, ALIGN_ZERO)
+    return TensorType(dtype, "rmem", None, frag, ALIGN_ZERO, element=element)
 
 
 def alloc_fragment(context, builder, ty):
@@ -645,14 +680,14 @@ class _MakeFragmentLike(AbstractTemplate):
             raise CuteError(f"make_fragment_like: expected (tensor[, dtype]), got {args}")
         src = args[0]
         if isinstance(src, TensorType):
-            lay, dt = src.layout, src.dtype
+            lay, dt, element = src.layout, src.dtype, src.element
         elif isinstance(src, LayoutType):
-            lay, dt = _layout_of("make_fragment_like", src)[2], types.float32
+            lay, dt, element = _layout_of("make_fragment_like", src)[2], types.float32, None
         else:
             raise CuteError(f"make_fragment_like: expected a tensor or a layout, got {src}")
         if len(args) == 2:
-            dt = _dtype_of("make_fragment_like", args[1])
-        return signature(fragment_type("make_fragment_like", lay, dt), *args)
+            dt, element = _dtype_of("make_fragment_like", args[1])
+        return signature(fragment_type("make_fragment_like", lay, dt, element), *args)
 
 
 @_ireg.lower(api.make_fragment_like, types.Any)
@@ -735,8 +770,8 @@ class _SetItem(AbstractTemplate):
             raise CuteError(f"{op}: coordinate {idx} leaves modes {sub}; assign to one element "
                             f"(or use copy/fill)")
         if not isinstance(val, (types.Number, types.Boolean)):
-            raise CuteError(f"{op}: cannot store a {val} into a {ty.dtype} element")
-        return signature(types.none, ty, idx, ty.dtype)
+            raise CuteError(f"{op}: cannot store a {val} into a {ty.dtype_name} element")
+        return signature(types.none, ty, idx, ty.value_type)
 
 
 @_ireg.lower(operator.setitem, TensorType, types.Any, types.Any)
@@ -745,7 +780,8 @@ def _lower_setitem(context, builder, sig, args):
     _, terms = slice_spec("setitem", ty.layout, spec_of_type(idx))
     t = tensor_proxy(context, builder, ty, args[0])
     dyn = dyn_values(builder, ty, t)
-    builder.store(args[2], _element_at(context, builder, ty, t, terms, leaves(builder, idx, args[1]), dyn))
+    v = stored_value(context, builder, ty, args[2], valty)
+    builder.store(v, _element_at(context, builder, ty, t, terms, leaves(builder, idx, args[1]), dyn))
     return context.get_dummy_value()
 
 
@@ -1035,8 +1071,7 @@ def _lower_clear(context, builder, sig, args):
 @_ireg.lower(api.fill, TensorType, types.Number)
 def _lower_fill(context, builder, sig, args):
     ty = sig.args[0]
-    v = context.cast(builder, args[1], sig.args[1], ty.dtype)
-    _fill(context, builder, ty, args[0], v)
+    _fill(context, builder, ty, args[0], stored_value(context, builder, ty, args[1], sig.args[1]))
     return context.get_dummy_value()
 
 
@@ -1078,7 +1113,7 @@ def _lower_mark_in_bounds(context, builder, sig, args):
         c = dyn_linear(builder, pty.layout(i), dyn)
         ptr = element_pointer(context, builder, pty, t.ptr, *((t.off, c) if isinstance(c, int) else
                                                               (add_offset(builder, t.off, c),)))
-        builder.store(context.cast(builder, ok, types.boolean, pty.dtype), ptr)
+        builder.store(stored_value(context, builder, pty, ok, types.boolean), ptr)
     return context.get_dummy_value()
 
 

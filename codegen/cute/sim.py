@@ -21,6 +21,7 @@ from layoutalg import ComposedLayout, Layout, Swizzle, Tensor
 from layoutalg.tensor import ArrayEngine, CoordEngine, RegisterEngine
 
 from ..intrinsics import sim as _atoms
+from .api import ELEMENT_KINDS, ElementKind
 from .atom_plan import ALIGN_ANY, TensorInfo, convert_plan, copy_if_plan, copy_plan, mma_plan
 from .checks import check_divides, shared_cosize
 from .errors import CuteError
@@ -35,20 +36,41 @@ __all__ = [
 class SimEngine(ArrayEngine):
     """Flat numpy memory, an element offset into it, and its memory space; ``base_align``: the
     alignment (elements) of its start, as the GPU types take it (a ``make_ptr`` of less than
-    16 bytes; arrays count as any alignment)."""
+    16 bytes; arrays count as any alignment); ``element``: None, or "bf16" when the memory
+    holds bfloat16 bits (uint16) whose elements read and write as float32, as on the GPU.
 
-    __slots__ = ("space", "base_align")
+    >>> e = SimEngine(np.array([0x3FC0, 0xC040], np.uint16), element="bf16")
+    >>> float(e.load(0)), float((e + 1).load(0))
+    (1.5, -3.0)
+    >>> e.store(1, 0.1); hex(e.array[1])
+    '0x3dcd'
+    """
 
-    def __init__(self, array, offset=0, space="gmem", residue=False, base_align=ALIGN_ANY):
+    __slots__ = ("space", "base_align", "element")
+
+    def __init__(self, array, offset=0, space="gmem", residue=False, base_align=ALIGN_ANY, element=None):
         super().__init__(array, offset, residue)
         self.space = space
         self.base_align = base_align
+        self.element = element
 
     def __add__(self, k):
-        return SimEngine(self.array, self.offset + k, self.space, self.residue, self.base_align)
+        return SimEngine(self.array, self.offset + k, self.space, self.residue, self.base_align, self.element)
+
+    def load(self, off):
+        v = self.array[self.offset + off]
+        return v if self.element is None else bf16_value(v)
+
+    def store(self, off, value):
+        self.array[self.offset + off] = value if self.element is None else bf16_bits(value)
+
+    @property
+    def dtype_name(self):
+        """The memory's dtype name, or the element kind's ("bfloat16")."""
+        return ELEMENT_KINDS[self.element].numpy if self.element is not None else self.array.dtype.name
 
     def __repr__(self):
-        return f"SimEngine({self.space} {self.array.dtype}[{self.array.size}] + {self.offset})"
+        return f"SimEngine({self.space} {self.dtype_name}[{self.array.size}] + {self.offset})"
 
     @staticmethod
     def fragment_dtype(type_name):
@@ -67,6 +89,9 @@ def _numpy(arr):
 
 
 def _np_dtype(dtype):
+    """The numpy dtype of memory holding ``dtype`` (an :class:`ElementKind`'s storage)."""
+    if isinstance(dtype, ElementKind):
+        return np.dtype(dtype.storage)
     if isinstance(dtype, np.dtype):
         return dtype
     try:
@@ -99,18 +124,24 @@ def assume(x, divby):
     return int(x)
 
 
+def _element(dtype):
+    """The element kind ``dtype`` names: "bf16" for ``cute.bfloat16``, else None."""
+    return dtype.name if isinstance(dtype, ElementKind) else None
+
+
 class SimPtr:
     """``make_ptr``'s twin: the registered host array holding ``address``, as flat
-    ``dtype`` elements from there."""
+    ``dtype`` elements from there (``element``: as :class:`SimEngine`'s)."""
 
-    __slots__ = ("array", "address", "align")
+    __slots__ = ("array", "address", "align", "element")
 
-    def __init__(self, array, address, align):
-        self.array, self.address, self.align = array, address, align
+    def __init__(self, array, address, align, element=None):
+        self.array, self.address, self.align, self.element = array, address, align, element
 
 
 def make_ptr(dtype, address, align=16):
-    """``make_ptr(dtype, address[, align])``: the elements of ``dtype`` at ``address``, which
+    """``make_ptr(dtype, address[, align])``: the elements of ``dtype`` at ``address`` (of
+    ``cute.bfloat16``: uint16 bits, whose tensor elements read and write as float32), which
     must lie in an array registered with ``codegen.intrinsics.sim.register_global`` (the
     simulator cannot read other memory) and be ``align`` bytes aligned (the GPU trusts it)."""
     dt = _np_dtype(dtype)
@@ -129,7 +160,7 @@ def make_ptr(dtype, address, align=16):
                 raise CuteError(f"make_ptr: the array holding {address:#x} is not contiguous in memory")
             start = address - _atoms._byte_bounds(root)[0]
             n = (raw.size - start) // dt.itemsize
-            return SimPtr(raw[start:start + n * dt.itemsize].view(dt), address, align)
+            return SimPtr(raw[start:start + n * dt.itemsize].view(dt), address, align, _element(dtype))
     raise CuteError(f"make_ptr: address {address:#x} is in no array registered with "
                     f"codegen.intrinsics.sim.register_global (the simulator reads only those)")
 
@@ -143,7 +174,8 @@ def make_tensor(array, layout):
     base = ALIGN_ANY
     if isinstance(array, SimPtr) and array.align < 16:          # as the GPU types it (_base_align)
         base = array.align // flat.dtype.itemsize
-    return Tensor(SimEngine(flat, 0, "gmem", isinstance(layout, KernelLayout), base), layout)
+    element = array.element if isinstance(array, SimPtr) else None
+    return Tensor(SimEngine(flat, 0, "gmem", isinstance(layout, KernelLayout), base, element), layout)
 
 
 def make_shared_tensor(dtype, layout):
@@ -161,7 +193,7 @@ def make_shared_tensor(dtype, layout):
     arr = allocs.get(key)
     if arr is None:
         arr = allocs.setdefault(key, np.zeros(shared_cosize(layout), _np_dtype(dtype)))
-    return Tensor(SimEngine(arr, 0, "smem"), layout)
+    return Tensor(SimEngine(arr, 0, "smem", element=_element(dtype)), layout)
 
 
 def dynamic_shared_tensor(dtype, layout, byte_offset):
@@ -179,12 +211,13 @@ def dynamic_shared_tensor(dtype, layout, byte_offset):
         raise CuteError(f"dynamic_shared_tensor: {n} {dt} elements at byte {byte_offset} exceed the "
                         f"launch's {dyn.nbytes} bytes of dynamic shared memory")
     arr = np.frombuffer(dyn.data, dtype=dt, count=n, offset=byte_offset)
-    return Tensor(SimEngine(arr, 0, "smem"), layout)
+    return Tensor(SimEngine(arr, 0, "smem", element=_element(dtype)), layout)
 
 
 def _fragment(layout, dtype):
     frag = la.make_fragment_like(layout, np.float32).layout
-    return Tensor(SimEngine(np.zeros(max(la.cosize(frag), 1), _np_dtype(dtype)), 0, "rmem"), frag)
+    return Tensor(SimEngine(np.zeros(max(la.cosize(frag), 1), _np_dtype(dtype)), 0, "rmem", element=_element(dtype)),
+                  frag)
 
 
 def make_fragment_like(x, dtype=None):
@@ -193,7 +226,9 @@ def make_fragment_like(x, dtype=None):
     if isinstance(lay, ComposedLayout):
         lay = lay.inner
     if dtype is None:
-        dtype = x.dtype if isinstance(x, Tensor) and x.dtype is not None else np.float32
+        element = getattr(x.engine, "element", None) if isinstance(x, Tensor) else None
+        dtype = (ELEMENT_KINDS[element] if element is not None else
+                 x.dtype if isinstance(x, Tensor) and x.dtype is not None else np.float32)
     return _fragment(lay, dtype)
 
 
@@ -278,7 +313,8 @@ class _Mem:
             from math import gcd
 
             align = gcd(align, eng.base_align)
-        self.info = TensorInfo(space, self.array.dtype.itemsize * 8, self.swizzle, lay, self.array.dtype.name, align)
+        name = eng.dtype_name if isinstance(eng, SimEngine) else self.array.dtype.name
+        self.info = TensorInfo(space, self.array.dtype.itemsize * 8, self.swizzle, lay, name, align)
 
     def index(self, off):
         x = self.base + off
@@ -352,6 +388,11 @@ def _run_copy(plan, S, D, on=None):
                 r, sh = divmod(j * bits, 32)
                 v = (int(regs[r]) >> sh) & ((1 << bits) - 1)
                 D.array[D.index(d)] = _value_of(v, D.array.dtype)
+
+
+def bf16_value(bits):
+    """The float32 value of the bfloat16 ``bits``: them in a float32's upper half."""
+    return np.uint32(int(bits) << 16).view(np.float32)
 
 
 def bf16_bits(x) -> int:

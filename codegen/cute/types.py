@@ -17,6 +17,9 @@ when the kernel is compiled.  Only run-time values are data:
 * :class:`AssumedIntType` -- an int64 the kernel promised is a multiple of ``divby``.
 * :class:`GmemPtrType` -- ``make_ptr``: a global address as a typed pointer, promised to be
   aligned to ``align`` bytes.
+* :class:`ElementKindType` -- ``cute.bfloat16`` given for a dtype: tensors of it hold the
+  bits in ``dtype`` (uint16) and carry ``element`` ("bf16"), so that their scalar reads and
+  writes convert from and to float32.
 * :class:`ThrCopyType`, :class:`ThrMMAType` -- ``{thr}``: the thread index of a slice.
 * :class:`LayoutType`, :class:`TiledCopyType`, :class:`TiledMMAType` -- no data at all:
   the host object itself is the type's parameter.
@@ -25,6 +28,8 @@ when the kernel is compiled.  Only run-time values are data:
 >>> t = TensorType(types.float32, "smem", None, Layout((4, 8)))
 >>> t.name
 'Tensor[float32,smem,(4,8):(1,4)]'
+>>> TensorType(types.uint16, "gmem", None, Layout(8), element="bf16").describe()
+'gmem bfloat16 tensor 8:1'
 """
 
 from __future__ import annotations
@@ -35,13 +40,14 @@ from numba.cuda.extending import register_model, typeof_impl
 
 from layoutalg import ComposedLayout, Layout, Swizzle, TiledCopy, TiledMMA
 
+from .api import ELEMENT_KINDS, ElementKind
 from .atom_plan import ALIGN_ANY
 from .dynamic import describe as _describe_layout
 
 __all__ = [
     "LayoutType", "TensorType", "CoordTensorType", "TiledCopyType", "TiledMMAType",
     "ThrCopyType", "ThrMMAType", "MEMORY_SPACES", "ALIGN_ZERO", "DynLayoutType", "AssumedIntType",
-    "GmemPtrType",
+    "GmemPtrType", "ElementKindType",
 ]
 
 #: Where a tensor's elements live: "gmem" (an array argument, or any array passed to
@@ -79,9 +85,13 @@ class TensorType(types.Type):
     partition, a stage index).  A constant offset with none of these bits then adds
     without carries, and the swizzle, linear over XOR, splits: ``sw(off + c) == sw(off) ^
     sw(c)``, so an access costs an XOR or an add, not a swizzle (:func:`swizzled_offset`).
+
+    ``element``: None, or the name of an :class:`~codegen.cute.api.ElementKind` ("bf16")
+    whose bits ``dtype`` holds: an element reads as its float32 value and a float32 written
+    is rounded to it; copies move the bits.
     """
 
-    def __init__(self, dtype, space, swizzle, layout, align=1, dyn=(), bits=None):
+    def __init__(self, dtype, space, swizzle, layout, align=1, dyn=(), bits=None, element=None):
         if space not in MEMORY_SPACES:
             raise ValueError(f"TensorType: memory space {space!r} not in {MEMORY_SPACES}")
         if not isinstance(layout, Layout):
@@ -93,18 +103,29 @@ class TensorType(types.Type):
         self.align = int(align)
         self.dyn = tuple(dyn)
         self.bits = int(bits) if bits is not None and self.swizzle is not None else None
+        self.element = _element_name(element)
         sw = f"{self.swizzle} o " if self.swizzle is not None else ""
         al = f",align={self.align}" if self.align != 1 else ""
         dy = f",dyn={_slots_name(self.dyn)}" if self.dyn else ""
         bi = f",bits={self.bits:#x}" if self.bits is not None else ""
-        super().__init__(name=f"Tensor[{dtype},{space},{sw}{layout}{al}{dy}{bi}]")
+        super().__init__(name=f"Tensor[{_dtype_name(dtype, self.element)},{space},{sw}{layout}{al}{dy}{bi}]")
 
     @property
     def key(self):
-        return (self.dtype, self.space, self.swizzle, self.layout, self.align, self.dyn, self.bits)
+        return (self.dtype, self.space, self.swizzle, self.layout, self.align, self.dyn, self.bits, self.element)
 
     def _base(self):
-        return (self.dtype, self.space, self.swizzle, self.layout, self.dyn)
+        return (self.dtype, self.space, self.swizzle, self.layout, self.dyn, self.element)
+
+    @property
+    def value_type(self):
+        """The numba type of an element's value: ``dtype``, or float32 for an ``element`` kind."""
+        return self.dtype if self.element is None else types.float32
+
+    @property
+    def dtype_name(self):
+        """``dtype``'s name, or the element kind's numpy name ("bfloat16")."""
+        return ELEMENT_KINDS[self.element].numpy if self.element is not None else str(self.dtype)
 
     def unify(self, typingctx, other):
         """Two values of one tensor that differ only in what is known of the run-time offset
@@ -114,7 +135,7 @@ class TensorType(types.Type):
 
             bits = None if self.bits is None or other.bits is None else self.bits | other.bits
             return TensorType(self.dtype, self.space, self.swizzle, self.layout, gcd(self.align, other.align),
-                              self.dyn, bits)
+                              self.dyn, bits, self.element)
         return None
 
     def can_convert_to(self, typingctx, other):
@@ -130,12 +151,22 @@ class TensorType(types.Type):
         given (an operation that adds to the run-time offset passes the new ones)."""
         return TensorType(self.dtype, self.space, self.swizzle, layout,
                           self.align if align is None else align, self.dyn if dyn is None else dyn,
-                          self.bits if bits is KEEP else bits)
+                          self.bits if bits is KEEP else bits, self.element)
 
     def describe(self):
         """The tensor as a user wrote it: ``smem float16 Sw<3,3,3> o (128,32):(32,1)``."""
         sw = f"{self.swizzle} o " if self.swizzle is not None else ""
-        return f"{self.space} {self.dtype} tensor {sw}{_describe_layout(self.layout, self.dyn)}"
+        return f"{self.space} {self.dtype_name} tensor {sw}{_describe_layout(self.layout, self.dyn)}"
+
+
+def _element_name(element):
+    if element is not None and element not in ELEMENT_KINDS:
+        raise ValueError(f"element kind {element!r} is not one of {', '.join(ELEMENT_KINDS)}")
+    return element
+
+
+def _dtype_name(dtype, element):
+    return f"{ELEMENT_KINDS[element].numpy}({dtype})" if element is not None else str(dtype)
 
 
 def _slots_name(dyn):
@@ -187,16 +218,32 @@ class AssumedIntType(types.Type):
 
 class GmemPtrType(types.CPointer):
     """``make_ptr(dtype, address, align)``: a pointer to ``dtype`` elements in global memory,
-    ``align`` bytes aligned (a promise, as CuTe DSL's ``assumed_align``)."""
+    ``align`` bytes aligned (a promise, as CuTe DSL's ``assumed_align``); ``element``: as
+    :class:`TensorType`'s, which ``make_tensor`` passes on."""
 
-    def __init__(self, dtype, align=16):
+    def __init__(self, dtype, align=16, element=None):
         self.align = int(align)
+        self.element = _element_name(element)
         super().__init__(dtype)
-        self.name = f"GmemPtr[{dtype},align={self.align}]"
+        self.name = f"GmemPtr[{_dtype_name(dtype, self.element)},align={self.align}]"
 
     @property
     def key(self):
-        return (self.dtype, self.align)
+        return (self.dtype, self.align, self.element)
+
+
+class ElementKindType(types.Dummy):
+    """An :class:`~codegen.cute.api.ElementKind` (``cute.bfloat16``) as a kernel's constant:
+    ``dtype``, its storage type, and ``element``, its name."""
+
+    def __init__(self, kind):
+        self.element = kind.name
+        self.dtype = getattr(types, kind.storage)
+        super().__init__(name=f"ElementKind[{kind.name}]")
+
+    @property
+    def key(self):
+        return self.element
 
 
 class TiledCopyType(types.Dummy):
@@ -272,7 +319,7 @@ class _ThrModel(models.StructModel):
         super().__init__(dmm, fe_type, [("thr", types.int64)])
 
 
-for _t in (LayoutType, TiledCopyType, TiledMMAType):
+for _t in (LayoutType, TiledCopyType, TiledMMAType, ElementKindType):
     register_model(_t)(models.OpaqueModel)
 
 
@@ -282,6 +329,11 @@ for _t in (LayoutType, TiledCopyType, TiledMMAType):
 @typeof_impl.register(ComposedLayout)
 def _typeof_layout(val, c):
     return LayoutType(val)
+
+
+@typeof_impl.register(ElementKind)
+def _typeof_element_kind(val, c):
+    return ElementKindType(val)
 
 
 @typeof_impl.register(TiledCopy)

@@ -241,6 +241,11 @@ def epilogue_tensors(p):
 '''
 
 
+#: The dtype a user epilogue's tensor of an element type is made of, where not its numpy
+#: storage type: bf16 is ``cute.bfloat16``, uint16 bits whose elements read as float32.
+_TENSOR_ELEMENTS = {"bf16": "cute.bfloat16"}
+
+
 def _user_epilogue(plan, user):
     """The user's function, the :class:`~codegen.cute.ElementwiseEpilogue` that applies it
     and the tensors it reads (from the kernel's arguments ``t<i>``...)."""
@@ -251,9 +256,10 @@ def _user_epilogue(plan, user):
     tensors = []
     for i, (dtype, rank) in enumerate(user.tensors):
         et = element_type(dtype)
+        elem = _TENSOR_ELEMENTS.get(et.name, f"np.{et.storage}")
         dims = _tuple_text(f"p.t{i}_d{j}" for j in range(rank))
         strides = _tuple_text(f"p.t{i}_s{j}" for j in range(rank))
-        tensors.append(f"    t{i} = cute.make_tensor(cute.make_ptr(np.{et.storage}, p.t{i}, {et.bits // 8}), "
+        tensors.append(f"    t{i} = cute.make_tensor(cute.make_ptr({elem}, p.t{i}, {et.bits // 8}), "
                        f"cute.make_layout({dims}, {strides}))  # {dtype}, {rank}-D")
     ew = make_elementwise_epilogue(plan.config.bn)
     return _USER.format(signature=user.signature_text(), token=user.token, user="\n".join(_define("USER", ew, {})),
