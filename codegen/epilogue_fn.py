@@ -141,11 +141,13 @@ def _constants(fn, op):
             continue
         if isinstance(v, _NUMBERS) or isinstance(v, tuple) and all(isinstance(e, _NUMBERS) for e in v):
             consts.append((name, type(v).__name__, repr(v)))
+        elif isinstance(v, types.ModuleType):   # (modules first: a call of the cached path checks each name)
+            continue
         elif isinstance(v, np.ndarray) or hasattr(v, "__cuda_array_interface__") or hasattr(v, "data_ptr"):
             raise GemmError(f"{op}: epilogue {fn.__qualname__} reads the array {name!r} from its {where}; the "
                             f"kernel would compile in a copy of it: pass it in epilogue_args and take it as an "
                             f"argument")
-        elif not isinstance(v, types.ModuleType):
+        else:
             refs.append((name, id(v)))
     return tuple(consts), tuple(refs)
 

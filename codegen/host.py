@@ -25,7 +25,6 @@ from .batch import Batch, batch_operands, fold_batch
 from .config import ACTIVATIONS, BIAS_DTYPES, DTYPES, FP8, KMAJOR_ONLY, OUT_DTYPES, GemmConfig
 from .epilogue_fn import TENSOR_DTYPES, check_epilogue
 from .epilogue_fn import fast_key as epilogue_fast_key
-from .epilogue_fn import torch_tensors as epilogue_torch_tensors
 from .errors import GemmError
 from .kernel import KernelKey, get_kernel, simulating
 from .emit import residue_for, scheduler
@@ -1345,7 +1344,7 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             if stream is not None and any(scales):                  # read by the kernel on that stream:
                 _keep_for(st, hit.device, scale_a, scale_b, given)  # not freed before it runs
             if epilogue is not None:
-                hit.launcher.set_tensors(epilogue_torch_tensors(epilogue_args))
+                hit.launcher.set_torch_tensors(epilogue_args)
             hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), st, GraphCapture.of(A, st),
                          0 if bias is None else bias.data_ptr(), scales)
             return C

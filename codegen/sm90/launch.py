@@ -127,6 +127,7 @@ class WgmmaLauncher:
         self._hot = self.slots.values_of("tmap_a", "tmap_b", "tmap_c", "C", "alpha", "beta", "ws", "bias",
                                          "scale_a", "scale_b", "alpha_at", "offs")
         self._last = None           # the values of _hot of the last launch
+        self._torch_tensors = None  # (address, shape, strides) of a user epilogue's torch tensors, as set
         self._maps = {}
         self._keep = []
 
@@ -208,6 +209,17 @@ class WgmmaLauncher:
         :class:`~codegen.epilogue_fn.EpilogueTensor`)."""
         for i, t in enumerate(tensors):
             self.slots.set(**t.slot_values(i))
+        self._torch_tensors = None
+
+    def set_torch_tensors(self, args):
+        """:meth:`set_tensors` of torch tensors (checked before), where they are not the
+        tensors (addresses, shapes, strides) of the last call."""
+        key = tuple((t.data_ptr(), t.shape, t.stride()) for t in args)
+        if key != self._torch_tensors:
+            from ..epilogue_fn import torch_tensors
+
+            self.set_tensors(torch_tensors(args))
+            self._torch_tensors = key
 
     #: The kernel multiplies ``alpha`` by the float32 scalars at the addresses ``scales``.
     device_scales = True
