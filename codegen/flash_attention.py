@@ -17,8 +17,10 @@ inside ``seq_q``. What each thread holds -- its two rows, the lanes that share a
 identity between ``S``'s accumulators and ``P``'s A-operand registers -- is derived from the
 tiled MMAs' layouts and checked for every thread when a kernel is built.
 
-One key tile in flight and the ``mma.sync`` atom: the wgmma/TMA kernel with a producer warp
-(the speed targets of the attention issue) is still to come.
+The loads overlap the MMAs as in FlashAttention 2: a tile's values ``V`` are copied while its
+scores ``S`` and their softmax are computed, and the next tile's keys while ``O += P V`` runs
+(one buffer each for K and V). The ``mma.sync`` atom and cp.async: the wgmma/TMA kernel with a
+producer warp (the speed targets of the attention issue) is still to come.
 """
 
 from __future__ import annotations
@@ -263,26 +265,32 @@ class FlashAttention2:
 
     @device
     def load_q(self, tid, gQ, cQ, sQ, Sq):
-        """The CTA's queries into shared memory (cp.async, zeros past ``Sq``); waits for them."""
+        """Issue the copy of the CTA's queries into shared memory (cp.async, zeros past ``Sq``)."""
         gr = self.g2s_r.get_slice(tid)
         pQ = cute.make_fragment_like(self.pred_q, np.int8)
         rows_below(gr.partition_S(cQ), pQ, Sq)
         cute.copy_if(self.g2s_r, pQ, gr.partition_S(gQ), gr.partition_D(sQ))
         cute.cp_async_fence()
-        cute.cp_async_wait(0)
-        cuda.syncthreads()
 
     @device
-    def load_kv(self, tKgK, tKsK, tKcK, tVgV, tVsV, tVcV, pK, pV, kt, Sk):
-        """Key tile ``kt`` and its values into shared memory, zeros past ``Sk``, once every
-        thread is done with the last tile; waits for them. ``tK*``/``tV*``: the copies'
-        ``(CPY,CPY_M,CPY_K,kt)`` partitions of K and V^T (g: global, s: shared, c: identity)."""
-        cuda.syncthreads()
+    def load_k(self, tKgK, tKsK, tKcK, pK, kt, Sk):
+        """Issue the copy of key tile ``kt`` into shared memory, zeros past ``Sk``. ``tK*``: the
+        copy's ``(CPY,CPY_M,CPY_K,kt)`` partitions of K (g: global, s: shared, c: identity)."""
         rows_below(tKcK[None, None, None, kt], pK, Sk)
-        columns_below(tVcV[None, None, None, kt], pV, Sk)
         cute.copy_if(self.g2s_r, pK, tKgK[None, None, None, kt], tKsK)
+        cute.cp_async_fence()
+
+    @device
+    def load_v(self, tVgV, tVsV, tVcV, pV, kt, Sk):
+        """Issue the copy of key tile ``kt``'s values (V^T's columns) into shared memory, zeros
+        past ``Sk``."""
+        columns_below(tVcV[None, None, None, kt], pV, Sk)
         cute.copy_if(self.g2s_v, pV, tVgV[None, None, None, kt], tVsV)
         cute.cp_async_fence()
+
+    @device
+    def wait_loads(self):
+        """Every copy issued has landed and every thread is past its reads of shared memory."""
         cute.cp_async_wait(0)
         cuda.syncthreads()
 
@@ -467,19 +475,25 @@ def _build(dtype, D, causal):
         cute.clear(tOrO)
         st = RowStats(NEG, NEG, float32(0.0), float32(0.0))
 
-        FA.load_q(tid, gQ, cQ, sQ, Sq)
-        sq = FA.s2r_q.get_slice(tid)
-        cute.copy(FA.s2r_q, sq.partition_S(sQ), sq.retile_D(tSrQ))       # Q's fragments, once
         first = qt * BM                                                    # the tile's first query
         n_kt = (Sk + BN - 1) // BN
         if causal:
             n_kt = min(n_kt, (first + BM + BN - 1) // BN)
-        for kt in range(n_kt):
-            FA.load_kv(tKgK, tKsK, tKcK, tVgV, tVsV, tVcV, pK, pV, kt, Sk)
+        FA.load_q(tid, gQ, cQ, sQ, Sq)
+        FA.load_k(tKgK, tKsK, tKcK, pK, 0, Sk)
+        FA.wait_loads()
+        sq = FA.s2r_q.get_slice(tid)
+        cute.copy(FA.s2r_q, sq.partition_S(sQ), sq.retile_D(tSrQ))       # Q's fragments, once
+        for kt in range(n_kt):                 # K(kt) is in shared memory; V(kt) and K(kt+1) overlap MMAs
+            FA.load_v(tVgV, tVsV, tVcV, pV, kt, Sk)                       # V(kt) lands during S and softmax
             FA.scores(tid, sK, tSrS, tSrQ, tSrK)                           # S = Q K^T
             st = FA.online_softmax(tSrS, tScS, tOrO, st, kt, Sk, first, qk)
+            FA.wait_loads()                                                # V(kt) in; K(kt) read by all
+            if kt + 1 < n_kt:
+                FA.load_k(tKgK, tKsK, tKcK, pK, kt + 1, Sk)                # K(kt+1) lands during O += P V
             cute.convert(tSrS, tOrP, CVT)                                  # P: S's registers, as the A operand
             FA.accumulate(tid, sV, tOrO, tOrP, tOrV)                      # O += P V
+            FA.wait_loads()                                                # K(kt+1) in; V(kt) read by all
         st = FA.normalize(tOrO, st)
         tOrO16 = cute.make_fragment_like(tOrO, ELEM)
         cute.convert(tOrO, tOrO16, CVT)
