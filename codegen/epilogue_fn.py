@@ -38,7 +38,8 @@ import numpy as np
 from .errors import GemmError
 from .sm90.args import EPILOGUE_TENSORS
 
-__all__ = ["EpilogueFunction", "EpilogueTensor", "TENSOR_DTYPES", "check_epilogue", "epilogue_function"]
+__all__ = ["EpilogueFunction", "EpilogueTensor", "TENSOR_DTYPES", "UserTensors", "check_epilogue",
+           "epilogue_function", "epilogue_source"]
 
 #: Element types of the tensors an epilogue may read (a bf16 element reads as float32,
 #: ``codegen.cute.bfloat16``).
@@ -208,3 +209,75 @@ def torch_tensors(args):
         shape, strides = tuple(t.shape), t.stride()
         out.append(EpilogueTensor(t.data_ptr(), shape + (1,) * (2 - len(shape)), strides + (0,) * (2 - len(strides))))
     return tuple(out)
+
+
+class UserTensors:
+    """What a launcher of a kernel with a user epilogue does with the epilogue's tensors: it
+    writes them into its argument slots ``self.slots`` (``t<i>``, ``t<i>_d0``, ...)."""
+
+    _torch_tensors = None       # (address, shape, strides) of the torch tensors as set
+
+    def set_tensors(self, tensors):
+        """The tensors a user epilogue reads in the next launches (each an
+        :class:`EpilogueTensor`)."""
+        for i, t in enumerate(tensors):
+            self.slots.set(**t.slot_values(i))
+        self._torch_tensors = None
+
+    def set_torch_tensors(self, args):
+        """:meth:`set_tensors` of torch tensors (checked before), where they are not the
+        tensors (addresses, shapes, strides) of the last call."""
+        key = tuple((t.data_ptr(), t.shape, t.stride()) for t in args)
+        if key != self._torch_tensors:
+            self.set_tensors(torch_tensors(args))
+            self._torch_tensors = key
+
+
+_SOURCE = '''
+
+# the user's element-wise epilogue, inlined where C is stored: {signature}
+from codegen.epilogue_fn import epilogue_function  # noqa: E402
+
+user_function = cuda.jit(device=True, inline="always")(epilogue_function({token!r}))
+
+
+@cuda.jit(device=True, inline="always")
+def user_epilogue(acc, m, n, t):
+    """The value stored at C[m, n]: the user's function of alpha * acc there and the tensors t."""
+    return user_function(acc, m, n{args})
+
+
+@cuda.jit(device=True, inline="always")
+def epilogue_tensors(p):
+    """The arrays of epilogue_args as tensors over their memory: extents t<i>_d*, element strides t<i>_s*."""
+{tensors}
+    return {names}
+'''
+
+#: The dtype a user epilogue's tensor of an element type is made of, where not its numpy
+#: storage type: bf16 is ``cute.bfloat16``, uint16 bits whose elements read as float32.
+_TENSOR_ELEMENTS = {"bf16": "cute.bfloat16"}
+
+
+def epilogue_source(user):
+    """The generated kernel module's part for the user epilogue ``user`` (an
+    :class:`EpilogueFunction`): ``user_function`` (the registered function, inlined),
+    ``user_epilogue(acc, m, n, t)`` and ``epilogue_tensors(p)``, the tensors over the kernel's
+    arguments ``t<i>``... (the module imports ``numpy as np``, ``cuda`` and ``cute``)."""
+    from layoutalg.element_types import element_type
+
+    def tuple_text(items):
+        items = list(items)
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+    tensors = []
+    for i, (dtype, rank) in enumerate(user.tensors):
+        et = element_type(dtype)
+        elem = _TENSOR_ELEMENTS.get(et.name, f"np.{et.storage}")
+        dims = tuple_text(f"p.t{i}_d{j}" for j in range(rank))
+        strides = tuple_text(f"p.t{i}_s{j}" for j in range(rank))
+        tensors.append(f"    t{i} = cute.make_tensor(cute.make_ptr({elem}, p.t{i}, {et.bits // 8}), "
+                       f"cute.make_layout({dims}, {strides}))  # {dtype}, {rank}-D")
+    return _SOURCE.format(signature=user.signature_text(), token=user.token,
+                          args="".join(f", t[{i}]" for i in range(len(tensors))),
+                          tensors="\n".join(tensors), names=tuple_text(f"t{i}" for i in range(len(tensors))))

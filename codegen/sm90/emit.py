@@ -217,60 +217,15 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
     return "\n\n\n".join(c.strip("\n") for c in lines) + "\n"
 
 
-_USER = '''
-
-# the user's element-wise epilogue, inlined into the consumers: {signature}
-user_function = cuda.jit(device=True, inline="always")(epilogue_function({token!r}))
-
-
-@cuda.jit(device=True, inline="always")
-def user_epilogue(acc, m, n, t):
-    """The value stored at C[m, n]: the user's function of alpha * acc there and the tensors t."""
-    return user_function(acc, m, n{args})
-
-
-# CLayout_64xN's (T128) -> m, n and (P) -> m, n: the position in C of each accumulator pair
-{user}
-
-
-@cuda.jit(device=True, inline="always")
-def epilogue_tensors(p):
-    """The arrays of epilogue_args as tensors over their memory: extents t<i>_d*, element strides t<i>_s*."""
-{tensors}
-    return {names}
-'''
-
-
-#: The dtype a user epilogue's tensor of an element type is made of, where not its numpy
-#: storage type: bf16 is ``cute.bfloat16``, uint16 bits whose elements read as float32.
-_TENSOR_ELEMENTS = {"bf16": "cute.bfloat16"}
-
-
 def _user_epilogue(plan, user):
-    """The user's function, the :class:`~codegen.cute.ElementwiseEpilogue` that applies it
-    and the tensors it reads (from the kernel's arguments ``t<i>``...)."""
-    from layoutalg.element_types import element_type
-
+    """The user's function and the tensors it reads (:func:`codegen.epilogue_fn.epilogue_source`),
+    and the :class:`~codegen.cute.ElementwiseEpilogue` that applies it to the accumulators."""
     from ..cute import make_elementwise_epilogue
+    from ..epilogue_fn import epilogue_source
 
-    tensors = []
-    for i, (dtype, rank) in enumerate(user.tensors):
-        et = element_type(dtype)
-        elem = _TENSOR_ELEMENTS.get(et.name, f"np.{et.storage}")
-        dims = _tuple_text(f"p.t{i}_d{j}" for j in range(rank))
-        strides = _tuple_text(f"p.t{i}_s{j}" for j in range(rank))
-        tensors.append(f"    t{i} = cute.make_tensor(cute.make_ptr({elem}, p.t{i}, {et.bits // 8}), "
-                       f"cute.make_layout({dims}, {strides}))  # {dtype}, {rank}-D")
     ew = make_elementwise_epilogue(plan.config.bn)
-    return _USER.format(signature=user.signature_text(), token=user.token, user="\n".join(_define("USER", ew, {})),
-                        args="".join(f", t[{i}]" for i in range(len(tensors))),
-                        tensors="\n".join(tensors), names=_tuple_text(f"t{i}" for i in range(len(tensors))))
-
-
-def _tuple_text(items):
-    """``(a, b)``, ``(a,)`` or ``()``."""
-    items = list(items)
-    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    return (epilogue_source(user) + "\n\n# CLayout_64xN's (T128) -> m, n and (P) -> m, n: the position in C of each "
+            "accumulator pair\n" + "\n".join(_define("USER", ew, {})))
 
 
 def _consumer_doc(plan, epilogue):
@@ -300,8 +255,8 @@ def _header(plan, epilogue, user=None):
         "    TmaStoreEpilogue, epilogue_alpha, group_alpha,",
         "    WgmmaMainloop, WgmmaMMA, setmaxnreg_dec, setmaxnreg_inc,",
         ")",
-        *(["import numpy as np", "from codegen import cute", "from codegen.cute import ElementwiseEpilogue",
-           "from codegen.epilogue_fn import epilogue_function"] if user is not None else []),
+        *(["import numpy as np", "from codegen import cute", "from codegen.cute import ElementwiseEpilogue"]
+          if user is not None else []),
         f"from codegen.sm90.args import {gemm_args(user is not None).name}",
         "from layoutalg import ComposedLayout, Layout, Swizzle  # noqa: F401",
         "",

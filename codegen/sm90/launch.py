@@ -12,6 +12,7 @@ every launch leaves at zero, and the partial sums.
 from __future__ import annotations
 
 from .. import driver
+from ..epilogue_fn import UserTensors
 from .args import gemm_args
 
 __all__ = ["tma_ok", "c_tma_ok", "paired_c", "WgmmaLauncher"]
@@ -53,7 +54,7 @@ def paired_c(c, c_strides, M, batch, out_bits):
     return c % (2 * out_bits // 8) == 0
 
 
-class WgmmaLauncher:
+class WgmmaLauncher(UserTensors):
     """The Hopper kernel with its arguments in place; called as ``(a, b, c, alpha, beta, stream)``.
     ``batch``: a :class:`~codegen.batch.Batch` of GEMMs of this shape (None: one); for a
     grouped kernel (``config.grouped``), the groups: ``count`` of them, B's stride from one
@@ -127,7 +128,6 @@ class WgmmaLauncher:
         self._hot = self.slots.values_of("tmap_a", "tmap_b", "tmap_c", "C", "alpha", "beta", "ws", "bias",
                                          "scale_a", "scale_b", "alpha_at", "offs")
         self._last = None           # the values of _hot of the last launch
-        self._torch_tensors = None  # (address, shape, strides) of a user epilogue's torch tensors, as set
         self._maps = {}
         self._keep = []
 
@@ -203,23 +203,6 @@ class WgmmaLauncher:
                 hit = driver.mem_alloc(self.ws_bytes, owner=self)
             self._ws[stream] = hit
         return hit
-
-    def set_tensors(self, tensors):
-        """The tensors a user epilogue reads in the next launches (each an
-        :class:`~codegen.epilogue_fn.EpilogueTensor`)."""
-        for i, t in enumerate(tensors):
-            self.slots.set(**t.slot_values(i))
-        self._torch_tensors = None
-
-    def set_torch_tensors(self, args):
-        """:meth:`set_tensors` of torch tensors (checked before), where they are not the
-        tensors (addresses, shapes, strides) of the last call."""
-        key = tuple((t.data_ptr(), t.shape, t.stride()) for t in args)
-        if key != self._torch_tensors:
-            from ..epilogue_fn import torch_tensors
-
-            self.set_tensors(torch_tensors(args))
-            self._torch_tensors = key
 
     #: The kernel multiplies ``alpha`` by the float32 scalars at the addresses ``scales``.
     device_scales = True
