@@ -25,12 +25,21 @@ __all__ = ["mma_sync_args"]
 
 
 @lru_cache(maxsize=None)
-def mma_sync_args(dtype):
-    """The arguments of the ``mma.sync`` kernel of element type ``dtype``."""
+def mma_sync_args(dtype, user=False):
+    """The arguments of the ``mma.sync`` kernel of element type ``dtype``; ``user``: of a
+    kernel with a user epilogue, which also takes its tensors (``t<i>``: address; ``t<i>_d0``,
+    ``t<i>_d1``: extents; ``t<i>_s0``, ``t<i>_s1``: element strides), as the Hopper kernel's
+    :data:`~codegen.sm90.args.GEMM_USER_ARGS` do."""
     from .cute.scheduler import TileScheduler
+    from .sm90.args import EPILOGUE_TENSORS
+
     scalar = "f64" if dtype == "f64" else "f32"
-    return KernelParams("GemmSyncArgs", (
+    fields = (
         ("A", "i64"), ("B", "i64"), ("C", "i64"), ("M", "i32"), ("N", "i32"), ("K", "i32"),
         ("sam", "i64"), ("sak", "i64"), ("sbn", "i64"), ("sbk", "i64"), ("scm", "i64"), ("scn", "i64"),
         ("sal", "i64"), ("sbl", "i64"), ("scl", "i64"), ("alpha", scalar), ("beta", scalar),
-    ) + TileScheduler.ARGS)
+    ) + TileScheduler.ARGS
+    if user:
+        fields += tuple((f"t{i}{part}", "i64") for i in range(EPILOGUE_TENSORS)
+                        for part in ("", "_d0", "_d1", "_s0", "_s1"))
+    return KernelParams("GemmSyncUserArgs" if user else "GemmSyncArgs", fields)

@@ -129,8 +129,10 @@ def residue_for(config, M, N):
     return "shift" if M >= config.bm and N >= config.bn else "predicate"
 
 
-def emit_source(plan: GemmPlan, residue="shift"):
-    """Source text of the kernel module for ``plan`` and ``residue`` (:data:`RESIDUES`)."""
+def emit_source(plan: GemmPlan, residue="shift", user=None):
+    """Source text of the kernel module for ``plan`` and ``residue`` (:data:`RESIDUES`);
+    ``user``: a user's element-wise epilogue (:class:`~codegen.epilogue_fn.EpilogueFunction`),
+    applied in the element-wise epilogue to each accumulator inside C."""
     if residue not in RESIDUES:
         raise ValueError(f"emit: residue {residue!r} is not one of {', '.join(RESIDUES)}")
     if plan.pipeline.kblocks < 2:
@@ -141,7 +143,8 @@ def emit_source(plan: GemmPlan, residue="shift"):
     acc = "float64" if et == "f64" else "float32"
     sa, sb = _stages(p, p.a), _stages(p, p.b)
     tm, tn, tk = mma.tile_size_mnk
-    pair = p.epilogue.pairs and out in ("f16", "bf16", "f32")
+    pair = p.epilogue.pairs and out in ("f16", "bf16", "f32") and user is None
+    args = mma_sync_args(cfg.dtype, user is not None)
     obits = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}[out]
     subs = dict(
         dtype=cfg.dtype, out=out, acc=acc, elem=_STORAGE[et], ostore=_STORAGE[out], ebytes=p.pipeline.elem_bytes,
@@ -157,14 +160,19 @@ def emit_source(plan: GemmPlan, residue="shift"):
         kdiv=_k_divisor(p), mdiv=_row_divisor(p.a), ndiv=_row_divisor(p.b), a_major=p.a.major, b_major=p.b.major,
         align_a=_align(p.a, p), align_b=_align(p.b, p),
         clear_a=_clear(p.a, "A"), clear_b=_clear(p.b, "B"), pred_fn_a=_predicates(p.a), pred_fn_b=_predicates(p.b),
-        args=mma_sync_args(cfg.dtype).def_line(KERNEL_NAME), pack=mma_sync_args(cfg.dtype).pack_line(),
-        args_name=mma_sync_args(cfg.dtype).name, oalign2=obits // 4, oalign2m1=obits // 4 - 1,
-        residue=residue,
+        args=args.def_line(KERNEL_NAME), pack=args.pack_line(), args_name=args.name, user_flag=user is not None,
+        oalign2=obits // 4, oalign2m1=obits // 4 - 1, residue=residue,
+        user_param=", t" if user is not None else "", user_arg=", epilogue_tensors(p)" if user is not None else "",
+        user_apply=_USER_APPLY.format(acc=acc) if user is not None else "",
     )
     for k, v in _RESIDUE_PARTS[residue].items():
         subs[k] = v.format(**subs)
     subs["to_out"] = _STORE_C[out].format(**subs)
     text = _HEADER.format(**subs)
+    if user is not None:
+        from .epilogue_fn import epilogue_source
+
+        text += epilogue_source(user)
     if pair:
         text += _R2G.format(**subs, r2g_atom=f"UniversalCopy_{2 * obits}")
     for fn in sorted({_predicates(p.a), _predicates(p.b)}):
@@ -220,7 +228,7 @@ S2R_B = {s2r_b}  # B's fragments
 PRED_A = Layout({pred_a})  # one predicate a copy call of A's tile
 PRED_B = Layout({pred_b})  # of B's
 SCHEDULER = {scheduler}  # one tile a CTA, grouped raster
-{args_name} = mma_sync_args({dtype!r}).tuple_class()
+{args_name} = mma_sync_args({dtype!r}, {user_flag}).tuple_class()
 '''
 
 _R2G = '''R2G_C = make_tiled_copy_impl(CopyAtom({r2g_atom!r}, {out!r}), MMA.get_layoutC_TV(), ({tm}, {tn}))  # pairs of C
@@ -365,16 +373,16 @@ _EPILOGUE_PAIRS = '''    if interior & (p.beta == 0) & (p.scn == 1) & ((p.scm & 
         r2g = R2G_C.get_slice(tid)
         cute.copy(R2G_C, r2g.retile_S(tCrO), r2g.partition_D(gC))
     else:
-        edge_epilogue(p, c_addr, thr_mma, tCrC, work, m_load, n_load)
+        edge_epilogue(p, c_addr, thr_mma, tCrC, work, m_load, n_load{user_arg})
 '''
 
-_EPILOGUE_ONE = '''    edge_epilogue(p, c_addr, thr_mma, tCrC, work, m_load, n_load)
+_EPILOGUE_ONE = '''    edge_epilogue(p, c_addr, thr_mma, tCrC, work, m_load, n_load{user_arg})
 '''
 
 _EPILOGUE_EDGE = '''
 
 @cuda.jit(device=True, inline="always")
-def edge_epilogue(p, c_addr, thr_mma, tCrC, work, m_load, n_load):
+def edge_epilogue(p, c_addr, thr_mma, tCrC, work, m_load, n_load{user_param}):
     """C of any strides, element by element: the accumulators of the rows and columns loaded
     from (m_load, n_load) that are the tile's own, from its corner (m0, n0) to the edge of C.
     C is read only when beta != 0 (BLAS: C may hold NaN otherwise)."""
@@ -384,7 +392,7 @@ def edge_epilogue(p, c_addr, thr_mma, tCrC, work, m_load, n_load):
     tCcC = thr_mma.partition_C(own)  # (MMA,MMA_M,MMA_N) -> (m - m0, n - n0)
     pC = cute.make_fragment_like(tCrC, np.int8)
     cute.mark_in_bounds(pC, tCcC, (p.M - work.m0, p.N - work.n0))  # the tile's own, inside C
-    if p.beta != 0:
+{user_apply}    if p.beta != 0:
         tCrD = cute.make_fragment_like(tCrC, np.{ostore})
         cute.copy_if(pC, tCgC, tCrD)
         for i in range(cute.size(tCrC)):
@@ -392,6 +400,13 @@ def edge_epilogue(p, c_addr, thr_mma, tCrC, work, m_load, n_load):
     tCrO = cute.make_fragment_like(tCrC, np.{ostore})
     {store_c}
     cute.copy_if(pC, tCrO, tCgC)
+'''
+
+#: The user's epilogue (``t``: its tensors), at each accumulator of the tile's own inside C.
+_USER_APPLY = '''    for i in range(cute.size(tCrC)):  # C[m, n] = f(alpha * acc, m, n, *t) + beta * C[m, n]
+        if pC[i]:
+            c = tCcC[i]  # (m - m0, n - n0)
+            tCrC[i] = {acc}(user_epilogue(tCrC[i], work.m0 + c[0], work.n0 + c[1], t))
 '''
 
 #: The value of C element ``i`` of the fragment ``tCrD`` as the accumulator's type.

@@ -39,7 +39,7 @@ from .errors import GemmError
 from .sm90.args import EPILOGUE_TENSORS
 
 __all__ = ["EpilogueFunction", "EpilogueTensor", "TENSOR_DTYPES", "UserTensors", "check_epilogue",
-           "epilogue_function", "epilogue_source"]
+           "epilogue_function", "epilogue_source", "user_kernel_ptx"]
 
 #: Element types of the tensors an epilogue may read (a bf16 element reads as float32,
 #: ``codegen.cute.bfloat16``).
@@ -281,3 +281,22 @@ def epilogue_source(user):
     return _SOURCE.format(signature=user.signature_text(), token=user.token,
                           args="".join(f", t[{i}]" for i in range(len(tensors))),
                           tensors="\n".join(tensors), names=tuple_text(f"t{i}" for i in range(len(tensors))))
+
+
+def user_kernel_ptx(kernel, user, signature, cc, bounds):
+    """The PTX of a generated kernel with the user's epilogue ``user`` (numba's ``kernel``, its
+    ``signature``); an error in the user's function is a :class:`~codegen.errors.GemmError`
+    that names it and what numba said."""
+    import re
+
+    from .numba_ptx import kernel_ptx
+
+    try:
+        return kernel_ptx(kernel, signature, cc, bounds)
+    except Exception as e:
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()      # numba's colours
+        code = getattr(user.fn, "__code__", None)
+        where = f" (File \"{code.co_filename}\", line {code.co_firstlineno})" if code is not None else ""
+        raise GemmError(f"gemm: the epilogue {user.signature_text()}{where} does not compile as a numba device "
+                        f"function (float32 in, a number out; it may call math functions and device functions, "
+                        f"index its tensors as t[n] or t[m, n]):\n{text[:3000]}") from e

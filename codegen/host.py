@@ -23,7 +23,7 @@ from layoutalg.element_types import ElementType, element_type
 from .args import mma_sync_args
 from .batch import Batch, batch_operands, fold_batch
 from .config import ACTIVATIONS, BIAS_DTYPES, DTYPES, FP8, KMAJOR_ONLY, OUT_DTYPES, GemmConfig
-from .epilogue_fn import TENSOR_DTYPES, check_epilogue
+from .epilogue_fn import TENSOR_DTYPES, UserTensors, check_epilogue
 from .epilogue_fn import fast_key as epilogue_fast_key
 from .errors import GemmError
 from .kernel import KernelKey, get_kernel, simulating
@@ -256,7 +256,7 @@ def _check_gpu():
                         f"capability 8.0 or newer; this GPU is {cc[0]}.{cc[1]}")
 
 
-class _Launcher:
+class _Launcher(UserTensors):
     """One kernel, grid and block with its arguments held in place.
 
     ``__call__(a, b, c, alpha, beta, stream)`` writes the addresses and scalars into the
@@ -273,7 +273,7 @@ class _Launcher:
         self.grid = grid * count
         self.threads = cfg.threads
         self.smem = compiled.smem_bytes
-        self.slots = mma_sync_args(cfg.dtype).slots()
+        self.slots = mma_sync_args(cfg.dtype, compiled.key.user is not None).slots()
         self.slots.set(M=M, N=N, K=K, alpha=1.0, **dict(zip(("sam", "sak", "sbn", "sbk", "scm", "scn"), strides)))
         if batch is not None:
             self.slots.set(sal=batch.a, sbl=batch.b, scl=batch.c)
@@ -516,11 +516,10 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, 
     hopper = _wgmma_setup(None if chosen else config, config.dtype, out or config.out, ops, op, beta, fused, user)
     if hopper is not None:
         return hopper
-    if fused is not None or user is not None:
-        what = "a fused bias or activation" if user is None else "a user epilogue"
-        raise GemmError(f"{op}: {what} runs on the Hopper kernel only (compute capability 9.0; f16, bf16, "
-                        f"tf32 or 8-bit float operands that TMA reads: 16-byte aligned, unit stride along a "
-                        f"dimension"
+    if fused is not None:
+        raise GemmError(f"{op}: a fused bias or activation runs on the Hopper kernel only (compute capability "
+                        f"9.0; f16, bf16, tf32 or 8-bit float operands that TMA reads: 16-byte aligned, unit "
+                        f"stride along a dimension"
                         + ("; in numba's simulator, config=GemmConfig(..., path='wgmma')" if simulating() else "")
                         + ")")
     bits = config.bits
@@ -532,7 +531,8 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, 
         # operands copied element-wise or in pieces under 16 bytes: the smaller plan
         config = GemmConfig.default(kind, M, N, K, config.out_dtype, aligned=False,
                                     batch=batch.count if batch else 1)
-    key = KernelKey(config, a_major, b_major, a_vec, b_vec, a_vec is None, b_vec is None, residue_for(config, M, N))
+    key = KernelKey(config, a_major, b_major, a_vec, b_vec, a_vec is None, b_vec is None, residue_for(config, M, N),
+                    user)
     compiled = get_kernel(key)
     grid = -(-M // config.bm) * -(-N // config.bn)
     c_strides = c.strides if c is not None else (N, 1)
@@ -629,9 +629,11 @@ def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None, user=None):
             raise GemmError(f"{op}: a fused bias or activation needs a row-major C (its bias runs along the "
                             f"columns); got C strides {ops.c_strides}")
         cfg = cfg.with_(activation=fused.activation, bias=fused.bias)
-    if user is not None and view.swapped:
-        raise GemmError(f"{op}: a user epilogue needs a row-major C (the transposed GEMM that writes a column-major "
-                        f"C would swap m and n); got C strides {ops.c_strides}")
+    if user is not None and view.swapped:          # (the transposed GEMM would swap m and n): the mma.sync
+        if config is not None:                      # kernel, which stores any C
+            raise GemmError(f"{op}: config.path='wgmma' with a user epilogue needs a row-major C (the transposed "
+                            f"GEMM that writes a column-major C would swap m and n); got C strides {ops.c_strides}")
+        return None
     if cfg.cluster_m > 1 and simulating():
         raise GemmError(f"{op}: config.cluster_m={cfg.cluster_m} runs CTAs in clusters, which need a GPU: numba's "
                         f"simulator runs one block after another")
@@ -1223,9 +1225,10 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     special-function unit's ``tanh.approx`` (relative error about 2**-11).
 
     ``epilogue`` (a Python function ``f(acc, m, n, *epilogue_args)``) and ``epilogue_args``
-    (up to four GPU arrays of one or two dimensions): the Hopper kernel's epilogue stores
+    (up to four GPU arrays of one or two dimensions): the kernel's epilogue stores
     ``f(alpha * (A @ B)[m, n], m, n, ...) + beta * C[m, n]``, ``f`` compiled into the kernel
-    by numba (:mod:`codegen.epilogue_fn`); a row-major C, one GEMM, no bias or activation.
+    by numba (:mod:`codegen.epilogue_fn`); one GEMM, no bias or activation. The Hopper kernel
+    applies it where it runs, else the mma.sync kernel, element by element.
 
     C may share memory with A or B (an in-place ``Y = Y @ X``, or overlapping views): the
     kernel then reads private copies of the operands that C overlaps, made on the launch's

@@ -100,6 +100,7 @@ class KernelKey:
     a_elementwise: bool = False
     b_elementwise: bool = False
     residue: str = "shift"          # codegen.emit.RESIDUES: "predicate" for a problem under a tile in M or N
+    user: object = None             # a user's element-wise epilogue (codegen.epilogue_fn.EpilogueFunction)
 
 
 @dataclass
@@ -169,7 +170,7 @@ def get_kernel(key: KernelKey, jit=True):
     if base is None:
         plan = make_plan(key.config, key.a_major, key.b_major, key.a_vec, key.b_vec,
                          key.a_elementwise, key.b_elementwise)
-        source = emit_source(plan, key.residue)
+        source = emit_source(plan, key.residue, key.user)
         base = CompiledGemm(key, plan, source, _module_path(source))
         _MEM[(key, False, None)] = base
     if not jit:
@@ -199,6 +200,8 @@ def _cubin(key, cc):
     tag = _tag(k.source, cc, _launch_bounds(key.config))
     path = os.path.join(cache_dir(), f"image_{tag}.bin")
     try:
+        if key.user is not None:        # a function's behaviour is not its source: memory only
+            raise OSError
         with open(path, "rb") as f:
             name, _, cubin = f.read().partition(b"\n")
         return cubin, name.decode()
@@ -207,7 +210,8 @@ def _cubin(key, cc):
     ptx = compile_ptx_text(key, cc)
     name = driver.entry_name(ptx)
     cubin = driver.compile_image(ptx)
-    _write(path, name.encode() + b"\n" + cubin)
+    if key.user is None:
+        _write(path, name.encode() + b"\n" + cubin)
     return cubin, name
 
 
@@ -253,11 +257,12 @@ def _launch_bounds(config):
     return {"launch_bounds": (config.threads, config.min_blocks)} if config.min_blocks > 1 else {}
 
 
-def kernel_signature(config):
-    """numba's signature of ``config``'s kernel (:func:`codegen.args.mma_sync_args`)."""
+def kernel_signature(config, user=False):
+    """numba's signature of ``config``'s kernel (:func:`codegen.args.mma_sync_args`; ``user``:
+    of a kernel with a user epilogue)."""
     from .args import mma_sync_args
 
-    return mma_sync_args(config.dtype).signature()
+    return mma_sync_args(config.dtype, user).signature()
 
 
 def compile_ptx_text(key: KernelKey, cc):
@@ -268,18 +273,24 @@ def compile_ptx_text(key: KernelKey, cc):
     if hit is not None:
         return hit
     path = os.path.join(cache_dir(), f"ptx_{tag}.ptx")
-    try:
-        with open(path) as f:
-            ptx = f.read()
-    except OSError:
-        ptx = None
+    ptx = None
+    if key.user is None:                # (a user epilogue's kernel: memory only)
+        try:
+            with open(path) as f:
+                ptx = f.read()
+        except OSError:
+            pass
     if not ptx:
         with gc_paused(), quiet_plan_costs():
+            from .epilogue_fn import user_kernel_ptx
             from .numba_ptx import kernel_ptx
 
-            ptx = kernel_ptx(getattr(_load_module(k.source), KERNEL_NAME), kernel_signature(key.config), cc,
-                             _launch_bounds(key.config).get("launch_bounds"))
-        _write(path, ptx.encode())
+            kernel, bounds = getattr(_load_module(k.source), KERNEL_NAME), _launch_bounds(key.config).get("launch_bounds")
+            if key.user is None:
+                ptx = kernel_ptx(kernel, kernel_signature(key.config), cc, bounds)
+                _write(path, ptx.encode())
+            else:
+                ptx = user_kernel_ptx(kernel, key.user, kernel_signature(key.config, True), cc, bounds)
     _PTX[tag] = ptx
     return ptx
 

@@ -111,30 +111,13 @@ def compile_wgmma_ptx(key, cc=CC):
             if key.user is None:
                 ptx = kernel_ptx(kernel, wgmma_signature(), cc, bounds)
             else:
-                ptx = _user_kernel_ptx(kernel, key.user, cc, bounds)
+                from ..epilogue_fn import user_kernel_ptx
+
+                ptx = user_kernel_ptx(kernel, key.user, wgmma_signature(True), cc, bounds)
         if key.user is None:
             K._write(path, ptx.encode())
     K._PTX[tag] = ptx
     return ptx
-
-
-def _user_kernel_ptx(kernel, user, cc, bounds):
-    """The PTX of a kernel with a user's epilogue; an error in the user's function is a
-    :class:`~codegen.errors.GemmError` that names it and what numba said."""
-    from ..errors import GemmError
-    from ..numba_ptx import kernel_ptx
-
-    try:
-        return kernel_ptx(kernel, wgmma_signature(True), cc, bounds)
-    except Exception as e:
-        import re
-
-        text = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()      # numba's colours
-        code = getattr(user.fn, "__code__", None)
-        where = f" (File \"{code.co_filename}\", line {code.co_firstlineno})" if code is not None else ""
-        raise GemmError(f"gemm: the epilogue {user.signature_text()}{where} does not compile as a numba device "
-                        f"function (float32 in, a number out; it may call math functions and device functions, "
-                        f"index its tensors as t[n] or t[m, n]):\n{text[:3000]}") from e
 
 
 def wgmma_plan(key):
