@@ -160,7 +160,8 @@ def emit_source(plan: GemmPlan, residue="shift", user=None):
         kdiv=_k_divisor(p), mdiv=_row_divisor(p.a), ndiv=_row_divisor(p.b), a_major=p.a.major, b_major=p.b.major,
         align_a=_align(p.a, p), align_b=_align(p.b, p),
         clear_a=_clear(p.a, "A"), clear_b=_clear(p.b, "B"), pred_fn_a=_predicates(p.a), pred_fn_b=_predicates(p.b),
-        args=args.def_line(KERNEL_NAME), pack=args.pack_line(), args_name=args.name, user_flag=user is not None,
+        args=args.def_line(KERNEL_NAME), pack=args.pack_line(), args_name=args.name,
+        user_flag=", True" if user is not None else "",
         oalign2=obits // 4, oalign2m1=obits // 4 - 1, residue=residue,
         user_param=", t" if user is not None else "", user_arg=", epilogue_tensors(p)" if user is not None else "",
         user_apply=_USER_APPLY.format(acc=acc) if user is not None else "",
@@ -228,7 +229,7 @@ S2R_B = {s2r_b}  # B's fragments
 PRED_A = Layout({pred_a})  # one predicate a copy call of A's tile
 PRED_B = Layout({pred_b})  # of B's
 SCHEDULER = {scheduler}  # one tile a CTA, grouped raster
-{args_name} = mma_sync_args({dtype!r}, {user_flag}).tuple_class()
+{args_name} = mma_sync_args({dtype!r}{user_flag}).tuple_class()
 '''
 
 _R2G = '''R2G_C = make_tiled_copy_impl(CopyAtom({r2g_atom!r}, {out!r}), MMA.get_layoutC_TV(), ({tm}, {tn}))  # pairs of C
