@@ -136,6 +136,12 @@ class AttentionKernel:
     kernel: object              # numba's dispatcher (the simulator runs it)
     threads: int
 
+    def __post_init__(self):
+        import inspect
+
+        if tuple(inspect.signature(self.kernel).parameters) != ATTENTION_ARGS.names:
+            raise AssertionError("attention: the kernel's parameters are not ATTENTION_ARGS")
+
     @property
     def key(self):
         return self.dtype, self.d, self.causal
@@ -239,7 +245,8 @@ class FlashAttention2:
     accumulators to global memory, 32 bits a store; ``row_slot``, ``slot_o``, ``shuffles``:
     :func:`derive_ownership`; ``s_values``, ``o_values``: a thread's elements of S and O;
     ``pred_q``, ``pred_k``, ``pred_v``: ``(CPY_M,CPY_K)`` predicate layouts of the copies,
-    ``pred_o``: ``(o_calls)``, one flag a 32-bit store of O (a pair of elements).
+    ``pred_o``: ``(o_calls)``, one flag a 32-bit store of O (a pair of elements); ``sq``,
+    ``sk``, ``sv``: the swizzled shared layouts of Q (BM,d), K (BN,d) and V^T (d,BN).
     """
 
     mma_s: object
@@ -260,8 +267,16 @@ class FlashAttention2:
     pred_k: object
     pred_v: object
     pred_o: object
+    sq: object
+    sk: object
+    sv: object
     d: int
     causal: bool
+
+    @device
+    def start(self):
+        """The statistics before the first key tile: maxima at -inf, sums at 0."""
+        return RowStats(float32(-math.inf), float32(-math.inf), float32(0.0), float32(0.0))
 
     @device
     def load_q(self, tid, gQ, cQ, sQ, Sq):
@@ -392,6 +407,8 @@ def make_flash_attention2(dtype, D, causal):
     )
     from layoutalg.tiled_copy import make_tiled_copy_impl
 
+    from .plan import smem_layout
+
     mma_s = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (BM, BN, 16))    # S = Q K^T: (BM,BN), k over D
     mma_o = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (BM, D, 16))     # O += P V: (BM,D), k over the keys
     cp = CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", dtype)
@@ -414,20 +431,15 @@ def make_flash_attention2(dtype, D, causal):
         make_tiled_copy_B(CopyAtom("SM75_U16x8_LDSM_T", dtype), mma_o),
         r2g_o, row_slot, slot_o, shuffles,
         values(mma_s.get_slice(0).partition_C, (BM, BN)), values(mma_o.get_slice(0).partition_C, (BM, D)),
-        o_calls, pred(g2s_r, (BM, D)), pred(g2s_r, (BN, D)), pred(g2s_v, (D, BN)), Layout(o_calls), D, causal)
+        o_calls, pred(g2s_r, (BM, D)), pred(g2s_r, (BN, D)), pred(g2s_v, (D, BN)), Layout(o_calls),
+        smem_layout(dtype, "K", BM, D), smem_layout(dtype, "K", BN, D), smem_layout(dtype, "MN", D, BN), D, causal)
 
 
 def _build(dtype, D, causal):
-    from .plan import smem_layout
-
     cute.activate()
     FA = make_flash_attention2(dtype, D, causal)
     ELEM = _STORAGE[dtype]
-    SQ = smem_layout(dtype, "K", BM, D)                                # (BM,D) -> smem
-    SK = smem_layout(dtype, "K", BN, D)                                # (BN,D) -> smem
-    SV = smem_layout(dtype, "MN", D, BN)                               # (D,BN) -> smem: V^T, d contiguous
     CVT = dtype                                                        # cute.convert's format of P and O
-    NEG = float32(-math.inf)
 
     @cuda.jit
     def attention_fwd(q, k, v, o, lse, Sq, Sk, H, ratio, qsb, qsh, qss, ksb, ksh, kss, vsb, vsh, vss,
@@ -454,9 +466,9 @@ def _build(dtype, D, causal):
         cK = cute.local_tile(cute.make_identity_tensor((Sk, D)), (BN, D), (None, 0))       # -> (key, d)
         gV = cute.local_tile(mV, (D, BN), (0, None))                                       # (D,BN,kt)
         cV = cute.local_tile(cute.make_identity_tensor((D, Sk)), (D, BN), (0, None))       # -> (d, key)
-        sQ = cute.make_shared_tensor(ELEM, SQ)
-        sK = cute.make_shared_tensor(ELEM, SK)
-        sV = cute.make_shared_tensor(ELEM, SV)
+        sQ = cute.make_shared_tensor(ELEM, FA.sq)                        # (BM,D) -> smem
+        sK = cute.make_shared_tensor(ELEM, FA.sk)                        # (BN,D) -> smem
+        sV = cute.make_shared_tensor(ELEM, FA.sv)                        # (D,BN) -> smem: V^T, d contiguous
         gr = FA.g2s_r.get_slice(tid)
         gv = FA.g2s_v.get_slice(tid)
         tKgK, tKsK, tKcK = gr.partition_S(gK), gr.partition_D(sK), gr.partition_S(cK)   # (CPY,CPY_M,CPY_K,kt)
@@ -473,8 +485,7 @@ def _build(dtype, D, causal):
         tOrO = thr_o.partition_fragment_C(gO)                              # (MMA,MMA_M,MMA_N)
         tOrP = cute.make_fragment_like(thr_o.partition_fragment_A(cute.make_identity_tensor((BM, BN))), ELEM)
         cute.clear(tOrO)
-        st = RowStats(NEG, NEG, float32(0.0), float32(0.0))
-
+        st = FA.start()
         first = qt * BM                                                    # the tile's first query
         n_kt = (Sk + BN - 1) // BN
         if causal:
@@ -502,10 +513,6 @@ def _build(dtype, D, causal):
             FA.store_lse(cute.make_tensor(cute.make_ptr(np.float32, lse + 4 * bh * Sq, 4),
                                           cute.make_layout((Sq,), (1,))), tScS, st, first, Sq)   # (Sq) -> lse
 
-    import inspect
-
-    if tuple(inspect.signature(attention_fwd).parameters) != ATTENTION_ARGS.names:
-        raise AssertionError("attention: the kernel's parameters are not ATTENTION_ARGS")
     return AttentionKernel(dtype, D, causal, attention_fwd, FA.mma_s.size)
 
 

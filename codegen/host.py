@@ -1187,15 +1187,12 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     (:mod:`codegen.batch`).  With a ``B`` shared by every matrix of A (``(K, N)``, or batch
     modes of 1) the product is one GEMM of all the rows; otherwise it is a batch of ``L``
     GEMMs, one launch (whose tile scheduler walks every matrix's tiles, on the Hopper kernel
-    and on the ``mma.sync`` kernels alike).  fp16/bf16 use ``mma.sync`` m16n8k16 with
-    f32 accumulation; fp32 runs on CUDA cores unless ``precision="tf32"``; fp64 uses the
-    m8n8k4 f64 MMA.  On a Hopper GPU (compute capability 9.0), fp16/bf16 and tf32 with
-    operands that TMA can read run on the wgmma kernel instead (tf32 only with both operands K-major: A row-major, B
-    column-major; both kernels read tf32 as the f32 bits with the low 13 mantissa bits
-    ignored).  The wgmma kernel writes a row- or column-major C (of any leading
-    dimension: an odd one, or an address not aligned to two elements, is stored element by
-    element); a column-major C runs as ``C^T = B^T @ A^T``, with A and B,
-    M and N trading places (docs/hopper.md).  The output type is ``out_dtype``, else C's
+    and on the ``mma.sync`` kernels alike).  fp16/bf16 use ``mma.sync`` m16n8k16 with f32
+    accumulation; fp32 runs on CUDA cores unless ``precision="tf32"``; fp64 uses the m8n8k4
+    f64 MMA.  On a Hopper GPU, fp16/bf16 and tf32 (K-major only) with operands that TMA can
+    read run on the wgmma kernel instead (tf32 read as f32 bits, the low 13 mantissa bits
+    ignored), which writes a row- or column-major C of any leading dimension (a column-major
+    C as ``C^T = B^T @ A^T``; docs/hopper.md).  The output type is ``out_dtype``, else C's
     type, else the input type (f32 for tf32).
 
     8-bit floats (torch ``float8_e4m3fn``/``float8_e5m2``, or numpy uint8 arrays of their
@@ -1230,39 +1227,34 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     by numba (:mod:`codegen.epilogue_fn`); one GEMM, no bias or activation. The Hopper kernel
     applies it where it runs, else the mma.sync kernel, element by element.
 
-    C may share memory with A or B (an in-place ``Y = Y @ X``, or overlapping views): the
-    kernel then reads private copies of the operands that C overlaps, made on the launch's
-    stream, so the result is the one numpy gives for an overlapping ``out=``.
+    C may share memory with A or B (``Y = Y @ X``): the kernel then reads private copies of the
+    operands C overlaps, made on the launch's stream (numpy's result for an overlapping ``out=``).
 
     Repeated calls on torch tensors of the same dtypes, shapes, strides, alignment and
     device, with the same options, reuse the prepared launch: only the addresses and
     scalars are written before the launch.  Such a call can be captured in a CUDA graph; a
     first call of a new kind during a capture raises (warm up before capturing).
 
-    On torch tensors that require a gradient (C None, no scales), the call goes through the
-    differentiable operator ``torch.ops.layoutalg.mm`` (:mod:`codegen.torch_ops`, also
-    ``codegen.mm``), so the result has a ``grad_fn``.
+    On torch tensors that require a gradient (C None, no scales), the call is the operator
+    ``torch.ops.layoutalg.mm`` (:mod:`codegen.torch_ops`, ``codegen.mm``): it has a ``grad_fn``.
     """
     sa, sb = getattr(A, "shape", ()), getattr(B, "shape", ())
     if len(sa) == 2 and len(sb) == 2:        # the usual call: neither batch route applies
         return _dispatch(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype, precision=precision,
                          stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation,
                          epilogue=epilogue, epilogue_args=epilogue_args)
+    opts = dict(alpha=alpha, beta=beta, config=config, out_dtype=out_dtype, precision=precision, stream=stream,
+                scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation, epilogue=epilogue,
+                epilogue_args=epilogue_args)
     folded = fold_batch(A, B, C, "gemm")
     if folded is not None:                   # (..., M, K) @ (K, N): one GEMM of all the rows
-        out = gemm(folded.A, folded.B, folded.C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
-                   precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
-                   activation=activation, epilogue=epilogue, epilogue_args=epilogue_args)
+        out = gemm(folded.A, folded.B, folded.C, **opts)
         return C if C is not None else out.reshape(folded.shape)
     batched = batch_operands(A, B, C, "gemm")
     if batched is not None:                  # (..., M, K) @ (..., K, N): a batch of L GEMMs, one launch
-        out = _dispatch(batched.A, batched.B, batched.C, alpha=alpha, beta=beta, config=config,
-                        out_dtype=out_dtype, precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b,
-                        bias=bias, activation=activation, epilogue=epilogue, epilogue_args=epilogue_args)
+        out = _dispatch(batched.A, batched.B, batched.C, **opts)
         return C if C is not None else out.reshape(batched.shape)
-    return _dispatch(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype, precision=precision,
-                     stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation,
-                     epilogue=epilogue, epilogue_args=epilogue_args)
+    return _dispatch(A, B, C, **opts)
 
 
 def _dispatch(A, B, C, *, alpha, beta, config, out_dtype, precision, stream, scale_a, scale_b, bias, activation,
