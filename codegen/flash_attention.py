@@ -43,6 +43,10 @@ __all__ = ["attention", "AttentionKernel", "HEAD_DIMS"]
 
 BM = BN = 64                  # queries a CTA, keys a tile
 HEAD_DIMS = (64, 128)
+#: CTAs an SM the registers must allow (launch bounds), by head dim: ptxas fits head dim 64 in
+#: 144 registers without spills for three CTAs (1.17x at seq 8192 against one, non-causal, on
+#: the H200), and head dim 128 for two (1.01-1.04x). benchmarks/attention_variants.py times them.
+MIN_BLOCKS = {64: 3, 128: 2}
 _ATOMS = {"f16": "SM80_16x8x16_F32F16F16F32_TN", "bf16": "SM80_16x8x16_F32BF16BF16F32_TN"}
 _STORAGE = {"f16": np.float16, "bf16": np.uint16}           # bfloat16 as its bits
 LOG2E = 1.4426950408889634
@@ -135,6 +139,7 @@ class AttentionKernel:
     causal: bool
     kernel: object              # numba's dispatcher (the simulator runs it)
     threads: int
+    min_blocks: int = 1         # launch bounds: CTAs an SM the registers must allow
 
     def __post_init__(self):
         import inspect
@@ -144,13 +149,18 @@ class AttentionKernel:
 
     @property
     def key(self):
-        return self.dtype, self.d, self.causal
+        return self.dtype, self.d, self.causal, self.min_blocks
+
+    @property
+    def bounds(self):
+        """Launch bounds: threads a CTA, and CTAs an SM that ptxas must fit in the registers."""
+        return self.threads, self.min_blocks
 
     def ptx(self, cc):
         """The kernel's PTX for compute capability ``cc`` (codegen's short numba pipeline)."""
         from .numba_ptx import kernel_ptx
 
-        return kernel_ptx(self.kernel.py_func, ATTENTION_ARGS.signature(), cc, (self.threads, 1))
+        return kernel_ptx(self.kernel.py_func, ATTENTION_ARGS.signature(), cc, self.bounds)
 
     def loaded(self):
         """Whether the kernel is loaded into the current context already."""
@@ -171,7 +181,7 @@ class AttentionKernel:
         hit = _FUNCTIONS.get((self.key, ctx))
         if hit is None:
             cc = driver.compute_capability()
-            tag = K._tag((_code_digest(), self.key), cc, (self.threads, 1))
+            tag = K._tag((_code_digest(), self.key), cc, self.bounds)
             path = os.path.join(K.cache_dir(), f"image_{tag}.bin")
             try:
                 with open(path, "rb") as f:
@@ -513,7 +523,7 @@ def _build(dtype, D, causal):
             FA.store_lse(cute.make_tensor(cute.make_ptr(np.float32, lse + 4 * bh * Sq, 4),
                                           cute.make_layout((Sq,), (1,))), tScS, st, first, Sq)   # (Sq) -> lse
 
-    return AttentionKernel(dtype, D, causal, attention_fwd, FA.mma_s.size)
+    return AttentionKernel(dtype, D, causal, attention_fwd, FA.mma_s.size, MIN_BLOCKS[D])
 
 
 def _describe4(x, name):

@@ -1,0 +1,95 @@
+"""Attention kernel variants timed against the kernel ``codegen.attention`` runs, interleaved in
+one run with torch's cuDNN backend (a GPU with torch).
+
+    python benchmarks/attention_variants.py [--seqs 4096,8192] [--dims 64,128] [--blocks 1,2,3]
+
+A variant here is the same kernel compiled with other launch bounds: ``min_blocks`` CTAs an SM
+that ptxas must fit in the registers (three CTAs of 128 threads: at most 170 registers a
+thread); the default is ``codegen.flash_attention.MIN_BLOCKS``. Each variant's output is
+checked equal, bit for bit, to the default kernel's (the same instructions in the same order).
+A variant that pays becomes the default; one that does not is written down in RESULTS.md.
+"""
+
+import argparse
+import dataclasses
+import os
+import sys
+
+import numpy as np
+
+if not hasattr(np, "row_stack"):          # numba-cuda 0.30 touches np.row_stack (gone in numpy 2.5)
+    np.row_stack = np.vstack
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+import codegen  # noqa: E402
+from bench_gemm import interleaved, median_ratio, save_json  # noqa: E402
+from codegen import flash_attention as fa  # noqa: E402
+
+
+def with_bounds(dtype, d, causal, blocks):
+    """A call of ``codegen.attention`` on the kernel compiled for ``blocks`` CTAs an SM."""
+    base = fa.attention_kernel(dtype, d, causal)
+    var = dataclasses.replace(base, min_blocks=blocks)
+
+    def call(q, k, v):
+        key = (dtype, d, bool(causal))
+        fa._KERNELS[key] = var
+        try:
+            return codegen.attention(q, k, v, causal=causal)
+        finally:
+            fa._KERNELS[key] = base
+    return call
+
+
+def case(B, H, S, D, dtype, causal, blocks, rounds=8):
+    g = torch.Generator(device="cuda").manual_seed(S + D)
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", generator=g, dtype=torch.float16) for _ in range(3))
+    base = codegen.attention(q, k, v, causal=causal)
+    calls = {}
+    row = {"shape": [B, H, S, D], "causal": causal}
+    for b in blocks:
+        f = with_bounds(dtype, D, causal, b)
+        row[f"same_b{b}"] = bool(torch.equal(f(q, k, v), base))
+        calls[f"b{b}"] = (lambda f=f: f(q, k, v))
+
+    def cudnn():
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    calls["cudnn"] = cudnn
+    flop = 4.0 * B * H * S * S * D / (2 if causal else 1)
+    tflops, times = interleaved(calls, flop, rounds)
+    row.update({f"{k}_tflops": v for k, v in tflops.items()})
+    for b in blocks[1:]:
+        row[f"b{b}_vs_b{blocks[0]}"] = median_ratio(times[f"b{b}"], times[f"b{blocks[0]}"])
+    return row
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seqs", default="4096,8192")
+    p.add_argument("--dims", default="64,128")
+    p.add_argument("--blocks", default="1,2,3")
+    p.add_argument("--json", default=None)
+    a = p.parse_args(argv)
+    blocks = [int(b) for b in a.blocks.split(",")]
+    res = {"device": torch.cuda.get_device_name(), "cases": []}
+    for D in (int(d) for d in a.dims.split(",")):
+        for S in (int(s) for s in a.seqs.split(",")):
+            for causal in (False, True):
+                r = case(max(1, 4 * 8192 // S), 16, S, D, "f16", causal, [b for b in blocks if D == 64 or b < 3])
+                res["cases"].append(r)
+                print(f"d={D} seq={S} causal={causal}: " + ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
+                                                                      for k, v in r.items() if k not in ("shape", "causal")),
+                      flush=True)
+    save_json(res, "attention_variants.json", a.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
