@@ -52,6 +52,8 @@ ATOM_NAMES = (
     "cvt_f16x2_f32",
     "cvt_bf16x2_f32",
     "cvt_tf32_f32",
+    "cvt_e4m3x2_f32",
+    "cvt_e5m2x2_f32",
     "f32_as_u32",
     "u32_as_f32",
     "tanh_approx_f32",
@@ -59,6 +61,8 @@ ATOM_NAMES = (
     # shared and 16-byte vector memory access
     "ld_global_v4_b32",
     "st_global_v4_b32",
+    "st_global_b8",
+    "red_global_max_u32",
     "st_global_b16",
     "st_global_b32",
     "st_global_b64",

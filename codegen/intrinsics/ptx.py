@@ -887,6 +887,35 @@ def cvt_bf16x2_f32(typingctx, lo, hi):
     return _cvt_x2("cvt_bf16x2_f32", "bf16", lo, hi)
 
 
+def _cvt_fp8x2(op, ptx_type, lo, hi):
+    _want_float(op, "lo", lo)
+    _want_float(op, "hi", hi)
+    sig = types.uint32(lo, hi)
+    # the first source goes to the upper byte, as for the 16-bit pairs
+    text = f"cvt.rn.satfinite.{ptx_type}x2.f32 $0, $2, $1;"
+
+    def codegen(context, builder, sig, args):
+        l = _as_f32(context, builder, args[0], sig.args[0])
+        h = _as_f32(context, builder, args[1], sig.args[1])
+        return builder.zext(_asm(builder, ir.IntType(16), [_F32, _F32], text, "=h,f,f", [l, h], False), _I32)
+
+    return sig, codegen
+
+
+@intrinsic
+def cvt_e4m3x2_f32(typingctx, lo, hi):
+    """Round two float32 to e4m3 (``cvt.rn.satfinite.e4m3x2.f32``: nearest even, values past
+    448 to +-448, NaN to NaN) and pack: ``lo`` in bits 0-7, ``hi`` in bits 8-15. Returns uint32."""
+    return _cvt_fp8x2("cvt_e4m3x2_f32", "e4m3", lo, hi)
+
+
+@intrinsic
+def cvt_e5m2x2_f32(typingctx, lo, hi):
+    """Round two float32 to e5m2 (``cvt.rn.satfinite.e5m2x2.f32``: values past 57344, and
+    infinities, to +-57344) and pack as :func:`cvt_e4m3x2_f32`. Returns uint32."""
+    return _cvt_fp8x2("cvt_e5m2x2_f32", "e5m2", lo, hi)
+
+
 @intrinsic
 def cvt_tf32_f32(typingctx, x):
     """Round float32 to tf32 (``cvt.rna.tf32.f32``, nearest, ties away from zero).
@@ -1008,15 +1037,15 @@ def _st_scalar(op, bits, addr, val, space="global"):
     elif not isinstance(val, types.Integer):
         raise TypeError(f"{op}: operand 'val' must be an integer (its low 16 bits are stored), got {val}")
     sig = types.void(addr, val)
-    ity = ir.IntType(bits)
-    reg = {16: "h", 32: "r", 64: "l"}[bits]
+    ity = ir.IntType(32 if bits == 8 else bits)     # (st.b8 stores from a 32-bit register)
+    reg = {8: "r", 16: "h", 32: "r", 64: "l"}[bits]
 
     wide = space == "global"
 
     def codegen(context, builder, sig, args):
         a = (_as_i64 if wide else _as_i32)(context, builder, args[0], sig.args[0])
         v, vty = args[1], sig.args[1]
-        if bits == 32:
+        if bits in (8, 32):                 # (st.b8 takes a 32-bit register)
             v = _as_i32(context, builder, v, vty)
         elif vty == types.float64:
             v = builder.bitcast(v, ity)
@@ -1025,6 +1054,29 @@ def _st_scalar(op, bits, addr, val, space="global"):
             v = builder.trunc(v, ity) if bits < 64 else v
         _asm(builder, _VOID, [_I64 if wide else _I32, ity], f"st.{space}.b{bits} [$0], $1;",
              f"{'l' if wide else 'r'},{reg}," + _MEM, [a, v], True)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def st_global_b8(typingctx, addr, val):
+    """``st.global.b8``: store the low 8 bits of integer ``val`` at a global address."""
+    return _st_scalar("st_global_b8", 8, addr, val)
+
+
+@intrinsic
+def red_global_max_u32(typingctx, addr, val):
+    """``red.global.max.u32``: ``*addr = max(*addr, val)`` atomically, at a 4-byte aligned
+    global address (the bits of non-negative float32 order as their values: an amax)."""
+    _want_int("red_global_max_u32", "addr", addr)
+    _want_b32("red_global_max_u32", "val", val)
+    sig = types.void(addr, val)
+
+    def codegen(context, builder, sig, args):
+        a = _as_i64(context, builder, args[0], sig.args[0])
+        v = _as_i32(context, builder, args[1], sig.args[1])
+        _asm(builder, _VOID, [_I64, _I32], "red.global.max.u32 [$0], $1;", "l,r," + _MEM, [a, v], True)
         return context.get_dummy_value()
 
     return sig, codegen

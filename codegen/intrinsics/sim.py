@@ -1084,6 +1084,56 @@ def cvt_bf16x2_f32(lo, hi):
     return lo | (hi << 16)
 
 
+def _fp8_table(exp_bits, man_bits):
+    """The non-negative finite values of an 8-bit float, by code (a code's bits below the sign)."""
+    bias = (1 << (exp_bits - 1)) - 1
+    vals = []
+    for code in range(128):
+        e, m = code >> man_bits, code & ((1 << man_bits) - 1)
+        if e == 0:
+            v = m * 2.0 ** (1 - bias - man_bits)
+        else:
+            v = (1 + m / (1 << man_bits)) * 2.0 ** (e - bias)
+        vals.append(v)
+    if exp_bits == 4:          # e4m3 (fn): only S.1111.111 is NaN; no infinities
+        return vals[:127], 0x7F
+    return vals[:124], 0x7F    # e5m2: exponent 31 holds infinities and NaNs
+
+
+_FP8 = {"e4m3": _fp8_table(4, 3), "e5m2": _fp8_table(5, 2)}
+
+
+def _f32_to_fp8_bits(kind, x):
+    """Round-to-nearest-even float32 -> 8-bit float bits, saturating to the largest finite
+    value (``.satfinite``); NaN -> the format's NaN."""
+    vals, nan = _FP8[kind]
+    x = float(np.float32(x))
+    if math.isnan(x):
+        return nan
+    sign = 0x80 if math.copysign(1.0, x) < 0 else 0
+    a = min(abs(x), vals[-1])
+    i = int(np.searchsorted(vals, a))
+    if i < len(vals) and vals[i] == a:
+        return sign | i
+    lo, hi = i - 1, i                          # vals[lo] < a < vals[hi]
+    dl, dh = a - vals[lo], vals[hi] - a
+    return sign | (lo if dl < dh or (dl == dh and lo % 2 == 0) else hi)
+
+
+def cvt_e4m3x2_f32(lo, hi):
+    """Simulated ``cvt.rn.satfinite.e4m3x2.f32``: ``lo`` in bits 0-7, ``hi`` in bits 8-15."""
+    _f32_bits("cvt_e4m3x2_f32", "lo", lo)
+    _f32_bits("cvt_e4m3x2_f32", "hi", hi)
+    return _f32_to_fp8_bits("e4m3", lo) | (_f32_to_fp8_bits("e4m3", hi) << 8)
+
+
+def cvt_e5m2x2_f32(lo, hi):
+    """Simulated ``cvt.rn.satfinite.e5m2x2.f32``: ``lo`` in bits 0-7, ``hi`` in bits 8-15."""
+    _f32_bits("cvt_e5m2x2_f32", "lo", lo)
+    _f32_bits("cvt_e5m2x2_f32", "hi", hi)
+    return _f32_to_fp8_bits("e5m2", lo) | (_f32_to_fp8_bits("e5m2", hi) << 8)
+
+
 def cvt_tf32_f32(x):
     """Simulated ``cvt.rna.tf32.f32`` (nearest, ties away); returns the uint32 bits."""
     bits = _f32_bits("cvt_tf32_f32", "x", x)
@@ -1172,6 +1222,26 @@ def _st_scalar(op, nbytes, addr, val):
     else:
         data = (_as_int(op, "val", val) & ((1 << (8 * nbytes)) - 1)).to_bytes(nbytes, "little")
     _memory(op).write_global(op, addr, data)
+
+
+def st_global_b8(addr, val):
+    """Simulated ``st.global.b8``: the low 8 bits of integer ``val``."""
+    _st_scalar("st_global_b8", 1, addr, val)
+
+
+_RED_LOCK = threading.Lock()
+
+
+def red_global_max_u32(addr, val):
+    """Simulated ``red.global.max.u32`` (atomic)."""
+    op = "red_global_max_u32"
+    addr = _as_int(op, "addr", addr)
+    _check_align(op, "global", addr, 4)
+    val = _b32(op, "val", val)
+    mem = _memory(op)
+    with _RED_LOCK:
+        old = int.from_bytes(mem.read_global(op, addr, 4), "little")
+        mem.write_global(op, addr, max(old, val).to_bytes(4, "little"))
 
 
 def st_global_b16(addr, val):
