@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from layoutalg.element_types import element_type
 
-__all__ = ["GemmConfig", "hopper_tile", "split_k_for", "DTYPES", "OUT_DTYPES", "PATHS", "WGMMA_DTYPES", "KMAJOR_ONLY", "FP8",
+__all__ = ["GemmConfig", "hopper_tile", "split_k_for", "DTYPES", "OUT_DTYPES", "FP8_OUT", "PATHS", "WGMMA_DTYPES", "KMAJOR_ONLY", "FP8",
            "ACTIVATIONS", "BIAS_DTYPES"]
 
 #: Input element types with a generated kernel (facts about each: layoutalg.element_types).
@@ -22,7 +22,10 @@ WGMMA_DTYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2")
 KMAJOR_ONLY = ("tf32", "e4m3", "e5m2")
 FP8 = ("e4m3", "e5m2")
 #: Output element types.
-OUT_DTYPES = ("f16", "bf16", "f32", "f64")
+OUT_DTYPES = ("f16", "bf16", "f32", "f64", "e4m3", "e5m2")
+#: Output types of the Hopper kernel only: 8-bit floats, rounded and saturated, with an output
+#: scale and the amax (:class:`codegen.cute.OutputScale`).
+FP8_OUT = ("e4m3", "e5m2")
 #: Activations the Hopper kernel's epilogue applies (``GemmConfig.activation``): ReLU, GELU
 #: (erf), GELU with the tanh approximation, SiLU.
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -121,6 +124,9 @@ class GemmConfig:
             raise ValueError(f"GemmConfig: grouped (a grouped GEMM's scheduler) is a wgmma-path option without "
                              f"split-K or a fused operation; got path {self.path!r}, split_k {self.split_k}, "
                              f"activation {self.activation!r}, bias {self.bias!r}")
+        if self.out in FP8_OUT and (self.path != "wgmma" or self.grouped):
+            raise ValueError(f"GemmConfig: an {self.out} C is written by the wgmma path's epilogue only (path='wgmma', "
+                             f"not grouped); got path {self.path!r}" + (", grouped" if self.grouped else ""))
         if self.dtype in FP8 and self.path != "wgmma":
             raise ValueError(f"GemmConfig: {self.dtype} runs on the wgmma path only (path='wgmma', compute "
                              f"capability 9.0); got path {self.path!r}")
@@ -132,7 +138,8 @@ class GemmConfig:
                                  f"BN 64, 128 or 256; got {self.bm}x{self.bn} (256x128 tiles measured no faster "
                                  f"than 128x256 on the H100: benchmarks/RESULTS.md)")
             if self.out == "f64":
-                raise ValueError("GemmConfig: the wgmma path writes an f16, bf16 or f32 C, got out_dtype 'f64'")
+                raise ValueError("GemmConfig: the wgmma path writes an f16, bf16, f32, e4m3 or e5m2 C, got "
+                                 "out_dtype 'f64'")
             row = self.bk * self.bits // 8
             if self.dtype in KMAJOR_ONLY and row not in (32, 64, 128):
                 raise ValueError(f"GemmConfig: wgmma reads {self.dtype} K-major, one k-tile row per swizzle row "
@@ -203,6 +210,12 @@ class GemmConfig:
         if b_dtype not in (None, dtype):
             raise ValueError(f"GemmConfig.default: b_dtype is for mixed 8-bit floats, got {dtype!r} with {b_dtype!r}")
         hopper = (arch is not None and tuple(arch[:2]) >= (9, 0) and aligned and out_dtype != "f64")
+        if out_dtype in FP8_OUT:          # only the Hopper kernel's epilogue writes an 8-bit float C
+            if dtype not in ("f16", "bf16", "tf32") or (arch is not None and tuple(arch[:2]) < (9, 0)):
+                raise ValueError(f"GemmConfig.default: an {out_dtype} C is written by the wgmma path only (f16, "
+                                 f"bf16, tf32 or 8-bit float inputs, compute capability 9.0); got {dtype}"
+                                 + (f" on arch {tuple(arch)}" if arch is not None else ""))
+            hopper = True
         if hopper and dtype in ("f16", "bf16"):
             return cls(dtype, out_dtype, bm, bn, 64, 2, 4, stages, 8, 1, "wgmma", None,
                        split_k_for(M, N, K, bm, bn, 64, sms, batch))

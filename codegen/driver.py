@@ -116,6 +116,12 @@ def mem_alloc(nbytes, owner=None):
     return ptr.value
 
 
+def memset_async(ptr, nbytes, stream):
+    """Zero ``nbytes`` of device memory at ``ptr`` on ``stream`` (a raw handle), in stream
+    order (a CUDA graph capture records it as a memset node)."""
+    _call("cuMemsetD8Async", _c.c_uint64(ptr), 0, _c.c_size_t(nbytes), _c.c_void_p(stream or None))
+
+
 def _mem_free(ptr):
     try:
         _lib().cuMemFree_v2(_c.c_uint64(ptr))

@@ -22,7 +22,7 @@ from layoutalg.element_types import ElementType, element_type
 
 from .args import mma_sync_args
 from .batch import Batch, batch_operands, fold_batch
-from .config import ACTIVATIONS, BIAS_DTYPES, DTYPES, FP8, KMAJOR_ONLY, OUT_DTYPES, GemmConfig
+from .config import ACTIVATIONS, BIAS_DTYPES, DTYPES, FP8, FP8_OUT, KMAJOR_ONLY, OUT_DTYPES, GemmConfig
 from .epilogue_fn import TENSOR_DTYPES, UserTensors, check_epilogue
 from .epilogue_fn import fast_key as epilogue_fast_key
 from .errors import GemmError
@@ -188,6 +188,16 @@ def _out_name(out_dtype, op="gemm"):
     return name
 
 
+def _describe_c(C, out_dtype, op, ranks=(2, 3)):
+    """C described (None for None); uint8 elements are the bits of the 8-bit float ``out_dtype``
+    names (:func:`codegen.out_scale.fp8_c`)."""
+    if C is None:
+        return None
+    from .out_scale import fp8_c
+
+    return fp8_c(_describe(C, op, "C", OUT_DTYPES + ("u8",), ranks=ranks), out_dtype, op)
+
+
 def _check_c(C, c, M, N, op="gemm"):
     if c.shape != (M, N):
         raise GemmError(f"{op}: C has shape {c.shape}, expected {(M, N)}")
@@ -331,8 +341,9 @@ class GemmLaunch:
     """
 
     def __init__(self, launcher, ptrs, alpha, beta, stream, C, keep=(), copy_back=None, copy_in=None, bias=0,
-                 scales=(0, 0, 0), tensors=()):
+                 scales=(0, 0, 0), tensors=(), out=None):
         self._bias = bias            # the address of a fused bias, else 0
+        self._out = out              # an 8-bit float C's OutScale, else None
         self._tensors = tensors      # the EpilogueTensors a user epilogue reads
         self._scales = scales        # the addresses of scales the kernel reads, else 0
         self._launcher = launcher
@@ -362,7 +373,11 @@ class GemmLaunch:
             self._copy_in()
         if self._tensors:
             self._launcher.set_tensors(self._tensors)
-        self._launcher(a, b, c, self._alpha, self._beta, self._stream, None, self._bias, self._scales)
+        if self._out is None:
+            self._launcher(a, b, c, self._alpha, self._beta, self._stream, None, self._bias, self._scales)
+        else:
+            self._launcher(a, b, c, self._alpha, self._beta, self._stream, None, self._bias, self._scales,
+                           out=self._out)
         if self._copy_back is not None:
             self._copy_back()
         return self.C
@@ -488,7 +503,10 @@ def _check_operands(C, a, b, c, config, out_dtype, precision, op):
             raise GemmError(f"{op}: C is {c.etype.name} but out_dtype is {out}; pass one or make them agree")
         out = c.etype.name
     if kind in FP8 and out == "f64":
-        raise GemmError(f"{op}: 8-bit float inputs give an f16, bf16 or f32 C (bf16 by default), got f64")
+        raise GemmError(f"{op}: 8-bit float inputs give an f16, bf16, f32, e4m3 or e5m2 C (bf16 by default), got f64")
+    if out in FP8_OUT and kind not in ("f16", "bf16", "tf32") + FP8:
+        raise GemmError(f"{op}: an {out} C is written by the Hopper kernel, which takes f16, bf16, tf32 or 8-bit "
+                        f"float inputs, got {kind}")
     return _Checked(a, b, M, N, K, kind, b_fp8, out)
 
 
@@ -516,6 +534,10 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, 
     hopper = _wgmma_setup(None if chosen else config, config.dtype, out or config.out, ops, op, beta, fused, user)
     if hopper is not None:
         return hopper
+    if (out or config.out) in FP8_OUT:
+        raise GemmError(f"{op}: an {out or config.out} C is written by the Hopper kernel only (compute capability "
+                        f"9.0; f16, bf16, tf32 or 8-bit float operands that TMA reads: 16-byte aligned, unit "
+                        f"stride along a dimension)")
     if fused is not None:
         raise GemmError(f"{op}: a fused bias or activation runs on the Hopper kernel only (compute capability "
                         f"9.0; f16, bf16, tf32 or 8-bit float operands that TMA reads: 16-byte aligned, unit "
@@ -589,8 +611,11 @@ class _SwappedLauncher:
     def device_scales(self):
         return self.inner.device_scales
 
-    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0)):
-        self.inner(b, a, c, alpha, beta, stream, capture, bias, scales)
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0), out=None):
+        if out is None:
+            self.inner(b, a, c, alpha, beta, stream, capture, bias, scales)
+        else:
+            self.inner(b, a, c, alpha, beta, stream, capture, bias, scales, out=out)
 
 
 def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None, user=None):
@@ -602,7 +627,7 @@ def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None, user=None):
     ``C^T = B^T @ A^T`` (row-major ``C^T``; ``config`` then tiles ``C^T``)."""
     if config is not None and config.path != "wgmma":
         return None
-    fp8 = kind in FP8
+    fp8 = kind in FP8 or out in FP8_OUT                 # (only the Hopper kernel takes them)
     if simulating() and config is None and not fp8:     # the simulator runs the Hopper kernel when asked to
         return None
     cc = (9, 0) if simulating() else _device_cc()
@@ -619,7 +644,8 @@ def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None, user=None):
         if config is not None:
             raise GemmError(f"{op}: config.path='wgmma' needs {why}")
         if fp8:
-            raise GemmError(f"{op}: {kind} inputs run on the wgmma path only, which needs {why}")
+            raise GemmError(f"{op}: {kind} inputs run on the wgmma path only, which needs {why}" if kind in FP8 else
+                            f"{op}: an {out} C is written by the wgmma path only, which needs {why}")
         return None
     cfg = _wgmma_config(config, kind, out, view, cc)
     if cfg.path != "wgmma":
@@ -733,6 +759,10 @@ def _check_fp8_operands(a, b, a_major, b_major, b_shape, b_strides, op):
 
 
 def _new_out(A, kind, shape, et):
+    if et.name in FP8_OUT and kind != "torch":          # an 8-bit float C as its bits
+        from layoutalg.element_types import element_type as _et
+
+        et = _et("u8")
     if kind == "torch":
         import torch
 
@@ -753,7 +783,8 @@ def _new_out(A, kind, shape, et):
 
 
 def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None,
-            scale_a=None, scale_b=None, bias=None, activation=None, epilogue=None, epilogue_args=()):
+            scale_a=None, scale_b=None, bias=None, activation=None, epilogue=None, epilogue_args=(), scale_out=None,
+            amax=None):
     """Validate, plan, compile and place the arguments once; returns a :class:`GemmLaunch`
     whose call computes ``alpha * (scale_a * A) @ (scale_b * B) + beta * C`` (see :func:`gemm`).
 
@@ -763,7 +794,7 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
     others are read once, here."""
     op = "prepare"
     a, b = _describe(A, op, "A", ranks=(2, 3)), _describe(B, op, "B", ranks=(2, 3))
-    c = _describe(C, op, "C", OUT_DTYPES, ranks=(2, 3)) if C is not None else None
+    c = _describe_c(C, out_dtype, op)
     batched = 3 in (len(a.shape), len(b.shape)) or (c is not None and len(c.shape) == 3)
     if batched:                                         # shapes checked before any work
         _split_batch(a, b, c, op)
@@ -772,6 +803,7 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
         alpha = _scalar(alpha, "alpha", op)
     for x, name in ((alpha, "alpha"), (scale_a, "scale_a"), (scale_b, "scale_b")):
         _check_scale(x, name, op)                       # also for an empty problem, which reads none
+    _check_out_scale(scale_out, amax, out_dtype, c, beta, a, op)
     user, tensors = _check_user(epilogue, epilogue_args, bias is not None or activation is not None, batched, a, op)
     fused = _check_fused(bias, activation, a, b.shape[-1], beta, op)
     if a.shape[-1] == 0 and a.shape[-2] and b.shape[-1] and (user is not None or fused is not None):
@@ -779,11 +811,11 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
                         "the fused bias or activation") + " would not be applied to the zeros; compute it without "
                         "the GEMM")
     if 0 in a.shape or 0 in b.shape:
-        return _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op)
+        return _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op, amax)
     if a.kind == "numpy" or simulating():
         alpha = _scale(alpha, "alpha", op) * _scale(scale_a, "scale_a", op) * _scale(scale_b, "scale_b", op)
         return _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op, user,
-                             tuple(zip(tensors, epilogue_args)))
+                             tuple(zip(tensors, epilogue_args)), (scale_out, amax))
     handle = _stream_handle(stream, a.kind, a.device)
     keep, refresh = (A, B, C), []
     for name in _overlapped(a, b, c):     # C shares memory with A or B: read a private copy
@@ -795,15 +827,30 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
         keep, refresh = keep + (T,), refresh + [fn]
     ma, mb, mc, batch = _split_batch(a, b, c, op) if batched else (a, b, c, None)
     st = _setup(A, B, C, ma, mb, mc, config, out_dtype, precision, op, beta, fused, batch, user)
-    keep += (bias, scale_a, scale_b, alpha, *epilogue_args)     # what the kernel reads by address
+    keep += (bias, scale_a, scale_b, alpha, scale_out, amax, *epilogue_args)     # what the kernel reads by address
     alpha, scales = _scales(alpha, scale_a, scale_b, st.launcher, A, op)
+    outs = None
+    if st.out.name in FP8_OUT:
+        from .out_scale import out_scale
+
+        outs = out_scale(scale_out, amax, A)
     if C is None:
         C = _new_out(A, a.kind, (batch.count, st.M, st.N) if batched else (st.M, st.N), st.out)
         beta = 0.0
-        c = _describe(C, op, "C", OUT_DTYPES, ranks=(2, 3))
+        c = _describe_c(C, out_dtype, op)
     return GemmLaunch(st.launcher, (a.ptr, b.ptr, c.ptr), alpha, beta, handle, C,
                       keep=keep, copy_in=_calls(refresh),
-                      bias=fused.ptr if fused is not None else 0, scales=scales, tensors=tensors)
+                      bias=fused.ptr if fused is not None else 0, scales=scales, tensors=tensors, out=outs)
+
+
+def _check_out_scale(scale_out, amax, out_dtype, c, beta, a, op):
+    """:func:`codegen.out_scale.check_out_scale` for the output type of the call (out_dtype,
+    else C's)."""
+    out = _out_name(out_dtype, op) or (c.etype.name if c is not None else None)
+    if out in FP8_OUT or scale_out is not None or amax is not None:
+        from .out_scale import check_out_scale
+
+        check_out_scale(scale_out, amax, out, beta, a, op)
 
 
 class _Beta:
@@ -835,7 +882,7 @@ class _Beta:
             C.copy_to_device(h)
 
 
-def _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op):
+def _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op, amax=None):
     """A GEMM with M, N or K = 0 (or a batch of none), checked as any other: the launch sets C
     to ``beta * C`` (K = 0) or leaves the empty C (M or N = 0); a new C is zeros of the
     output type."""
@@ -852,6 +899,10 @@ def _prepare_empty(A, B, C, a, b, c, beta, config, out_dtype, precision, op):
         if a.kind != "numpy":
             _Beta(C, 0.0)(0, 0, 0, 0.0, 0.0)            # torch/cupy/numba's empty: zeros, as numpy's
         beta = 0.0
+    if amax is not None:                                # no value: the amax of nothing is 0
+        from .out_scale import zero_amax
+
+        return GemmLaunch(_Beta(C, beta), (0, 0, 0), 1.0, beta, 0, C, copy_in=functools.partial(zero_amax, amax))
     return GemmLaunch(_Beta(C, beta), (0, 0, 0), 1.0, beta, 0, C)
 
 
@@ -966,11 +1017,12 @@ def _scale(x, name, op):
     return float(v)
 
 
-def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op, user=None, tensors=()):
+def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op, user=None, tensors=(),
+                  fp8_out=(None, None)):
     """numpy arrays (copied to the device and back), or any arrays in the simulator (where
     every array lives on the host and kernels reach it by address); ``tensors``: the
     :class:`~codegen.epilogue_fn.EpilogueTensor` of each numpy array of a user epilogue,
-    with the array (simulator only)."""
+    with the array (simulator only); ``fp8_out``: an 8-bit float C's ``(scale_out, amax)``."""
     from dataclasses import replace
 
     sim = simulating()
@@ -983,7 +1035,7 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
     ranks = (len(a.shape),)
     a = replace(_describe(hA, op, "A", ranks=ranks), etype=a.etype)
     b = replace(_describe(hB, op, "B", ranks=ranks), etype=b.etype)
-    c = _describe(hC, op, "C", OUT_DTYPES, ranks=ranks) if hC is not None else None
+    c = _describe_c(hC, out_dtype, op, ranks) if hC is not None else None
     if sim:   # plan with the host addresses (their alignment is what the kernel sees)
         a, b = replace(a, ptr=_addr(hA)), replace(b, ptr=_addr(hB))
         c = replace(c, ptr=_addr(hC)) if c is not None else None
@@ -1001,6 +1053,9 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
                 hB, b = T, replace(b, ptr=_addr(T))
     ma, mb, mc, batch = _split_batch(a, b, c, op) if batched else (a, b, c, None)
     st = _setup(hA, hB, hC, ma, mb, mc, config, out_dtype, precision, op, beta, None, batch, user)
+    if hC is None and st.out.name in FP8_OUT:           # an 8-bit float C as its bits
+        hC = np.zeros((batch.count, st.M, st.N) if batched else (st.M, st.N), dtype=np.uint8)
+        beta = 0.0
     if hC is None:
         if st.out.numpy is None:
             raise GemmError(f"{op}: numpy has no {st.out.name}; pass C or choose out_dtype='f32'")
@@ -1027,8 +1082,15 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
         def copy_back():
             res = dC.copy_to_host()
             _write_back(target, res.view(hC.dtype) if res.dtype != hC.dtype else res)
+    outs = None
+    if st.out.name in FP8_OUT:          # (the simulator zeroes amax before each launch)
+        from .out_scale import out_scale, zero_amax
+
+        outs = out_scale(*fp8_out, A, sim)
+        if fp8_out[1] is not None and sim:
+            refresh.append(functools.partial(zero_amax, fp8_out[1]))
     return GemmLaunch(st.launcher, ptrs, alpha, beta, 0, target, keep=keep, copy_back=copy_back,
-                      copy_in=_calls(refresh), tensors=tensors)
+                      copy_in=_calls(refresh), tensors=tensors, out=outs)
 
 
 def _addr(x):
@@ -1092,6 +1154,7 @@ class _Fast:
     shape: tuple              # of a new C: (M, N), or (L, M, N) for a batch
     device: int
     spans: tuple              # the bytes A, B and C cover from their addresses (see _span)
+    fp8_out: bool = False     # an 8-bit float C: the launch takes its OutScale
 
 
 @dataclass
@@ -1176,7 +1239,8 @@ def _torch_stream(stream, device):
 
 
 def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None,
-         scale_a=None, scale_b=None, bias=None, activation=None, epilogue=None, epilogue_args=()):
+         scale_a=None, scale_b=None, bias=None, activation=None, epilogue=None, epilogue_args=(), scale_out=None,
+         amax=None):
     """``alpha * (scale_a * A) @ (scale_b * B) + beta * C``, computed by a generated
     tensor-core kernel; returns C.
 
@@ -1208,11 +1272,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     to every input type alike.  ``alpha`` may be such a tensor too.  A float32 torch CUDA
     tensor on the operands' device is read by the Hopper kernel itself, as
     ``torch._scaled_mm`` reads its scales: no host synchronization, and a captured CUDA graph
-    replays with the values of the moment.  Other scales (and any on the ``mma.sync``
-    kernels) are read on the host, which waits for a CUDA tensor.
-
-    ``stream``: None (torch's or CuPy's current stream for their arrays, else the default
-    stream), an int handle, or a torch/CuPy/numba stream.
+    replays with the values of the moment; others are read on the host.  ``stream``: None
+    (torch's or CuPy's current stream, else the default), a handle or a stream object.
 
     ``bias`` (an array of N elements, f16, bf16 or f32, of the operands' kind) and
     ``activation`` ("relu", "gelu", "gelu_tanh", "silu"): the Hopper kernel's epilogue stores
@@ -1228,13 +1289,15 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     applies it where it runs, else the mma.sync kernel, element by element.
 
     C may share memory with A or B (``Y = Y @ X``): the kernel then reads private copies of the
-    operands C overlaps, made on the launch's stream (numpy's result for an overlapping ``out=``).
+    operands C overlaps (numpy's result for an overlapping ``out=``).
 
     Repeated calls on torch tensors of the same dtypes, shapes, strides, alignment and
     device, with the same options, reuse the prepared launch: only the addresses and
     scalars are written before the launch.  Such a call can be captured in a CUDA graph; a
     first call of a new kind during a capture raises (warm up before capturing).
 
+    ``out_dtype="e4m3"``/``"e5m2"``: the Hopper kernel stores ``satfinite(scale_out * value)``
+    and writes the largest ``|value|`` into ``amax`` (:mod:`codegen.out_scale`).
     On torch tensors that require a gradient (C None, no scales), the call is the operator
     ``torch.ops.layoutalg.mm`` (:mod:`codegen.torch_ops`, ``codegen.mm``): it has a ``grad_fn``.
     """
@@ -1242,10 +1305,10 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     if len(sa) == 2 and len(sb) == 2:        # the usual call: neither batch route applies
         return _dispatch(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype, precision=precision,
                          stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation,
-                         epilogue=epilogue, epilogue_args=epilogue_args)
+                         epilogue=epilogue, epilogue_args=epilogue_args, scale_out=scale_out, amax=amax)
     opts = dict(alpha=alpha, beta=beta, config=config, out_dtype=out_dtype, precision=precision, stream=stream,
                 scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation, epilogue=epilogue,
-                epilogue_args=epilogue_args)
+                epilogue_args=epilogue_args, scale_out=scale_out, amax=amax)
     folded = fold_batch(A, B, C, "gemm")
     if folded is not None:                   # (..., M, K) @ (K, N): one GEMM of all the rows
         out = gemm(folded.A, folded.B, folded.C, **opts)
@@ -1258,11 +1321,11 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
 
 
 def _dispatch(A, B, C, *, alpha, beta, config, out_dtype, precision, stream, scale_a, scale_b, bias, activation,
-              epilogue, epilogue_args):
+              epilogue, epilogue_args, scale_out=None, amax=None):
     """:func:`gemm` of 2-D operands or of a batch (A (L,M,K), B (L,K,N)): through the torch
     operator where autograd needs it, else :func:`_gemm`."""
-    if (C is None and beta == 0 and scale_a is None and scale_b is None and config is None
-            and getattr(A, "requires_grad", False) | getattr(B, "requires_grad", False)
+    if (C is None and beta == 0 and scale_a is None and scale_b is None and config is None and scale_out is None
+            and amax is None and getattr(A, "requires_grad", False) | getattr(B, "requires_grad", False)
             | getattr(bias, "requires_grad", False)):
         import torch
 
@@ -1277,7 +1340,7 @@ def _dispatch(A, B, C, *, alpha, beta, config, out_dtype, precision, stream, sca
                       activation=activation)
     return _gemm(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype, precision=precision,
                  stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias, activation=activation,
-                 epilogue=epilogue, epilogue_args=epilogue_args)
+                 epilogue=epilogue, epilogue_args=epilogue_args, scale_out=scale_out, amax=amax)
 
 
 def _torch_dtype(out_dtype):
@@ -1292,7 +1355,8 @@ def _torch_dtype(out_dtype):
 
 
 def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, precision=None, stream=None,
-          scale_a=None, scale_b=None, bias=None, activation=None, epilogue=None, epilogue_args=()):
+          scale_a=None, scale_b=None, bias=None, activation=None, epilogue=None, epilogue_args=(), scale_out=None,
+          amax=None):
     """:func:`gemm` without the route through the torch operator (which calls this)."""
     if type(A).__module__.startswith("torch") and type(B).__module__.startswith("torch"):
         pa, pb = A.data_ptr(), B.data_ptr()
@@ -1302,7 +1366,7 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             user = None if epilogue is None else epilogue_fast_key(epilogue, epilogue_args)
             key = (A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), A.device, B.device, pa & 15, pb & 15,
                    None if C is None else (C.dtype, C.shape, C.stride(), C.device), config, out_dtype, precision,
-                   fused, beta != 0, user)
+                   fused, beta != 0, user, scale_out is None, amax is None)
             hit = _FAST.get(key)
         except (TypeError, AttributeError):     # an unhashable option, a bias that is no tensor: the general
             key = hit = None                    # path reports it
@@ -1310,7 +1374,8 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             _refuse_in_capture(A)
             launch = prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                              precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
-                             activation=activation, epilogue=epilogue, epilogue_args=epilogue_args)
+                             activation=activation, epilogue=epilogue, epilogue_args=epilogue_args,
+                   scale_out=scale_out, amax=amax)
             if launch._copy_in is not None or launch.kernel is None:   # C overlaps A or B (see below), or
                 return launch()                                       # an empty problem (no kernel): not cached
             import torch
@@ -1319,7 +1384,7 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             spans = tuple(_span(_describe(x, "gemm", n, ranks=(2, 3))) if x is not None else None
                           for x, n in ((A, "A"), (B, "B"), (C, "C")))
             hit = _FAST[key] = _Fast(launch._launcher, getattr(torch, out.torch), tuple(launch.C.shape),
-                                     A.get_device(), spans)
+                                     A.get_device(), spans, out.name in FP8_OUT)
             if C is None:
                 return launch()
         if hit is not None and C is not None:
@@ -1327,7 +1392,8 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             if _meet(pa, sa, pc, sc) or _meet(pb, sb, pc, sc):     # C overlaps A or B: private copies
                 return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                                precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
-                               activation=activation, epilogue=epilogue, epilogue_args=epilogue_args)()
+                               activation=activation, epilogue=epilogue, epilogue_args=epilogue_args,
+                   scale_out=scale_out, amax=amax)()
         if hit is not None:
             if C is None:
                 C = _torch_hooks().empty(hit.shape, dtype=hit.out_dtype, device=key[6])
@@ -1340,9 +1406,17 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
                 _keep_for(st, hit.device, scale_a, scale_b, given)  # not freed before it runs
             if epilogue is not None:
                 hit.launcher.set_torch_tensors(epilogue_args)
+            if hit.fp8_out:                                          # an 8-bit float C: its scale and amax
+                from .out_scale import fast_out_scale
+
+                hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), st, GraphCapture.of(A, st),
+                             0 if bias is None else bias.data_ptr(), scales,
+                             out=fast_out_scale(scale_out, amax, A, stream is not None and st))
+                return C
             hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), st, GraphCapture.of(A, st),
                          0 if bias is None else bias.data_ptr(), scales)
             return C
     return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                    precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
-                   activation=activation, epilogue=epilogue, epilogue_args=epilogue_args)()
+                   activation=activation, epilogue=epilogue, epilogue_args=epilogue_args,
+                   scale_out=scale_out, amax=amax)()

@@ -165,7 +165,7 @@ def test_fp8_bits_need_a_type_and_an_f16_bf16_or_f32_output():
     A, B = _fp8()
     with pytest.raises(GemmError, match=r"A is uint8: integer GEMMs are not supported; .* precision='e4m3' or 'e5m2'"):
         codegen.gemm(A, B)
-    with pytest.raises(GemmError, match="8-bit float inputs give an f16, bf16 or f32 C .*, got f64"):
+    with pytest.raises(GemmError, match="8-bit float inputs give an f16, bf16, f32, e4m3 or e5m2 C .*, got f64"):
         codegen.gemm(A, B, precision="e4m3", out_dtype="f64")
     with pytest.raises(GemmError, match="A is f16 but the 8-bit float bits of the other operand are read as e4m3"):
         codegen.gemm(A.astype(np.float16), B, precision="e4m3")

@@ -169,7 +169,7 @@ def test_gemm_config_for_hopper_and_its_errors():
         GemmConfig("tf32", None, 128, 256, 64, 2, 4, 4, 8, 1, "wgmma")
     with pytest.raises(ValueError, match="b_dtype .* is for mixed 8-bit floats"):
         GemmConfig("f16", None, 128, 256, 64, 2, 4, 4, 8, 1, "wgmma", "bf16")
-    with pytest.raises(ValueError, match="writes an f16, bf16 or f32 C, got out_dtype 'f64'"):
+    with pytest.raises(ValueError, match="writes an f16, bf16, f32, e4m3 or e5m2 C, got out_dtype .f64."):
         GemmConfig("e4m3", "f64", 128, 256, 128, 2, 4, 4, 8, 1, "wgmma")
     with pytest.raises(ValueError, match="needs compute capability 9.0"):
         GemmConfig.default("e5m2", arch=(8, 9))

@@ -42,8 +42,9 @@ from .wgmma import WgmmaMMA, gmma_stage, make_wgmma
 from .mainloop import WgmmaMainloop
 from .scheduler import SchedulerParams, TileScheduler, WorkTile
 from .epilogue import (
-    BiasActivation, ElementwiseEpilogue, RegisterEpilogue, TmaStoreEpilogue, epilogue_alpha, make_bias_activation,
-    group_alpha, make_elementwise_epilogue, make_register_epilogue, make_tma_store_epilogue,
+    BiasActivation, ElementwiseEpilogue, OutputScale, RegisterEpilogue, TmaStoreEpilogue, epilogue_alpha,
+    make_bias_activation, group_alpha, make_elementwise_epilogue, make_output_scale, make_register_epilogue,
+    make_tma_store_epilogue, tma_store_fits,
 )
 from .warpgroup import INTRINSICS as _WARPGROUP_INTRINSICS, warpgroup_index
 
@@ -66,6 +67,7 @@ __all__ = list(_TENSOR_FUNCTIONS) + list(_RENAMED) + list(_WARPGROUP_INTRINSICS)
     "make_tma_load", "WgmmaMMA", "gmma_stage", "make_wgmma", "WgmmaMainloop", "SchedulerParams", "TileScheduler",
     "WorkTile", "RegisterEpilogue", "TmaStoreEpilogue", "make_register_epilogue", "make_tma_store_epilogue",
     "BiasActivation", "make_bias_activation", "ElementwiseEpilogue", "make_elementwise_epilogue", "epilogue_alpha", "group_alpha",
+    "OutputScale", "make_output_scale", "tma_store_fits",
     "warpgroup_index",
 ]
 

@@ -11,7 +11,11 @@ Each consumer warpgroup holds its 64 x BN slice of the CTA tile in ``CLayout_64x
   (:meth:`TmaStoreEpilogue.pack`), so a kernel can start the next tile's MMAs before it
   stores them (:meth:`TmaStoreEpilogue.store_box` between the next tile's k-tiles).
 * :class:`RegisterEpilogue` (any C): ``alpha * acc + beta * C`` stored from registers, 32
-  or 64 bits a pair where the tile is inside C, predicated pair by pair at its edges.
+  or 64 bits a pair where the tile is inside C, predicated pair by pair at its edges; an
+  8-bit float C (e4m3, e5m2) 16 bits a pair, rounded and saturated (``.satfinite``).
+* :class:`OutputScale` (an 8-bit float C): the accumulators times the output scale before
+  the store, and the largest ``|alpha * acc|`` inside C kept over a thread's tiles, then
+  into the launch's ``amax`` (a warp's maximum, then one atomic maximum a warp).
 
 Every offset is a layout of the plan evaluated at run time: the staging offset of the
 thread's and of each pair's part of ``CLayout_64xN`` (``thr``, ``pair``), the swizzle of a
@@ -27,15 +31,16 @@ from .smem import smem_base
 
 (cuda, float32, int64, uint32) = late_import("numba", "cuda", "float32", "int64", "uint32")
 (ex2_approx_f32, tanh_approx_f32) = late_import("codegen.intrinsics", "ex2_approx_f32", "tanh_approx_f32")
-(bulk_wait_group, bulk_wait_group_read, fence_proxy_async, ld_global_b16, ld_global_b32, named_barrier_sync,
- st_global_b16, st_global_b32, st_global_v2_b32, st_shared_b32, u32_as_f32, unpack_f16x2_f32) = late_import(
-    "codegen.intrinsics", "bulk_wait_group", "bulk_wait_group_read", "fence_proxy_async", "ld_global_b16",
-    "ld_global_b32", "named_barrier_sync", "st_global_b16", "st_global_b32", "st_global_v2_b32", "st_shared_b32",
-    "u32_as_f32", "unpack_f16x2_f32")
+(bulk_wait_group, bulk_wait_group_read, f32_as_u32, fence_proxy_async, ld_global_b16, ld_global_b32,
+ named_barrier_sync, red_global_max_u32, st_global_b8, st_global_b16, st_global_b32, st_global_v2_b32, st_shared_b16,
+ st_shared_b32, u32_as_f32, unpack_f16x2_f32) = late_import(
+    "codegen.intrinsics", "bulk_wait_group", "bulk_wait_group_read", "f32_as_u32", "fence_proxy_async",
+    "ld_global_b16", "ld_global_b32", "named_barrier_sync", "red_global_max_u32", "st_global_b8", "st_global_b16",
+    "st_global_b32", "st_global_v2_b32", "st_shared_b16", "st_shared_b32", "u32_as_f32", "unpack_f16x2_f32")
 
-__all__ = ["TmaStoreEpilogue", "RegisterEpilogue", "BiasActivation", "ElementwiseEpilogue", "make_tma_store_epilogue",
-           "make_register_epilogue", "make_bias_activation", "make_elementwise_epilogue", "epilogue_alpha",
-           "group_alpha"]
+__all__ = ["TmaStoreEpilogue", "RegisterEpilogue", "BiasActivation", "ElementwiseEpilogue", "OutputScale",
+           "make_tma_store_epilogue", "make_register_epilogue", "make_bias_activation", "make_elementwise_epilogue",
+           "make_output_scale", "tma_store_fits", "epilogue_alpha", "group_alpha"]
 
 
 @device_function
@@ -78,10 +83,17 @@ def _clayout(bn):
     return clayout_64xn(bn)
 
 
+def tma_store_fits(out, bn):
+    """Whether C of type ``out`` goes out by :class:`TmaStoreEpilogue` from tiles ``bn`` wide:
+    a 16-bit C, or an 8-bit float C whose tiles are whole 128-byte boxes."""
+    return out in ("f16", "bf16") or (out in ("e4m3", "e5m2") and bn % 128 == 0)
+
+
 def make_tma_store_epilogue(out, bn, staging, buffers=2):
     """The TMA-store epilogue of a 64 x ``bn`` slice of a 16-bit C (``out`` "f16" or
-    "bf16"), staged at byte offset ``staging`` of the shared storage (``buffers`` box
-    buffers a consumer warpgroup, ``consumer_bytes`` apart).
+    "bf16") or an 8-bit float C ("e4m3", "e5m2"; ``bn`` a multiple of 128), staged at byte
+    offset ``staging`` of the shared storage (``buffers`` box buffers a consumer warpgroup,
+    ``consumer_bytes`` apart).
 
     The staging layout is the 128-byte swizzled atom tiled to ``(64, bn)`` (N playing K's
     part): box ``j`` (64 rows x 128 bytes) is its ``j``-th contiguous block; the thread's and
@@ -97,19 +109,21 @@ def make_tma_store_epilogue(out, bn, staging, buffers=2):
 
     from .tma import TmaStore
 
-    if out not in ("f16", "bf16"):
-        raise ValueError(f"make_tma_store_epilogue: the staged epilogue stores a 16-bit C, got {out!r}")
+    if not tma_store_fits(out, bn):
+        raise ValueError(f"make_tma_store_epilogue: the staged epilogue stores a 16-bit C, or an 8-bit float C in "
+                         f"tiles a multiple of 128 wide; got {out!r}, BN {bn}")
+    eb = 1 if out in ("e4m3", "e5m2") else 2
     clay = _clayout(bn)
     smem = tile_to_shape(gmma_smem_atom(out, "K", 128), (64, bn))     # (64,BN) -> offset, swizzled
     inner, sw = smem.inner, smem.outer
-    w = 64                                                              # columns of a box: 128 bytes
+    w = 128 // eb                                                       # columns of a box: 128 bytes
     boxes, box_elems = bn // w, 64 * w
     if any(inner(0, j * w) != j * box_elems for j in range(boxes)):
         raise ValueError(f"make_tma_store_epilogue: the boxes of C staging {smem} are not contiguous")
     pairs = size(clay[1]) // 2
     thr = composition(inner, clay[0])                                   # (T128) -> offset
     pair = composition(composition(inner, clay[1]), Layout(pairs, 2))   # (P) -> offset
-    epi = TmaStoreEpilogue(TmaStore(out, 2, (w, 64), 16 << sw.bits), out, staging, buffers * box_elems * 2,
+    epi = TmaStoreEpilogue(TmaStore(out, eb, (w, 64), 16 << sw.bits), out, staging, buffers * box_elems * eb,
                            boxes, pairs // boxes, box_elems, thr, pair, ComposedLayout(sw, 0, Layout(box_elems, 1)))
     epi.check(threads=(0, 1, 4, 31, 32, 127))
     return epi
@@ -163,8 +177,8 @@ def coordinate_layouts(layout, rank):
 @device_object
 @dataclass(frozen=True)
 class TmaStoreEpilogue:
-    """``store``: the :class:`~codegen.cute.tma.TmaStore` of a box; ``out``: "f16" or
-    "bf16"; ``staging``: byte offset of the consumers' box buffers in the shared storage,
+    """``store``: the :class:`~codegen.cute.tma.TmaStore` of a box; ``out``: "f16", "bf16",
+    "e4m3" or "e5m2" (a register pair is 32 or 16 bits staged); ``staging``: byte offset of the consumers' box buffers in the shared storage,
     ``consumer_bytes`` apart (two buffers of ``box_elems`` elements each); ``boxes`` a
     slice, ``box_pairs`` register pairs a box; ``thr``: ``(T128) -> offset`` and ``pair``:
     ``(P) -> offset`` in the slice's unswizzled staging layout, where box ``j`` is the
@@ -185,7 +199,7 @@ class TmaStoreEpilogue:
 
     @property
     def elem_bytes(self):
-        return 2
+        return self.store.elem_bytes
 
     @property
     def bn(self):
@@ -241,7 +255,7 @@ class TmaStoreEpilogue:
 
     @device
     def pack(self, accs, alpha, packed):
-        """``alpha * accs`` (float32) converted into 16-bit pairs ``packed`` (uint32)."""
+        """``alpha * accs`` (float32) converted into pairs of the output type ``packed`` (uint32)."""
         if alpha == 1:                 # the usual case: no multiplies
             for q in range(self.pairs):
                 packed[q] = self.cvt(accs[2 * q], accs[2 * q + 1])
@@ -263,7 +277,10 @@ class TmaStoreEpilogue:
         t = self.thr(wtid)
         for q in range(self.box_pairs):
             o = self.swizzle(t + self.pair(self.box_pairs * j + q) - j * self.box_elems)
-            st_shared_b32(buf + o * self.elem_bytes, packed[self.box_pairs * j + q])
+            if self.elem_bytes == 1:   # an 8-bit C: a pair is 16 bits
+                st_shared_b16(buf + o, packed[self.box_pairs * j + q])
+            else:
+                st_shared_b32(buf + o * self.elem_bytes, packed[self.box_pairs * j + q])
         fence_proxy_async()            # the staged box is visible to the TMA unit
         if wtid == 0:                  # the store before has read the other buffer, which comes next
             bulk_wait_group_read(0)
@@ -295,7 +312,7 @@ class TmaStoreEpilogue:
 @device_object
 @dataclass(frozen=True)
 class RegisterEpilogue:
-    """``out``: "f16", "bf16" or "f32"; ``bm x bn``: the CTA tile; ``thr_row``/``thr_col``:
+    """``out``: "f16", "bf16", "f32", "e4m3" or "e5m2"; ``bm x bn``: the CTA tile; ``thr_row``/``thr_col``:
     ``(T128) -> m`` and ``-> n`` of ``CLayout_64xN``'s thread mode, ``pair_row``/``pair_col``:
     ``(P) -> m``, ``-> n`` of register pair ``P`` (registers ``2P``, ``2P+1``); ``paired``:
     a pair of columns goes out as one store (C's row stride even, its address aligned to two
@@ -313,11 +330,15 @@ class RegisterEpilogue:
 
     @property
     def elem_bytes(self):
-        return 4 if self.out == "f32" else 2
+        return 4 if self.out == "f32" else 1 if self.fp8 else 2
 
     @property
     def f32(self):
         return self.out == "f32"
+
+    @property
+    def fp8(self):
+        return self.out in ("e4m3", "e5m2")
 
     @property
     def bf16(self):
@@ -341,7 +362,10 @@ class RegisterEpilogue:
 
     @device
     def load(self, addr):
-        """The element of C at ``addr``, as float32."""
+        """The element of C at ``addr``, as float32 (an 8-bit float C is never read: its
+        GEMMs have ``beta == 0``, which the host checks)."""
+        if self.fp8:
+            return float32(0.0)
         if self.f32:
             return u32_as_f32(ld_global_b32(addr))
         if self.bf16:
@@ -355,6 +379,8 @@ class RegisterEpilogue:
             self.store_one(addr + self.elem_bytes, v1)
         elif self.f32:
             st_global_v2_b32(addr, float32(v0), float32(v1))
+        elif self.fp8:
+            st_global_b16(addr, self.cvt(v0, v1))
         else:
             st_global_b32(addr, self.cvt(v0, v1))
 
@@ -362,6 +388,8 @@ class RegisterEpilogue:
     def store_one(self, addr, v):
         if self.f32:
             st_global_b32(addr, float32(v))
+        elif self.fp8:
+            st_global_b8(addr, self.cvt(v, v))
         else:
             st_global_b16(addr, self.cvt(v, v))
 
@@ -429,6 +457,87 @@ class RegisterEpilogue:
                             v0 += p.beta * self.load(addr)
                         self.store_one(addr, v0)
         return nbox
+
+
+def make_output_scale(bm, bn):
+    """The amax and output scale of an 8-bit float C, for a ``bm x bn`` tile: where in C each
+    accumulator pair of ``CLayout_64xN`` lies (the register epilogue's layouts)."""
+    reg = make_register_epilogue("f32", bm, bn)
+    return OutputScale(bm, bn, reg.acc_regs, reg.thr_row, reg.thr_col, reg.pair_row, reg.pair_col)
+
+
+@device_object
+@dataclass(frozen=True)
+class OutputScale:
+    """An 8-bit float output, as cuBLASLt's ``D = scale_D * (alpha * A @ B)`` with ``amax_D``:
+    the layouts as :class:`RegisterEpilogue`'s (``(T128) -> m``, ``-> n``; ``(P) -> m``,
+    ``-> n``). :meth:`apply` runs after any fused operation and before the store."""
+
+    bm: int
+    bn: int
+    acc_regs: int
+    thr_row: object
+    thr_col: object
+    pair_row: object
+    pair_col: object
+
+    @device
+    def scale(self, p):
+        """The output scale: ``p.scale_d`` times the float32 at ``p.scale_d_at`` (0: none),
+        read by the kernel (graph-safe, as :func:`epilogue_alpha`)."""
+        s = p.scale_d
+        if p.scale_d_at != 0:
+            s *= u32_as_f32(ld_global_b32(p.scale_d_at))
+        return s
+
+    @device
+    def apply(self, p, accs, work, c, alpha, amax):
+        """``accs = scale * (alpha * accs)``; returns the running maximum ``amax`` of the
+        thread's ``|alpha * acc|`` inside C (rows below ``p.M`` and ``work.rows``, columns below
+        ``p.N``) with this tile's, as ``|alpha|`` times the largest ``|acc|``: one maximum an
+        element where the tile is inside C, predicated pair by pair at its edges (with
+        ``p.amax`` 0, none: ``amax`` unchanged)."""
+        f = alpha * self.scale(p)
+        if p.amax != 0:
+            m = float32(0.0)
+            if work.m0 + self.bm <= min(p.M, work.rows) and work.n0 + self.bn <= p.N:   # an interior tile
+                for i in range(self.acc_regs):
+                    m = max(m, abs(accs[i]))
+            else:
+                m = self.edge_max(p, accs, work, c)
+            amax = max(amax, abs(alpha) * m)
+        for i in range(self.acc_regs):
+            accs[i] = f * accs[i]
+        return amax
+
+    @device
+    def edge_max(self, p, accs, work, c):
+        """The largest ``|acc|`` of the thread's elements inside C, in a tile at C's edges."""
+        wtid = cuda.threadIdx.x & 127
+        c_row = work.m0 + 64 * c + self.thr_row(wtid)
+        c_col = work.n0 + self.thr_col(wtid)
+        rows = min(p.M, work.rows)
+        m = float32(0.0)
+        for q in range(self.acc_regs // 2):
+            row = c_row + self.pair_row(q)
+            col = c_col + self.pair_col(q)
+            if row < rows and col < p.N:
+                m = max(m, abs(accs[2 * q]))
+            if row < rows and col + 1 < p.N:
+                m = max(m, abs(accs[2 * q + 1]))
+        return m
+
+    @device
+    def publish(self, p, m):
+        """``m``, the thread's maximum over its tiles, into ``p.amax`` (0: none) once the
+        warp's tiles are done: the warp's maximum by butterfly shuffles, then one atomic
+        maximum of its bits (non-negative float32 bits order as their values): a launch makes
+        one atomic a consumer warp, not one a tile."""
+        if p.amax != 0:
+            for i in range(5):                  # lanes 16, 8, 4, 2, 1 apart
+                m = max(m, cuda.shfl_xor_sync(0xFFFFFFFF, m, 16 >> i))
+            if (cuda.threadIdx.x & 31) == 0:
+                red_global_max_u32(p.amax, f32_as_u32(float32(m)))
 
 
 #: ``BiasActivation.act`` codes: no activation, then :data:`codegen.config.ACTIVATIONS` in order.

@@ -12,6 +12,9 @@ the launcher's argument slots all come from :data:`GEMM_ARGS`.
 * ``scale_a``, ``scale_b``, ``alpha_at``: the addresses of float32 scalars the kernel
   multiplies ``alpha`` by: per-tensor scales and an ``alpha`` given as a tensor (0: none;
   :func:`codegen.cute.epilogue_alpha`);
+* ``scale_d``, ``scale_d_at``, ``amax`` (an 8-bit float C): the output scale (times the
+  float32 at ``scale_d_at``, 0: none) and the address of the float32 that receives the
+  largest ``|alpha * A @ B|`` (0: none; :class:`codegen.cute.OutputScale`);
 * ``offs``, ``groups``: a grouped GEMM's groups: the address of their ``int32`` end rows,
   and how many (:class:`codegen.cute.TileScheduler`, ``grouped``);
 * ``err``: the address of an int32 error word (a wait that times out writes 1 there);
@@ -26,7 +29,9 @@ from __future__ import annotations
 from ..cute.params import KernelParams
 from ..cute.scheduler import TileScheduler
 
-__all__ = ["GEMM_ARGS", "GEMM_USER_ARGS", "GemmArgs", "GemmUserArgs", "EPILOGUE_TENSORS", "gemm_args"]
+from typing import NamedTuple
+
+__all__ = ["GEMM_ARGS", "GEMM_USER_ARGS", "GemmArgs", "GemmUserArgs", "EPILOGUE_TENSORS", "OutScale", "gemm_args"]
 
 #: How many tensors a user's element-wise epilogue may read.
 EPILOGUE_TENSORS = 4
@@ -36,6 +41,7 @@ GEMM_ARGS = KernelParams("GemmArgs", (
     ("M", "i32"), ("N", "i32"), ("K", "i32"), ("scm", "i64"), ("scn", "i64"), ("scl", "i64"),
     ("alpha", "f32"), ("beta", "f32"), ("bias", "i64"), ("scale_a", "i64"), ("scale_b", "i64"), ("alpha_at", "i64"),
     ("offs", "i64"), ("groups", "i32"), ("err", "i64"), ("ws", "i64"),
+    ("scale_d", "f32"), ("scale_d_at", "i64"), ("amax", "i64"),
 ) + TileScheduler.ARGS)
 
 #: The arguments of a kernel with a user's element-wise epilogue: ``GEMM_ARGS`` and the
@@ -49,6 +55,16 @@ GEMM_USER_ARGS = KernelParams("GemmUserArgs", GEMM_ARGS.fields + tuple(
 #: The kernel's arguments as one value (a ``NamedTuple``).
 GemmArgs = GEMM_ARGS.tuple_class()
 GemmUserArgs = GEMM_USER_ARGS.tuple_class()
+
+
+class OutScale(NamedTuple):
+    """The arguments of an 8-bit float C (``scale_d``, ``scale_d_at``, ``amax``): the output
+    scale ``value`` times the float32 at device address ``at`` (0: none), and the address of
+    the float32 that receives the amax (0: none; the launch zeroes it first)."""
+
+    value: float = 1.0
+    at: int = 0
+    amax: int = 0
 
 
 def gemm_args(user):

@@ -10,12 +10,12 @@ kernel is persistent and warp-specialized:
 * warpgroups 1.. are consumers: each runs the k-tiles' wgmma on its 64 rows of the tile
   (``MAINLOOP.mma_step``), then the epilogue stores them.
 
-Two epilogues, one per kernel: "tma", for 16-bit outputs with ``beta == 0`` and a tensor map
+Two epilogues, one per kernel: "tma", for 16-bit (and 8-bit float) outputs with ``beta == 0`` and a tensor map
 of C, stages C in shared memory and stores it by TMA, asynchronously; "registers", for the
 rest, stores from registers, two columns a store; "elements" stores from registers one
 element at a time, for a C whose row stride is odd. Without split-K or clusters, the "tma" kernel overlaps each
 tile's epilogue with the next tile's first k-tiles: a consumer converts its finished
-accumulators into packed 16-bit pairs and starts the next tile at once (its first wgmma
+accumulators into packed pairs of the output type and starts the next tile at once (its first wgmma
 ignores the old accumulators), and stores one box of the previous tile after each of the
 next tile's first k-tiles, while their MMAs run. On the H100 this took the f16 kernel from
 0.94 to 1.00 of cuBLAS at 4096x4096x1024 (interleaved timing, 2026-11-26).
@@ -100,11 +100,11 @@ _CONSUMER_TILE = '''
             acc, state, prev = MAINLOOP.mma_step(p, acc, state, prev, c, kt == work.kt0, peer)
         acc = MAINLOOP.mma_tail(acc, prev, peer)
         MMA.to_array(acc, accs)
-{store}    EPILOGUE.drain()
+{store}{finish}    EPILOGUE.drain()
 '''
 
 _CONSUMER_OVERLAP = '''
-    packed = cuda.local.array(EPILOGUE.pairs, uint32)  # the finished tile's C as 16-bit pairs
+    packed = cuda.local.array(EPILOGUE.pairs, uint32)  # the finished tile's C as pairs of the output type
     pend = False  # packed holds a tile not yet stored
     work = SCHEDULER.work_at(sched, SCHEDULER.first())  # each tile finds the next one's corner during its MMAs
     done = work  # the tile in packed
@@ -123,7 +123,7 @@ _CONSUMER_OVERLAP = '''
     if pend:  # the last tile's C
         for j in range(EPILOGUE.boxes):
             nbox = EPILOGUE.store_box(p, packed, done, c, j, nbox)
-    EPILOGUE.drain()
+{finish}    EPILOGUE.drain()
 '''
 
 _PACK = '''        EPILOGUE.pack(accs, {alpha}, packed)  # no multiplies when alpha == 1
@@ -158,7 +158,7 @@ _KERNEL = '''
 
 
 def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
-    """Source of the kernel module with ``epilogue`` "tma" (a 16-bit C staged in shared
+    """Source of the kernel module with ``epilogue`` "tma" (a 16-bit or 8-bit float C staged in shared
     memory and stored by TMA: the launch passes a map of C and ``beta == 0``), "registers"
     (stores from registers) or "elements" (from registers, element by element: C of any
     row stride); None: "tma" where the plan stages C. ``user``: a
@@ -182,7 +182,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
                   "    alpha = epilogue_alpha(p)  # p.alpha times the scales the kernel reads (fp8)")
     head = _CONSUMER_HEAD.format(doc=_consumer_doc(plan, epilogue), clay=f"CLayout_64x{cfg.bn}", nreg=plan.acc_regs,
                                  alpha=alpha_line)
-    op = parts.op is not None or user is not None
+    op = parts.op is not None or user is not None or parts.out_scale is not None
     alpha = "1.0" if op else "alpha"                    # a fused operation applies alpha itself
     apply = ""
     if cfg.grouped:                                 # (no fused operation: GemmConfig refuses one)
@@ -190,11 +190,17 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
     if user is not None:
         apply = ("        USER.apply(p, user_epilogue, epilogue_tensors(p), accs, work, c, alpha)"
                  "  # f(alpha * acc, m, n, *epilogue_args)\n")
-    elif op:
+    elif parts.op is not None:
         apply = "        OP.apply(p, accs, work.n0, alpha)  # act(alpha * acc + bias[n])\n"
+    finish = ""
+    if parts.out_scale is not None:
+        apply += (f"        amax = SCALE_OUT.apply(p, accs, work, c, {'1.0' if apply else 'alpha'}, amax)"
+                  f"  # times the output scale; the largest |value| inside C so far\n")
+        head += "\n    amax = float32(0.0)  # the largest |value| of this thread's elements of C"
+        finish = "    SCALE_OUT.publish(p, amax)  # the warp's amax: one atomic maximum\n"
     if overlaps_epilogue(plan, epilogue):
         pack = _PACK_GROUPED if cfg.grouped else _PACK
-        lines.append(head + _CONSUMER_OVERLAP.format(apply=apply, pack=pack.format(alpha=alpha)))
+        lines.append(head + _CONSUMER_OVERLAP.format(apply=apply, pack=pack.format(alpha=alpha), finish=finish))
     else:
         store = f"        nbox = EPILOGUE.store_tile(p, acc, accs, work, c, nbox, {alpha})\n"
         if cfg.grouped and epilogue == "tma":       # TMA clips at C's edges only, not at a group's end
@@ -209,7 +215,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
             store = ("        if SCHEDULER.fixup(p, sched, work, accs, c):  # split-K: the tile's last part finishes it\n"
                      + ("" if op else "            acc = MMA.from_array(accs)  # with the other parts' sums\n")
                      + "".join("    " + ln + "\n" for ln in store.splitlines()))
-        lines.append(head + _CONSUMER_TILE.format(store=store))
+        lines.append(head + _CONSUMER_TILE.format(store=store, finish=finish))
     args = gemm_args(user is not None)
     lines.append(_KERNEL.format(def_line=args.def_line(KERNEL_NAME), pack=args.pack_line(),
                                 doc="The arguments: codegen.sm90.args.", preg=parts.producer_regs,
@@ -251,7 +257,7 @@ def _header(plan, epilogue, user=None):
         "from numba import cuda, float32, uint32  # noqa: F401",
         "",
         "from codegen.cute import (  # noqa: F401",
-        "    BiasActivation, RegisterEpilogue, SharedStorage, TileScheduler, TmaLoad, TmaPipeline, TmaStore,",
+        "    BiasActivation, OutputScale, RegisterEpilogue, SharedStorage, TileScheduler, TmaLoad, TmaPipeline, TmaStore,",
         "    TmaStoreEpilogue, epilogue_alpha, group_alpha,",
         "    WgmmaMainloop, WgmmaMMA, setmaxnreg_dec, setmaxnreg_inc,",
         ")",
@@ -282,6 +288,9 @@ def _constants(plan, epi):
         defs.append(("REG_EPILOGUE", parts.reg_epilogue, "the tiles a group's end cuts: from registers, up to it"))
     if parts.op is not None:
         defs.append(("OP", parts.op, f"act(alpha * acc + bias[n]): activation {cfg.activation}, bias {cfg.bias}"))
+    if parts.out_scale is not None:
+        defs.append(("SCALE_OUT", parts.out_scale, f"an {cfg.out} C: amax and output scale; CLayout_64x{cfg.bn}'s "
+                                                   f"(T128) -> m, n and (P) -> m, n"))
     for name, obj, comment in defs:
         out += _define(name, obj, names, comment)
     return out

@@ -23,11 +23,11 @@ EPILOGUES = ("tma", "registers", "elements")
 @dataclass(frozen=True)
 class WgmmaKey:
     """One Hopper kernel: the plan's config, the operands' majors, and its epilogue:
-    ``"tma"`` (a 16-bit C staged in shared memory and stored by TMA; the launch passes a
-    map of C and ``beta == 0``), ``"registers"`` (stores from registers, any ``beta``, pairs
+    ``"tma"`` (a 16-bit C, or an 8-bit float C in tiles of whole 128-byte boxes, staged in
+    shared memory and stored by TMA; the launch passes a map of C and ``beta == 0``), ``"registers"`` (stores from registers, any ``beta``, pairs
     of columns at once) or ``"elements"`` (from registers, element by element: a C whose row
     stride is odd, or whose address is not aligned to two elements).
-    ``None`` is the plan's first choice: ``"tma"`` for a 16-bit C, else ``"registers"``.
+    ``None`` is the plan's first choice: ``"tma"`` where C can take it, else ``"registers"``.
     ``user``: a user's element-wise epilogue (:class:`~codegen.epilogue_fn.EpilogueFunction`),
     or None; such kernels are cached in memory only."""
 
@@ -40,9 +40,9 @@ class WgmmaKey:
     def resolved(self):
         """This key with its epilogue named."""
         if self.epilogue is None:
-            from layoutalg.element_types import element_type
+            from ..cute import tma_store_fits
 
-            return replace(self, epilogue="tma" if element_type(self.config.out).bits == 16 else "registers")
+            return replace(self, epilogue="tma" if tma_store_fits(self.config.out, self.config.bn) else "registers")
         if self.epilogue not in EPILOGUES:
             raise ValueError(f"WgmmaKey: epilogue {self.epilogue!r} is not one of {', '.join(EPILOGUES)}")
         return self

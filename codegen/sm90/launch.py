@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import driver
 from ..epilogue_fn import UserTensors
-from .args import gemm_args
+from .args import OutScale, gemm_args
 
 __all__ = ["tma_ok", "c_tma_ok", "paired_c", "WgmmaLauncher"]
 
@@ -52,6 +52,9 @@ def paired_c(c, c_strides, M, batch, out_bits):
     if c_strides[0] % 2 and M > 1 or batch is not None and batch.count > 1 and batch.c % 2:
         return False
     return c % (2 * out_bits // 8) == 0
+
+
+_NO_SCALE = OutScale()
 
 
 class WgmmaLauncher(UserTensors):
@@ -126,7 +129,7 @@ class WgmmaLauncher(UserTensors):
         self._pair_bytes = plan.out.bits // 4
         self._odd = not paired_c(0, self.c_strides, M, None if self.grouped else batch, plan.out.bits)
         self._hot = self.slots.values_of("tmap_a", "tmap_b", "tmap_c", "C", "alpha", "beta", "ws", "bias",
-                                         "scale_a", "scale_b", "alpha_at", "offs")
+                                         "scale_a", "scale_b", "alpha_at", "offs", "scale_d", "scale_d_at", "amax")
         self._last = None           # the values of _hot of the last launch
         self._maps = {}
         self._keep = []
@@ -207,14 +210,17 @@ class WgmmaLauncher(UserTensors):
     #: The kernel multiplies ``alpha`` by the float32 scalars at the addresses ``scales``.
     device_scales = True
 
-    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0), offs=0):
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0), offs=0,
+                 out=_NO_SCALE):
         """Launch on ``stream``; ``capture`` (a :class:`codegen.host.GraphCapture`) while a
         CUDA graph is being captured: the device memory a new map or a workspace needs;
         ``bias``: the address of a fused bias (kernels with a fused bias); ``scales``: the
         addresses of the float32 scales of A and B and of alpha the kernel reads (0: none);
-        ``offs``: a grouped kernel's groups' int32 end rows."""
+        ``offs``: a grouped kernel's groups' int32 end rows; ``out``: an 8-bit float C's
+        :class:`~codegen.sm90.args.OutScale` (its amax is zeroed on ``stream`` first; in the
+        simulator, by the caller)."""
         ma, mb, mc = self.maps(a, b, c, capture)
-        values = (ma, mb, mc, c, alpha, beta, self.workspace(stream, capture), bias, *scales, offs)
+        values = (ma, mb, mc, c, alpha, beta, self.workspace(stream, capture), bias, *scales, offs, *out)
         if values != self._last:            # a call like the last (the usual case) sets nothing
             for slot, v in zip(self._hot, values):
                 slot.value = v
@@ -224,6 +230,8 @@ class WgmmaLauncher(UserTensors):
         if self.sim:
             k.kernel[self.grid, self.threads, 0, self.smem](*self.slots.python_values())
             return
+        if out.amax:                        # the kernel takes the maximum with what is there
+            driver.memset_async(out.amax, 4, stream)
         if self.cluster > 1:
             cfg = self._configs.get(k.key.epilogue)
             if cfg is None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from layoutalg import ComposedLayout, Layout, size
 from layoutalg.element_types import ElementType, element_type
 
-from ..config import GemmConfig
+from ..config import FP8_OUT, GemmConfig
 
 __all__ = ["WgmmaOperand", "WgmmaPlan", "WgmmaKernelParts", "make_wgmma_plan", "ACC_TYPES", "producer_regs",
            "consumer_regs"]
@@ -101,6 +101,7 @@ class WgmmaKernelParts:
     producer_regs: int
     consumer_regs: int
     op: object = None         # BiasActivation (a fused bias or activation), else None
+    out_scale: object = None  # OutputScale (an 8-bit float C: amax, output scale), else None
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,8 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
     """Derive the Hopper plan of ``cfg`` (``cfg.path == "wgmma"``)."""
     from mma_atoms import get
 
-    from ..cute import make_bias_activation, make_register_epilogue, make_tma_store_epilogue, make_wgmma
+    from ..cute import (make_bias_activation, make_output_scale, make_register_epilogue, make_tma_store_epilogue,
+                        make_wgmma, tma_store_fits)
 
     if not isinstance(cfg, GemmConfig) or cfg.path != "wgmma":
         raise ValueError(f"make_wgmma_plan: expected a GemmConfig with path='wgmma', got {cfg!r}")
@@ -221,12 +223,14 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
         raise ValueError(f"wgmma plan: atom {atom.name} does not multiply {et.name} x {etb.name} 64x{cfg.bn}x{instr_k}")
     mma = make_wgmma(et.name, etb.name, cfg.bn, a.smem, b.smem, a_major, b_major)
     out = element_type(cfg.out)
-    tma_epi = make_tma_store_epilogue(out.name, cfg.bn, 0) if out.bits == 16 else None
+    tma_epi = make_tma_store_epilogue(out.name, cfg.bn, 0) if tma_store_fits(out.name, cfg.bn) else None
     if tma_epi is not None and cfg.grouped:
         tma_epi = replace(tma_epi, grouped=True)
     parts = _kernel_parts(cfg, a, b, mma, consumers, share, tma_epi, make_register_epilogue(out.name, cfg.bm, cfg.bn))
     if cfg.activation or cfg.bias:
         parts = replace(parts, op=make_bias_activation(cfg.bn, cfg.activation, cfg.bias))
+    if out.name in FP8_OUT:
+        parts = replace(parts, out_scale=make_output_scale(cfg.bm, cfg.bn))
     smem = parts.storage.nbytes
     if smem > 227 * 1024:
         raise ValueError(f"wgmma plan: {cfg.stages} stages need {smem} bytes of shared memory, more than 227 KiB")

@@ -1,6 +1,6 @@
 """codegen's GEMM inside a torch model (run on a CUDA machine with torch).
 
-    python tests/gpu/check_torch.py
+    python tests/gpu/check_torch.py [case ...]     (the cases by name, e.g. fp8_output; all by default)
 
 * ``codegen.mm`` (the operator ``torch.ops.layoutalg.mm``) against ``torch.matmul``;
 * a two-layer MLP whose matrix products are ``codegen.mm`` trains three SGD steps with
@@ -388,6 +388,80 @@ def case_fp8_scales_graph():
         f"max rel errors " + ", ".join(f"{e:.1e}" for e in errs)
 
 
+def _fp8_close(C, want, kind):
+    """The fraction of C's elements more than one step of ``kind`` (relative 2**-3 for e4m3,
+    2**-2 for e5m2) from ``want`` (float32 values saturated as .satfinite): sums in another
+    order may round to the neighbouring value."""
+    top = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}[kind]
+    ulp = {torch.float8_e4m3fn: 2.0 ** -3, torch.float8_e5m2: 2.0 ** -2}[kind]
+    w = want.clamp(-top, top)
+    far = (C.float() - w).abs() > ulp * w.abs() + 2.0 ** -9
+    return far.float().mean().item()
+
+
+def case_fp8_output():
+    """An 8-bit float C with an output scale and the amax: bf16 and e4m3 inputs, an odd N,
+    a fused bias and GELU, against torch (and torch._scaled_mm's own e4m3 output); then a
+    capture in a CUDA graph whose replays read a changed scale and write a new amax."""
+    g = torch.Generator(device="cuda").manual_seed(8)
+    e4, e5 = torch.float8_e4m3fn, torch.float8_e5m2
+    notes, ok = [], True
+    cases = [("bf16", 1000, 1536, 512, e4, None), ("e4m3", 777, 1531, 640, e5, None),
+             ("e4m3", 4096, 4096, 4096, e4, None), ("bf16", 512, 1024, 256, e4, "gelu")]
+    for dt, M, N, K, kind, act in cases:
+        if dt == "bf16":
+            A = torch.randn(M, K, device="cuda", generator=g, dtype=torch.bfloat16)
+            B = torch.randn(K, N, device="cuda", generator=g, dtype=torch.bfloat16)
+        else:
+            A = torch.randn(M, K, device="cuda", generator=g).to(e4)
+            B = torch.randn(N, K, device="cuda", generator=g).to(e4).t()
+        bias = torch.randn(N, device="cuda", generator=g, dtype=torch.bfloat16) if act else None
+        scale, amax = torch.tensor([0.25], device="cuda"), torch.full((1,), 5.0, device="cuda")
+        C = codegen.gemm(A, B, out_dtype=kind, scale_out=scale, amax=amax, bias=bias, activation=act)
+        val = A.float() @ B.float()
+        if act:
+            val = torch.nn.functional.gelu(val + bias.float())
+        far = _fp8_close(C, 0.25 * val, kind)
+        am = abs(amax.item() - val.abs().max().item()) / val.abs().max().item()
+        line = f"{dt}->{str(kind)[-6:]} {M}x{N}x{K}{' +bias,gelu' if act else ''}: off by more than a step {far:.1e}, amax rel {am:.1e}"
+        if dt == "e4m3" and N % 16 == 0:          # torch._scaled_mm's own e4m3 output, same scales
+            one = torch.ones(1, device="cuda")
+            ts = torch._scaled_mm(A, B, one, one, out_dtype=e4, scale_result=scale)
+            line += (f", torch._scaled_mm's e4m3 C with scale_result 0.25: off by more than a step from 0.25 * value "
+                     f"{_fp8_close(ts, 0.25 * val, e4):.1e}, from value / 0.25 {_fp8_close(ts, 4.0 * val, e4):.1e}, "
+                     f"from value {_fp8_close(ts, val, e4):.1e}")
+        # 8-bit float inputs: wgmma's fp8 accumulation keeps fewer bits than float32 over a long K
+        tol = 1e-2 if dt == "e4m3" else 1e-3
+        ok &= C.dtype == kind and far < tol and am < tol
+        notes.append(line)
+    A = torch.randn(256, 192, device="cuda", generator=g, dtype=torch.bfloat16)
+    B = torch.randn(192, 256, device="cuda", generator=g, dtype=torch.bfloat16)
+    C = torch.empty(256, 256, device="cuda", dtype=e4)
+    scale, amax = torch.tensor([1.0], device="cuda"), torch.zeros(1, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        codegen.gemm(A, B, C, scale_out=scale, amax=amax)       # the warm-up
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        codegen.gemm(A, B, C, scale_out=scale, amax=amax)
+    val = A.float() @ B.float()
+    for k, sc in enumerate((0.5, 2.0)):
+        scale.fill_(sc)
+        amax.fill_(-1.0)
+        if k:
+            B.mul_(2.0)
+        val = A.float() @ B.float()
+        graph.replay()
+        torch.cuda.synchronize()
+        far = _fp8_close(C, sc * val, e4)
+        am = abs(amax.item() - val.abs().max().item()) / val.abs().max().item()
+        ok &= far < 1e-3 and am < 1e-3
+        notes.append(f"graph replay scale {sc}: off {far:.1e}, amax rel {am:.1e}")
+    return ok, "; ".join(notes)
+
+
 def case_capture_new_kind():
     A = torch.randn(96, 80, device="cuda", dtype=torch.float16)
     B = torch.randn(80, 72, device="cuda", dtype=torch.float16)
@@ -417,13 +491,17 @@ def case_host_time():
         " us a call, median of 21 interleaved runs of 200 calls, 64^3 f16 (target: codegen.mm <= 15 us)"
 
 
-CASES = [case_forward, case_batch, case_bmm, case_fp8_scales_graph, case_autograd, case_gemm_has_grad, case_fused_autograd,
+CASES = [case_forward, case_batch, case_bmm, case_fp8_scales_graph, case_fp8_output, case_autograd, case_gemm_has_grad, case_fused_autograd,
          case_user_epilogue, case_grouped_autograd, case_grouped_module, case_compile, case_graph, case_capture_new_kind, case_host_time]
 
 
-def main():
+def main(argv=None):
+    names = (argv if argv is not None else sys.argv[1:]) or [c.__name__[5:] for c in CASES]   # cases by name
+    unknown = set(names) - {c.__name__[5:] for c in CASES}
+    if unknown:
+        raise SystemExit(f"check_torch: no case {', '.join(sorted(unknown))}")
     results = []
-    for case in CASES:
+    for case in (c for c in CASES if c.__name__[5:] in names):
         t0 = time.perf_counter()
         try:
             ok, msg = case()
