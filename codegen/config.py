@@ -57,8 +57,8 @@ class GemmConfig:
     path): 2 runs CTAs in clusters of two whose tiles are vertical neighbours, sharing B:
     each loads half of B's k-tile and the TMA unit delivers it to both (multicast); on a
     GPU only. ``activation`` (one of :data:`ACTIVATIONS`) and ``bias`` (the element type of a
-    per-column bias, one of :data:`BIAS_DTYPES`), wgmma path: the epilogue stores
-    ``activation(alpha * A @ B + bias)`` (``beta`` must be 0). ``grouped`` (wgmma path): a
+    bias, one of :data:`BIAS_DTYPES`; per column, or per row with ``bias_rows``), wgmma path:
+    the epilogue stores ``activation(alpha * A @ B + bias)`` (``beta`` must be 0). ``grouped`` (wgmma path): a
     grouped GEMM (:func:`codegen.grouped_gemm`): the rows of A and C split in groups by offsets
     the kernel reads, each group multiplied by its own matrix of B.
     """
@@ -80,6 +80,7 @@ class GemmConfig:
     activation: str = None
     bias: str = None
     grouped: bool = False
+    bias_rows: bool = False
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -117,6 +118,8 @@ class GemmConfig:
             raise ValueError(f"GemmConfig: activation {self.activation!r} is not one of {', '.join(ACTIVATIONS)}")
         if self.bias is not None and self.bias not in BIAS_DTYPES:
             raise ValueError(f"GemmConfig: bias {self.bias!r} is not one of {', '.join(BIAS_DTYPES)}")
+        if self.bias_rows and not self.bias:
+            raise ValueError("GemmConfig: bias_rows (a bias per row) needs a bias type (bias='f16', 'bf16' or 'f32')")
         if (self.activation or self.bias) and self.path != "wgmma":
             raise ValueError(f"GemmConfig: a fused bias or activation is a wgmma-path option (path='wgmma'); got "
                              f"path {self.path!r}")

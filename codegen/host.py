@@ -412,16 +412,18 @@ class _Checked:
 @dataclass(frozen=True)
 class _Fused:
     """A fused epilogue operation: ``activation`` (or None) and the bias's element type (or
-    None), with the bias's address."""
+    None), with the bias's address; ``rows``: a bias per row (``bias[m]``), else per column."""
 
     activation: str | None
     bias: str | None
     ptr: int = 0
+    rows: bool = False
 
 
-def _check_fused(bias, activation, a, N, beta, op):
+def _check_fused(bias, activation, a, N, beta, op, M=None):
     """The :class:`_Fused` of ``bias`` and ``activation`` (None when both are None), checked:
-    a bias is a 1-D array of ``N`` elements with unit stride, of f16, bf16 or f32, of the
+    a bias is ``N`` elements with unit stride, ``(N,)`` or ``(1, N)`` (one a column), or
+    ``(M, 1)`` (one a row; ``M`` None: refused, a batch of GEMMs), of f16, bf16 or f32, of the
     operands' kind and device; ``beta`` is 0."""
     if bias is None and activation is None:
         return None
@@ -435,18 +437,29 @@ def _check_fused(bias, activation, a, N, beta, op):
                         f"on the Hopper kernel, not on numpy arrays or in the simulator")
     if bias is None:
         return _Fused(activation, None)
-    if len(getattr(bias, "shape", ())) != 1:
-        shape = getattr(bias, 'shape', None)
-        raise GemmError(f"{op}: bias must be a 1-D array of N={N} elements, got shape "
-                        f"{tuple(shape) if shape is not None else type(bias).__name__}")
-    row = bias.unsqueeze(0) if type(bias).__module__.startswith("torch") else bias[None, :]   # a (1,N) view
-    x = _describe(row, op, "bias", BIAS_DTYPES)
-    if x.shape != (1, N) or (N > 1 and x.strides[1] != 1):
-        raise GemmError(f"{op}: bias must hold N={N} contiguous elements, got shape {tuple(bias.shape)}, "
-                        f"element strides {x.strides[1:]}")
+    shape = tuple(getattr(bias, "shape", (None, None, None)))
+    rows = len(shape) == 2 and shape[1] == 1 and (shape[0] != 1 or N != 1)      # (M, 1): one a row
+    if len(shape) not in (1, 2) or (len(shape) == 2 and shape[0] != 1 and not rows):
+        raise GemmError(f"{op}: bias must be N={N} elements, (N,) or (1, N), one a column, or (M, 1), one a row, "
+                        f"got shape {shape if hasattr(bias, 'shape') else type(bias).__name__}")
+    if rows and M is None:
+        raise GemmError(f"{op}: a bias per row, shape {shape}, takes one GEMM; got a batch of GEMMs")
+    if len(shape) == 1:
+        bias = bias.unsqueeze(0) if type(bias).__module__.startswith("torch") else bias[None, :]   # a (1,N) view
+    x = _bias_extent(_describe(bias, op, "bias", BIAS_DTYPES), rows, M, N, op)
     if x.kind != a.kind or x.device != a.device:
         raise GemmError(f"{op}: bias is a {x.kind} array on {x.device}, A a {a.kind} array on {a.device}")
-    return _Fused(activation, x.etype.name, x.ptr)
+    return _Fused(activation, x.etype.name, x.ptr, rows)
+
+
+def _bias_extent(x, rows, M, N, op):
+    """``x``, a described 2-D bias, unless it is not ``M`` contiguous elements along its first
+    mode (``rows``) or ``N`` along its second."""
+    i, n = (0, M) if rows else (1, N)
+    if x.shape[i] != n or x.shape[1 - i] != 1 or (n > 1 and x.strides[i] != 1):
+        raise GemmError(f"{op}: bias must hold {'M' if rows else 'N'}={n} contiguous elements, got shape "
+                        f"{x.shape}, element strides {x.strides}")
+    return x
 
 
 def _check_user(epilogue, epilogue_args, fused, batched, a, op):
@@ -650,11 +663,9 @@ def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None, user=None):
     cfg = _wgmma_config(config, kind, out, view, cc)
     if cfg.path != "wgmma":
         return None
-    if fused is not None:
-        if view.swapped:
-            raise GemmError(f"{op}: a fused bias or activation needs a row-major C (its bias runs along the "
-                            f"columns); got C strides {ops.c_strides}")
-        cfg = cfg.with_(activation=fused.activation, bias=fused.bias)
+    if fused is not None:                           # (C^T = B^T @ A^T: a bias per column is one per row of C^T)
+        cfg = cfg.with_(activation=fused.activation, bias=fused.bias, bias_rows=bool(fused.bias) and
+                        fused.rows != view.swapped)
     if user is not None and view.swapped:          # (the transposed GEMM would swap m and n): the mma.sync
         if config is not None:                      # kernel, which stores any C
             raise GemmError(f"{op}: config.path='wgmma' with a user epilogue needs a row-major C (the transposed "
@@ -805,7 +816,7 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
         _check_scale(x, name, op)                       # also for an empty problem, which reads none
     _check_out_scale(scale_out, amax, out_dtype, c, beta, a, op)
     user, tensors = _check_user(epilogue, epilogue_args, bias is not None or activation is not None, batched, a, op)
-    fused = _check_fused(bias, activation, a, b.shape[-1], beta, op)
+    fused = _check_fused(bias, activation, a, b.shape[-1], beta, op, None if batched else a.shape[-2])
     if a.shape[-1] == 0 and a.shape[-2] and b.shape[-1] and (user is not None or fused is not None):
         raise GemmError(f"{op}: K is 0: no kernel runs, so " + ("the epilogue function" if user is not None else
                         "the fused bias or activation") + " would not be applied to the zeros; compute it without "

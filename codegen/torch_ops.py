@@ -56,8 +56,9 @@ def _mm_fake(A, B, alpha, out_dtype, precision, bias=None, activation=None):
             and A.shape[:-2] == B.shape[:-2]):
         raise GemmError(f"mm: A {tuple(A.shape)} and B {tuple(B.shape)} are not (M,K) and (K,N), nor (L,M,K) and "
                         f"(L,K,N)")
-    if bias is not None and tuple(bias.shape) != (B.shape[-1],):
-        raise GemmError(f"mm: bias has shape {tuple(bias.shape)}, expected ({B.shape[-1]},)")
+    if bias is not None and tuple(bias.shape) not in ((B.shape[-1],), (1, B.shape[-1]), (A.shape[-2], 1)):
+        raise GemmError(f"mm: bias has shape {tuple(bias.shape)}, expected ({B.shape[-1]},) or (1, {B.shape[-1]}), "
+                        f"one a column, or ({A.shape[-2]}, 1), one a row")
     return A.new_empty(tuple(A.shape[:-1]) + (B.shape[-1],), dtype=out_dtype_of(A.dtype, out_dtype))
 
 
@@ -205,7 +206,10 @@ def _backward(ctx, grad):
     if ctx.needs_input_grad[1]:                      # ([L,]K,M) @ ([L,]M,N)
         dB = _mm(A.mT, dz.to(A.dtype), ctx.alpha, B.dtype, ctx.precision)
     if bias is not None and ctx.needs_input_grad[5]:
-        dbias = dz.float().reshape(-1, dz.shape[-1]).sum(0).to(bias.dtype)
+        if bias.dim() == 2 and bias.shape[1] == 1 and bias.shape != (1, 1):    # (M, 1): one a row
+            dbias = dz.float().sum(-1, keepdim=True).to(bias.dtype)
+        else:
+            dbias = dz.float().reshape(-1, dz.shape[-1]).sum(0).reshape(bias.shape).to(bias.dtype)
     return dA, dB, None, None, None, dbias, None
 
 

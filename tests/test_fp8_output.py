@@ -109,7 +109,7 @@ def hopper(dtype="bf16", out="e4m3", **kw):
 
 def test_the_kernel_takes_the_amax_after_the_fused_operation_and_before_the_store():
     src = emit_wgmma_source(make_wgmma_plan(hopper(activation="gelu", bias="bf16")), "registers")
-    op, scale, store = (src.index(s) for s in ("OP.apply(p, accs, work.n0, alpha)",
+    op, scale, store = (src.index(s) for s in ("OP.apply(p, accs, work, c, alpha)",
                                                "amax = SCALE_OUT.apply(p, accs, work, c, 1.0, amax)",
                                                "EPILOGUE.store_tile(p, acc, accs, work, c, nbox, 1.0)"))
     assert op < scale < store

@@ -34,12 +34,12 @@ def test_the_kernel_applies_the_operation_before_each_store():
     assert not re.search(r"\bOP\b", plain) and "EPILOGUE.pack(accs, alpha, packed)" in plain
     src = emit_wgmma_source(make_wgmma_plan(hopper(activation="gelu", bias="bf16")), "tma")
     assert re.search(r"OP = BiasActivation\(act=2, bias_bits=16, bias_bf16=True, pairs=64", src)
-    assert "OP.apply(p, accs, work.n0, alpha)" in src and "EPILOGUE.pack(accs, 1.0, packed)" in src
+    assert "OP.apply(p, accs, work, c, alpha)" in src and "EPILOGUE.pack(accs, 1.0, packed)" in src
     split = hopper("f16", 256, 256, 8192, activation="relu", bias="f32")
     assert split.split_k > 1
     src = emit_wgmma_source(make_wgmma_plan(split), "registers")
     # split-K: the operation goes on the full sums, after the last part has added the others'
-    assert re.search(r"if SCHEDULER\.fixup\(.*\n\s+OP\.apply\(p, accs, work\.n0, alpha\).*\n\s+acc = MMA\.from_array\(accs\)"
+    assert re.search(r"if SCHEDULER\.fixup\(.*\n\s+OP\.apply\(p, accs, work, c, alpha\).*\n\s+acc = MMA\.from_array\(accs\)"
                      r"\n\s+nbox = EPILOGUE\.store_tile\(p, acc, accs, work, c, nbox, 1\.0\)", src)
 
 
@@ -73,13 +73,27 @@ def test_the_host_refuses_what_it_cannot_fuse():
         codegen.gemm(A, B, bias=np.zeros(24, np.float16))
 
 
-def test_bias_must_be_one_dimensional():
+def test_bias_is_one_a_column_or_one_a_row():
     torch = pytest.importorskip("torch")
     from codegen.host import _check_fused
 
     a = type("A", (), {"kind": "torch", "device": "cuda:0"})()          # A as described on a GPU
-    with pytest.raises(GemmError, match=r"bias must be a 1-D array of N=24 elements, got shape \(1, 24\)"):
-        _check_fused(torch.zeros(1, 24), None, a, 24, 0.0, "gemm")
+    for shape in ((2, 24), (24, 2), (1, 1, 24)):
+        with pytest.raises(GemmError, match=r"bias must be N=24 elements, \(N,\) or \(1, N\), one a column, or "
+                                            r"\(M, 1\), one a row, got shape"):
+            _check_fused(torch.zeros(*shape), None, a, 24, 0.0, "gemm", 8)
+    with pytest.raises(GemmError, match=r"a bias per row, shape \(8, 1\), takes one GEMM; got a batch"):
+        _check_fused(torch.zeros(8, 1), None, a, 24, 0.0, "gemm", None)
+    from codegen.host import _bias_extent, _describe
+
+    d = lambda x: _describe(x, "gemm", "bias", ("f16", "bf16", "f32"))      # noqa: E731
+    assert _bias_extent(d(np.zeros((1, 24), np.float16)), False, 8, 24, "gemm").shape == (1, 24)
+    assert _bias_extent(d(np.zeros((8, 1), np.float32)), True, 8, 24, "gemm").shape == (8, 1)
+    with pytest.raises(GemmError, match=r"bias must hold N=24 contiguous elements, got shape \(1, 24\), element "
+                                        r"strides \(48, 2\)"):
+        _bias_extent(d(np.zeros((1, 48), np.float16)[:, ::2]), False, 8, 24, "gemm")
+    with pytest.raises(GemmError, match=r"bias must hold M=8 contiguous elements, got shape \(9, 1\)"):
+        _bias_extent(d(np.zeros((9, 1), np.float16)), True, 8, 24, "gemm")
 
 
 def test_the_torch_operator_takes_the_bias_and_differentiates_through_the_activation():
@@ -94,6 +108,13 @@ def test_the_torch_operator_takes_the_bias_and_differentiates_through_the_activa
     y.sum().backward()
     assert (A.grad.shape, B.grad.shape, b.grad.shape) == (A.shape, B.shape, b.shape)
     assert b.grad.dtype == torch.bfloat16
+    for shape in ((64, 1), (1, 48)):                    # one a row; one a column, as a row vector
+        b = torch.empty(*shape, device="meta", dtype=torch.float32, requires_grad=True)
+        codegen.mm(A, B, bias=b, activation="relu").sum().backward()
+        assert b.grad.shape == shape
+    with pytest.raises(GemmError, match=r"bias has shape \(64, 2\), expected \(48,\) or \(1, 48\), one a column, "
+                                        r"or \(64, 1\), one a row"):
+        codegen.mm(A, B, bias=torch.empty(64, 2, device="meta"))
 
 
 @pytest.mark.parametrize("name", ["relu", "gelu", "gelu_tanh", "silu"])

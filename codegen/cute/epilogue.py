@@ -544,9 +544,10 @@ class OutputScale:
 ACTIVATION_CODES = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
 
 
-def make_bias_activation(bn, activation=None, bias=None):
+def make_bias_activation(bn, activation=None, bias=None, rows=False):
     """The fused epilogue operation of a 64 x ``bn`` slice of ``CLayout_64xN``:
-    ``activation(alpha * acc + bias[n])`` (``bias``: the bias's element type, or None)."""
+    ``activation(alpha * acc + bias[n])`` (``bias``: the bias's element type, or None), or
+    with ``rows``, ``activation(alpha * acc + bias[m])``."""
     from layoutalg import Layout, composition, make_identity_layout
 
     if activation not in ACTIVATION_CODES:
@@ -556,10 +557,14 @@ def make_bias_activation(bn, activation=None, bias=None):
         raise ValueError(f"make_bias_activation: bias {bias!r} is not f16, bf16 or f32")
     clay = _clayout(bn)
     crd = make_identity_layout((64, bn))                                # m + 64 n -> (m, n)
-    _, pair_col = coordinate_layouts(composition(composition(crd, clay[1]), Layout(bn // 4, 2)), 2)  # (P) -> n
-    _, thr_col = coordinate_layouts(composition(crd, clay[0]), 2)                                   # (T128) -> n
+    pair_row, pair_col = coordinate_layouts(composition(composition(crd, clay[1]), Layout(bn // 4, 2)), 2)  # (P) -> m, n
+    thr_row, thr_col = coordinate_layouts(composition(crd, clay[0]), 2)                                    # (T128) -> m, n
     bits = {None: 0, "f16": 16, "bf16": 16, "f32": 32}[bias]
-    return BiasActivation(ACTIVATION_CODES[activation], bits, bias == "bf16", bn // 4, thr_col, pair_col)
+    offsets = sorted({pair_row(q) for q in range(bn // 4)})                                   # a thread's rows
+    if len(offsets) != 2 or offsets[0] != 0:
+        raise ValueError(f"make_bias_activation: a thread's register pairs lie in rows {offsets}, not two")
+    return BiasActivation(ACTIVATION_CODES[activation], bits, bias == "bf16", bn // 4, thr_col, pair_col,
+                          bool(rows and bias), thr_row, pair_row, offsets[1])
 
 
 @device_object
@@ -569,7 +574,9 @@ class BiasActivation:
     before the epilogue stores them (with ``alpha`` 1): ``act`` (:data:`ACTIVATION_CODES`),
     ``bias_bits`` (0: no bias; 16 or 32), ``bias_bf16``; ``pairs`` register pairs a thread
     (registers ``2P``, ``2P+1``: adjacent columns); ``thr_col``: ``(T128) -> n``,
-    ``pair_col``: ``(P) -> n``."""
+    ``pair_col``: ``(P) -> n``; ``rows``: a bias per row, ``bias[m]``, with ``thr_row``:
+    ``(T128) -> m`` and ``pair_row``: ``(P) -> m`` (a pair's two columns share it), whose
+    values are 0 and ``row_hi``: a thread's two rows, whose biases it loads once a tile."""
 
     act: int
     bias_bits: int
@@ -577,11 +584,15 @@ class BiasActivation:
     pairs: int
     thr_col: object
     pair_col: object
+    rows: bool = False
+    thr_row: object = None
+    pair_row: object = None
+    row_hi: int = 8
 
     @device
-    def bias_at(self, p, col):
-        """``bias[col]`` as float32, 0 past N."""
-        if col >= p.N:
+    def bias_at(self, p, col, extent):
+        """``bias[col]`` as float32, 0 past ``extent``."""
+        if col >= extent:
             return float32(0.0)
         if self.bias_bits == 32:
             return u32_as_f32(ld_global_b32(p.bias + int64(col) * 4))
@@ -612,40 +623,52 @@ class BiasActivation:
         return x
 
     @device
-    def pair(self, p, accs, c0, q, alpha):
-        """Register pair ``q`` (columns ``c0 + pair_col(q)`` and the next)."""
-        col = c0 + self.pair_col(q)
+    def pair(self, p, accs, rb, c0, q, alpha):
+        """Register pair ``q`` (columns ``c0 + pair_col(q)`` and the next; ``rb``: the biases
+        of the thread's two rows, with a bias per row)."""
         b0 = float32(0.0)
         b1 = float32(0.0)
-        if self.bias_bits:
-            b0 = self.bias_at(p, col)
-            b1 = self.bias_at(p, col + 1)
+        if self.rows:
+            b0 = rb[0]
+            if self.pair_row(q) == self.row_hi:
+                b0 = rb[1]
+            b1 = b0
+        elif self.bias_bits:
+            col = c0 + self.pair_col(q)
+            b0 = self.bias_at(p, col, p.N)
+            b1 = self.bias_at(p, col + 1, p.N)
         accs[2 * q] = self.activate(alpha * accs[2 * q] + b0)
         accs[2 * q + 1] = self.activate(alpha * accs[2 * q + 1] + b1)
 
     @device
-    def apply(self, p, accs, n0, alpha):
-        """The slice's accumulators of the tile at column ``n0``, in place: eight loops of an
-        eighth of the pairs each, which NVVM unrolls where it leaves one loop over all of
-        them rolled (and the accumulators in local memory) once the activation is erf's."""
-        c0 = n0 + self.thr_col(cuda.threadIdx.x & 127)
+    def apply(self, p, accs, work, c, alpha):
+        """Consumer ``c``'s accumulators of the tile of ``work`` (its corner ``(m0, n0)``), in
+        place: eight loops of an eighth of the pairs each, which NVVM unrolls where it leaves
+        one loop over all of them rolled (and the accumulators in local memory) once the
+        activation is erf's."""
+        wtid = cuda.threadIdx.x & 127
+        c0 = work.n0 + self.thr_col(wtid)
+        rb = (float32(0.0), float32(0.0))
+        if self.rows:                   # the biases of the thread's two rows
+            r0 = work.m0 + 64 * c + self.thr_row(wtid)
+            rb = (self.bias_at(p, r0, p.M), self.bias_at(p, r0 + self.row_hi, p.M))
         e = self.pairs // 8
         for q in range(e):
-            self.pair(p, accs, c0, q, alpha)
+            self.pair(p, accs, rb, c0, q, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + e, alpha)
+            self.pair(p, accs, rb, c0, q + e, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + 2 * e, alpha)
+            self.pair(p, accs, rb, c0, q + 2 * e, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + 3 * e, alpha)
+            self.pair(p, accs, rb, c0, q + 3 * e, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + 4 * e, alpha)
+            self.pair(p, accs, rb, c0, q + 4 * e, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + 5 * e, alpha)
+            self.pair(p, accs, rb, c0, q + 5 * e, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + 6 * e, alpha)
+            self.pair(p, accs, rb, c0, q + 6 * e, alpha)
         for q in range(e):
-            self.pair(p, accs, c0, q + 7 * e, alpha)
+            self.pair(p, accs, rb, c0, q + 7 * e, alpha)
 
 
 def make_elementwise_epilogue(bn):

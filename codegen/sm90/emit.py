@@ -191,7 +191,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
         apply = ("        USER.apply(p, user_epilogue, epilogue_tensors(p), accs, work, c, alpha)"
                  "  # f(alpha * acc, m, n, *epilogue_args)\n")
     elif parts.op is not None:
-        apply = "        OP.apply(p, accs, work.n0, alpha)  # act(alpha * acc + bias[n])\n"
+        apply = (f"        OP.apply(p, accs, work, c, alpha)  # act(alpha * acc + bias[{'m' if cfg.bias_rows else 'n'}])\n")
     finish = ""
     if parts.out_scale is not None:
         apply += (f"        amax = SCALE_OUT.apply(p, accs, work, c, {'1.0' if apply else 'alpha'}, amax)"
@@ -287,7 +287,8 @@ def _constants(plan, epi):
     if cfg.grouped and epi is not parts.reg_epilogue:
         defs.append(("REG_EPILOGUE", parts.reg_epilogue, "the tiles a group's end cuts: from registers, up to it"))
     if parts.op is not None:
-        defs.append(("OP", parts.op, f"act(alpha * acc + bias[n]): activation {cfg.activation}, bias {cfg.bias}"))
+        defs.append(("OP", parts.op, f"act(alpha * acc + bias[{'m' if cfg.bias_rows else 'n'}]): activation "
+                                     f"{cfg.activation}, bias {cfg.bias}"))
     if parts.out_scale is not None:
         defs.append(("SCALE_OUT", parts.out_scale, f"an {cfg.out} C: amax and output scale; CLayout_64x{cfg.bn}'s "
                                                    f"(T128) -> m, n and (P) -> m, n"))

@@ -228,7 +228,7 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
         tma_epi = replace(tma_epi, grouped=True)
     parts = _kernel_parts(cfg, a, b, mma, consumers, share, tma_epi, make_register_epilogue(out.name, cfg.bm, cfg.bn))
     if cfg.activation or cfg.bias:
-        parts = replace(parts, op=make_bias_activation(cfg.bn, cfg.activation, cfg.bias))
+        parts = replace(parts, op=make_bias_activation(cfg.bn, cfg.activation, cfg.bias, cfg.bias_rows))
     if out.name in FP8_OUT:
         parts = replace(parts, out_scale=make_output_scale(cfg.bm, cfg.bn))
     smem = parts.storage.nbytes

@@ -177,7 +177,26 @@ def case_fused_autograd():
         yr = fn(xr @ wr + br)
         yr.square().sum().backward()
         worst = max([worst] + [rel(a, r) for a, r in zip(got, [yr, xr.grad, wr.grad, br.grad])])
-    return worst < 3e-2, f"relu, gelu, gelu_tanh, silu with a bf16 bias: values and grads, max rel error {worst:.1e}"
+    # a bias per row, (M, 1), differentiated; a bias per column into a column-major C (the kernel
+    # runs C^T = w^T @ x^T, where it is one a row)
+    g = torch.Generator(device="cuda").manual_seed(9)
+    x = torch.randn(200, 256, device="cuda", generator=g).to(DT).requires_grad_()
+    w = (torch.randn(256, 136, device="cuda", generator=g) / 16).to(DT).requires_grad_()
+    b = torch.randn(200, 1, device="cuda", generator=g).to(DT).requires_grad_()
+    y = codegen.mm(x, w, bias=b, activation="gelu")
+    y.float().square().sum().backward()
+    xr, wr, br = (t.detach().float().requires_grad_() for t in (x, w, b))
+    yr = F.gelu(xr @ wr + br)
+    yr.square().sum().backward()
+    rows = max(rel(a, r) for a, r in zip([y, x.grad, w.grad, b.grad], [yr, xr.grad, wr.grad, br.grad]))
+    bc = torch.randn(136, device="cuda", generator=g).to(DT)
+    C = torch.empty(136, 200, device="cuda", dtype=DT).t()             # (200, 136), column-major
+    with torch.no_grad():
+        codegen.gemm(x, w, C, bias=bc, activation="silu")
+        cm = rel(C, F.silu(x.float() @ w.float() + bc.float()))
+    return max(worst, rows, cm) < 3e-2, (f"relu, gelu, gelu_tanh, silu with a bf16 bias: values and grads, max rel "
+                                         f"error {worst:.1e}; a bias per row (200, 1) with GELU: {rows:.1e}; a bias "
+                                         f"per column into a column-major C with SiLU: {cm:.1e}")
 
 
 def _residual_gelu(acc, m, n, bias, res):
