@@ -8,14 +8,15 @@ strides with the head dim contiguous and the rows 16-byte aligned. Returns ``o``
 shape and type) and, with ``return_lse``, the rows' log-sum-exp (float32, natural log).
 
 The kernel is ``examples/flash_attention.py`` (tutorial step 7) with run-time shapes: each CTA
-takes 64 queries of one head (4 warps), walks the keys 64 at a time (``S = Q K^T`` and ``O +=
+takes ``BM`` queries of one head (:data:`BLOCK_M`: 64, or 128 as FlashAttention 2 takes them
+at head dim 128; 4 warps either way), walks the keys 64 at a time (``S = Q K^T`` and ``O +=
 P V`` on the m16n8k16 ``mma.sync`` atom, the online softmax on ``S``'s accumulators between
 them), zero-fills the rows past ``seq_q`` and the keys past ``seq_k`` (``copy_if``), masks
 those keys and, with ``causal``, the keys after each query (top-left aligned, as
 ``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``), and stores the rows
-inside ``seq_q``. What each thread holds -- its two rows, the lanes that share a row, the
-identity between ``S``'s accumulators and ``P``'s A-operand registers -- is derived from the
-tiled MMAs' layouts and checked for every thread when a kernel is built.
+inside ``seq_q``. What each thread holds -- its rows (two at BM = 64, four at 128), the lanes
+that share a row, the identity between ``S``'s accumulators and ``P``'s A-operand registers
+-- is derived from the tiled MMAs' layouts and checked for every thread when a kernel is built.
 
 The loads overlap the MMAs as in FlashAttention 2: a tile's values ``V`` are copied while its
 scores ``S`` and their softmax are computed, and the next tile's keys while ``O += P V`` runs
@@ -41,12 +42,32 @@ from .simulation import simulating
 
 __all__ = ["attention", "AttentionKernel", "HEAD_DIMS"]
 
-BM = BN = 64                  # queries a CTA, keys a tile
+BN = 64                       # keys a tile
 HEAD_DIMS = (64, 128)
-#: CTAs an SM the registers must allow (launch bounds), by head dim: ptxas fits head dim 64 in
-#: 144 registers without spills for three CTAs (1.17x at seq 8192 against one, non-causal, on
-#: the H200), and head dim 128 for two (1.01-1.04x). benchmarks/attention_variants.py times them.
-MIN_BLOCKS = {64: 3, 128: 2}
+#: Queries a CTA (BM), by head dim: 64, or 128 as FlashAttention 2's kBlockM (the same 4 warps,
+#: the tiled MMA's 64 rows repeated twice along M: four rows of S and O a thread, and each K and
+#: V fragment read from shared memory serves both row blocks). On the H200 at seq 8192
+#: (benchmarks/attention_variants.py, 2026-11-29): head dim 128 at BM = 128 runs 1.10x (1.15x
+#: causal) BM = 64, spills and all; head dim 64 at BM = 128, 0.98x (0.94x causal) with two CTAs
+#: an SM and 1.01x (0.97x) with three.
+BLOCK_M = {64: 64, 128: 128}
+#: CTAs an SM the registers must allow (launch bounds), by (head dim, BM): at BM = 64 ptxas fits
+#: head dim 64 in 144 registers without spills for three CTAs (1.17x at seq 8192 against one,
+#: non-causal, on the H200), and head dim 128 for two (1.01-1.04x). At BM = 128 (ptxas, sm_90),
+#: head dim 64 spills about 90 bytes for three CTAs (168 registers) and fits two (about 230);
+#: head dim 128 takes all 255 registers and spills about 100 bytes at any bound (a dozen 4-byte
+#: local loads and stores a key tile, loop invariants and row sums). Timed by
+#: benchmarks/attention_variants.py.
+MIN_BLOCKS = {(64, 64): 3, (128, 64): 2, (64, 128): 2, (128, 128): 2}
+#: How the MMAs read their fragments from shared memory, by BM: False, Q's once and K's and V's a
+#: whole tile before their MMAs (the registers allow it at BM = 64); True, Q's, K's and V's a
+#: k-block (16 of d, or of the keys) at a time before its MMAs, FlashAttention 2's way (its
+#: Is_Q_in_regs = false), which BM = 128 at head dim 128 needs to fit 255 registers.
+KBLOCK_LOADS = {64: False, 128: True}
+#: The longest loop over a fragment that NVVM unrolls fully (one of 128, O's at BM = 128 and head
+#: dim 128, it does not, and O goes to local memory): longer loops are nested, at most UNROLL inside.
+UNROLL = 64
+SMEM_STATIC = 48 * 1024       # static shared memory's limit: above it the tiles are dynamic shared memory
 _ATOMS = {"f16": "SM80_16x8x16_F32F16F16F32_TN", "bf16": "SM80_16x8x16_F32BF16BF16F32_TN"}
 _STORAGE = {"f16": np.float16, "bf16": np.uint16}           # bfloat16 as its bits
 LOG2E = 1.4426950408889634
@@ -71,53 +92,94 @@ def columns_below(tXc, pX, extent):
             pX[m, k] = c[1] < extent
 
 
-def _coords(part, t, shape):
-    """Thread ``t``'s fragment of an identity tensor under ``part``: index -> (row, col)."""
-    from layoutalg import make_identity_tensor, size
+def _coords(part, t, shape, block=None):
+    """Thread ``t``'s fragment of an identity tensor under ``part`` (``(V,BLOCKS,...)``; with
+    ``block``, its ``[_, block, _]`` slice): index -> (row, col)."""
+    from layoutalg import _, make_identity_tensor, size
 
     frag = part(t, make_identity_tensor(shape))
+    if block is not None:
+        frag = frag[_, block, _]
     return [tuple(frag[i]) for i in range(size(frag.layout))]
 
 
-def derive_ownership(mma_s, mma_o, d):
-    """What the softmax needs to know of the two tiled MMAs, checked for every thread:
-    ``(slot_s, slot_o, shuffles)``. ``slot_s``, ``slot_o``: Layouts, S's (O's) fragment index
-    -> which of the thread's two rows (0 or 1) the element lies in; ``shuffles``: the
-    ``shfl_xor`` lane masks that reach the other threads of a row. Raises ``ValueError``
-    where the layouts lack the structure the kernel relies on: two rows a thread, O's rows
-    S's, P's A-operand registers S's accumulators in order, a row's threads a lane and its
-    partners at 1, 2 and 3."""
-    from layoutalg import Layout
+def _shuffle_masks(tv_rows):
+    """The ``shfl_xor`` lane masks that reach the other threads of a row: the bits of the
+    thread modes that ``tv_rows`` (thread -> row) sends to 0 (its nullspace)."""
+    from layoutalg import nullspace
+    from layoutalg.inttuple import flat_tuple
 
+    null = nullspace(tv_rows)                                           # (partners) -> thread offset
+    masks = []
+    for s, p in zip(flat_tuple(null.shape), flat_tuple(null.stride)):
+        if s == 1:
+            continue
+        if s & (s - 1) or p & (p - 1) or s * p > 32:
+            raise ValueError(f"derive_ownership: a row's threads ({null}) are not lanes of one warp that shfl_xor "
+                             f"reaches")
+        masks += [p << j for j in range(s.bit_length() - 1)]
+    return tuple(masks)
+
+
+def derive_ownership(mma_s, mma_o, bm, d):
+    """What the softmax needs to know of the two tiled MMAs over a tile of ``bm`` queries,
+    derived with the algebra and checked for every thread: ``(slot_s, slot_o, shuffles)``.
+
+    ``slot_s``, ``slot_o``: Layouts ``(MMA,MMA_M,MMA_N) -> row slot``, which of the thread's
+    rows (0 to ``cosize(slot_s) - 1``: 2 at BM = 64, 4 at 128, in ascending order) an element
+    of S (of O) lies in: the value mode of the tiled MMA's ``(thread,value) -> row`` layout
+    (``tv_C`` of the row projection ``(BM,BN):(1,0)``), made compact. ``shuffles``: the
+    ``shfl_xor`` lane masks that reach the other threads of a row, the bits of the thread
+    mode's nullspace. Raises ``ValueError`` where the layouts lack the structure the kernel
+    relies on: the same rows a thread in S and O, placed as the slots say; a slot's first
+    element (``right_inverse(slot_s)``) its leftmost in the row; P's A-operand registers S's
+    accumulators in order, row block by row block (``P[_,m,_]`` is ``S[_,m,_]``, FlashAttention
+    2's ``convert_layout_acc_Aregs``); a row's threads a lane and its ``shfl_xor`` partners."""
+    from layoutalg import Layout, cosize, make_layout, make_layout_like, right_inverse
+
+    tv_s = mma_s.tv_C(Layout((bm, BN), (1, 0)))                        # (thread,(MMA,(MMA_M,MMA_N))) -> row
+    tv_o = mma_o.tv_C(Layout((bm, d), (1, 0)))                         # (thread,(MMA,(MMA_M,MMA_N))) -> row
+    slot_s, slot_o = (make_layout_like(make_layout(v[0], v[1][0], v[1][1]))   # (MMA,MMA_M,MMA_N) -> row slot
+                      for v in (tv_s[1], tv_o[1]))
+    shuffles = _shuffle_masks(tv_s[0])                                 # thread (lane) -> row: its nullspace
+    first = right_inverse(slot_s)                                      # (ROWS) -> S index: a row's leftmost
     s_part = lambda t, x: mma_s.get_slice(t).partition_C(x)          # noqa: E731
     p_part = lambda t, x: mma_o.get_slice(t).partition_A(x)          # noqa: E731
     o_part = lambda t, x: mma_o.get_slice(t).partition_C(x)          # noqa: E731
-    slot_s = Layout(((2, 2), 1, BN // 8), ((0, 1), 0, 0))              # (MMA,MMA_M,MMA_N) -> row slot
-    slot_o = Layout(((2, 2), 1, d // 8), ((0, 1), 0, 0))
     holders = {}
     for t in range(mma_s.size):
-        s = _coords(s_part, t, (BM, BN))
-        o = _coords(o_part, t, (BM, d))
-        rows = sorted({r for r, _ in s})
-        if len(rows) != 2 or sorted({r for r, _ in o}) != rows:
-            raise ValueError(f"derive_ownership: thread {t} holds rows {rows} of S and {sorted({r for r, _ in o})} "
-                             f"of O; the softmax needs the same two")
+        s = _coords(s_part, t, (bm, BN))
+        o = _coords(o_part, t, (bm, d))
+        rows, o_rows = sorted({r for r, _ in s}), sorted({r for r, _ in o})
+        if len(rows) != cosize(slot_s) or o_rows != rows:
+            raise ValueError(f"derive_ownership: thread {t} holds rows {rows} of S and {o_rows} of O; the softmax "
+                             f"needs the same {cosize(slot_s)} rows")
         for frag, slot, name in ((s, slot_s, "S"), (o, slot_o, "O")):
             if [rows.index(r) for r, _ in frag] != [slot(i) for i in range(len(frag))]:
                 raise ValueError(f"derive_ownership: thread {t}'s {name} fragment does not place its rows as "
                                  f"{slot} says")
-        where = {c: j for j, c in enumerate(s)}
-        if [where[c] for c in _coords(p_part, t, (BM, BN))] != list(range(len(s))):
-            raise ValueError(f"derive_ownership: thread {t}'s P (the A operand of O's MMA) is not S's registers "
-                             f"in order")
+        if [s[first(j)] for j in range(len(rows))] != [min(c for c in s if c[0] == r) for r in rows]:
+            raise ValueError(f"derive_ownership: thread {t}'s leftmost element of a row is not {first} of the slot")
+        for m in range(slot_s.shape[1]):                                # each row block: P[_,m,_] is S[_,m,_]
+            if _coords(p_part, t, (bm, BN), m) != _coords(s_part, t, (bm, BN), m):
+                raise ValueError(f"derive_ownership: thread {t}'s P (the A operand of O's MMA) is not S's registers "
+                                 f"in order (row block {m})")
         for r in rows:
             holders.setdefault(r, set()).add(t)
     for r, ts in holders.items():
         t0 = min(ts)
-        if ts != {t0 ^ x for x in (0, 1, 2, 3)}:
+        if ts != {t0 ^ x for x in _xor_span(shuffles)}:
             raise ValueError(f"derive_ownership: row {r} is held by threads {sorted(ts)}, not a lane and its "
-                             f"shfl_xor partners 1, 2, 3")
-    return slot_s, slot_o, (1, 2)
+                             f"shfl_xor partners {shuffles}")
+    return slot_s, slot_o, shuffles
+
+
+def _xor_span(masks):
+    """Every xor of a subset of ``masks``."""
+    span = {0}
+    for m in masks:
+        span |= {x ^ m for x in span}
+    return span
 
 
 #: The kernel's arguments, declared once (the ``def`` line's order, numba's signature, the
@@ -131,15 +193,17 @@ ATTENTION_ARGS = KernelParams("AttentionArgs", tuple((n, "i64") for n in (
 
 @dataclass(frozen=True)
 class AttentionKernel:
-    """One compiled kernel: element type, head dim and causality (every shape and stride is
-    a run-time argument)."""
+    """One compiled kernel: element type, head dim, causality and queries a CTA (every shape
+    and stride is a run-time argument)."""
 
     dtype: str
     d: int
     causal: bool
+    bm: int                     # queries a CTA (the grid: one CTA a tile of bm queries)
     kernel: object              # numba's dispatcher (the simulator runs it)
     threads: int
     min_blocks: int = 1         # launch bounds: CTAs an SM the registers must allow
+    smem: int = 0               # bytes of dynamic shared memory (0: the tiles are static, 48 KiB at most)
 
     def __post_init__(self):
         import inspect
@@ -149,7 +213,7 @@ class AttentionKernel:
 
     @property
     def key(self):
-        return self.dtype, self.d, self.causal, self.min_blocks
+        return self.dtype, self.d, self.causal, self.bm, self.min_blocks
 
     @property
     def bounds(self):
@@ -192,7 +256,7 @@ class AttentionKernel:
                 name = driver.entry_name(ptx)
                 cubin = driver.compile_image(ptx)
                 K._write(path, name.encode() + b"\n" + cubin)
-            hit = _FUNCTIONS[(self.key, ctx)] = driver.Function(cubin, name, 0)
+            hit = _FUNCTIONS[(self.key, ctx)] = driver.Function(cubin, name, self.smem)
         return hit
 
 
@@ -223,31 +287,33 @@ _DIGEST = []
 _KERNELS = {}
 
 
-def attention_kernel(dtype, d, causal):
-    """The kernel for ``dtype`` ("f16" or "bf16"), head dim ``d`` and ``causal``, built once."""
-    key = (dtype, d, bool(causal))
+def attention_kernel(dtype, d, causal, bm=None):
+    """The kernel for ``dtype`` ("f16" or "bf16"), head dim ``d``, ``causal`` and ``bm``
+    queries a CTA (default :data:`BLOCK_M`), built once."""
+    key = (dtype, d, bool(causal), BLOCK_M[d] if bm is None else bm)
+    if key[3] not in KBLOCK_LOADS:
+        raise ValueError(f"attention_kernel: bm {bm} is not one of {', '.join(map(str, KBLOCK_LOADS))} queries a CTA")
     hit = _KERNELS.get(key)
     if hit is None:
-        hit = _KERNELS[key] = _build(dtype, d, bool(causal))
+        hit = _KERNELS[key] = _build(*key)
     return hit
 
 
 class RowStats(NamedTuple):
-    """The online softmax's running statistics of a thread's two rows (its row slots 0 and
-    1): the maxima of the scaled scores (log2 units) and the sums of their exponentials."""
+    """The online softmax's running statistics of a thread's rows, ``(ROWS)`` register arrays
+    indexed by row slot (:func:`derive_ownership`; two rows for BM = 64, four for 128): the
+    maxima of the scaled scores (log2 units) and the sums of their exponentials."""
 
-    m0: float
-    m1: float
-    l0: float
-    l1: float
+    m: object
+    l: object
 
 
 @device_object
 @dataclass(frozen=True)
 class FlashAttention2:
-    """The layouts of one kernel (element type, head dim ``d``, ``causal``) and its stages,
-    each a device method over a CTA's tiles: 64 queries (``BM``) against 64 keys (``BN``) at a
-    time, 4 warps.
+    """The layouts of one kernel (element type, head dim ``d``, ``causal``, ``bm`` queries a
+    CTA) and its stages, each a device method over a CTA's tiles: ``bm`` queries (``BM``, 64
+    or 128) against 64 keys (``BN``) at a time, 4 warps.
 
     ``mma_s``: ``S = Q K^T``, (BM,BN) over ``d``; ``mma_o``: ``O += P V``, (BM,d) over the
     keys; ``g2s_r``: cp.async of rows of ``d`` (Q, K), ``g2s_v``: of V^T's columns;
@@ -256,7 +322,13 @@ class FlashAttention2:
     :func:`derive_ownership`; ``s_values``, ``o_values``: a thread's elements of S and O;
     ``pred_q``, ``pred_k``, ``pred_v``: ``(CPY_M,CPY_K)`` predicate layouts of the copies,
     ``pred_o``: ``(o_calls)``, one flag a 32-bit store of O (a pair of elements); ``sq``,
-    ``sk``, ``sv``: the swizzled shared layouts of Q (BM,d), K (BN,d) and V^T (d,BN).
+    ``sk``, ``sv``: the swizzled shared layouts of Q (BM,d), K (BN,d) and V^T (d,BN);
+    ``kblock_loads``: :data:`KBLOCK_LOADS`; ``o_chunk``: the inner trip count of loops over
+    O's elements (:data:`UNROLL`); ``rows``: the rows a thread holds (row slots,
+    ``cosize(row_slot)``); ``row_first``: each row slot's leftmost element in S's fragment
+    (the right inverse of ``row_slot``, checked by :func:`derive_ownership`); ``elem``: the
+    element storage type; ``smem``: bytes of dynamic shared memory, Q at 0, K at ``k_at``
+    and V^T at ``v_at`` (0: static shared arrays, the tiles fit in 48 KiB).
     """
 
     mma_s: object
@@ -267,26 +339,40 @@ class FlashAttention2:
     s2r_k: object
     s2r_v: object
     r2g_o: object
-    row_slot: object
-    slot_o: object
+    row_slot: object            # (MMA,MMA_M,MMA_N) -> row slot, of S
+    slot_o: object              # (MMA,MMA_M,MMA_N) -> row slot, of O
     shuffles: tuple
     s_values: int
     o_values: int
     o_calls: int
-    pred_q: object
-    pred_k: object
-    pred_v: object
-    pred_o: object
-    sq: object
-    sk: object
-    sv: object
+    pred_q: object              # (CPY_M,CPY_K)
+    pred_k: object              # (CPY_M,CPY_K)
+    pred_v: object              # (CPY_M,CPY_K)
+    pred_o: object              # (o_calls)
+    sq: object                  # (BM,D) -> smem
+    sk: object                  # (BN,D) -> smem
+    sv: object                  # (D,BN) -> smem: V^T
     d: int
     causal: bool
+    bm: int
+    kblock_loads: bool
+    o_chunk: int
+    rows: int
+    row_first: object           # (ROWS) -> S's fragment index
+    elem: object
+    smem: int
+    k_at: int
+    v_at: int
 
     @device
     def start(self):
         """The statistics before the first key tile: maxima at -inf, sums at 0."""
-        return RowStats(float32(-math.inf), float32(-math.inf), float32(0.0), float32(0.0))
+        m = cuda.local.array(self.rows, float32)                           # (ROWS) -> row maximum
+        l_ = cuda.local.array(self.rows, float32)                          # (ROWS) -> row sum
+        for r in range(self.rows):
+            m[r] = float32(-math.inf)
+            l_[r] = float32(0.0)
+        return RowStats(m, l_)
 
     @device
     def load_q(self, tid, gQ, cQ, sQ, Sq):
@@ -320,73 +406,94 @@ class FlashAttention2:
         cuda.syncthreads()
 
     @device
-    def scores(self, tid, sK, tSrS, tSrQ, tSrK):
-        """``S = Q K^T`` of the tile in shared memory, into the accumulators ``tSrS``."""
+    def load_q_fragments(self, tid, sQ, tSrQ):
+        """Q's fragments from shared memory into registers, once (with ``kblock_loads``,
+        :meth:`scores` reads them a k-block at a time instead)."""
+        if not self.kblock_loads:
+            sq = self.s2r_q.get_slice(tid)
+            cute.copy(self.s2r_q, sq.partition_S(sQ), sq.retile_D(tSrQ))
+
+    @device
+    def scores(self, tid, sQ, sK, tSrS, tSrQ, tSrK):
+        """``S = Q K^T`` of the tiles in shared memory, into the accumulators ``tSrS``: K's
+        fragments all first, or with ``kblock_loads`` K's and Q's a k-block (16 of d) at a time,
+        each K fragment serving every row block of ``S``."""
+        sq = self.s2r_q.get_slice(tid)
         sk = self.s2r_k.get_slice(tid)
-        cute.copy(self.s2r_k, sk.partition_S(sK), sk.retile_D(tSrK))
+        tSsQ, tSrQc = sq.partition_S(sQ), sq.retile_D(tSrQ)              # (CPY,CPY_M,CPY_K): k-blocks
+        tSsK, tSrKc = sk.partition_S(sK), sk.retile_D(tSrK)              # (CPY,CPY_N,CPY_K)
+        if not self.kblock_loads:
+            cute.copy(self.s2r_k, tSsK, tSrKc)
         cute.clear(tSrS)
         for kb in range(self.d // 16):
+            if self.kblock_loads:
+                cute.copy(self.s2r_q, tSsQ[None, None, kb], tSrQc[None, None, kb])
+                cute.copy(self.s2r_k, tSsK[None, None, kb], tSrKc[None, None, kb])
             cute.gemm(self.mma_s, tSrS, tSrQ[None, None, kb], tSrK[None, None, kb])
 
     @device
     def online_softmax(self, tSrS, tScS, tOrO, st, kt, Sk, first, qk):
         """Scale and mask key tile ``kt``'s scores (keys past ``Sk``; with ``causal``, keys after
-        the query), raise the rows' maxima (``st``, a :class:`RowStats`) across the row's
-        threads, rescale ``O`` and the sums, and replace the scores by their exponentials
-        ``P``; returns the new statistics. ``tScS``: (query, key) of each score in the tiles."""
+        the query), raise the rows' maxima (``st``, a :class:`RowStats`, updated in place)
+        across the row's threads, rescale ``O`` and the sums, and replace the scores by their
+        exponentials ``P``. ``tScS``: (query, key) of each score in the tiles."""
         neg = float32(-math.inf)
-        n0, n1 = st.m0, st.m1
+        mx = cuda.local.array(self.rows, float32)                          # (ROWS) -> the new maximum
+        for r in range(self.rows):
+            mx[r] = st.m[r]
+        keys = Sk - kt * BN                                                # keys of this tile inside Sk
+        diag = first - kt * BN                                             # query - key offset of the tiles
         for i in range(self.s_values):
             c = tScS[i]
-            key = kt * BN + c[1]
             x = tSrS[i] * qk
-            if key >= Sk or (self.causal and key > first + c[0]):
+            if c[1] >= keys or (self.causal and c[1] > diag + c[0]):
                 x = neg                                                    # past Sk, or after the query
             tSrS[i] = x
-            if self.row_slot(i) == 0:
-                n0 = max(n0, x)
-            else:
-                n1 = max(n1, x)
-        for mask in self.shuffles:                                         # the row's other three threads
-            n0 = max(n0, cuda.shfl_xor_sync(0xFFFFFFFF, n0, mask))
-            n1 = max(n1, cuda.shfl_xor_sync(0xFFFFFFFF, n1, mask))
-        a0 = math.exp2(st.m0 - n0) if n0 != neg else float32(0.0)         # rows with no key yet stay at 0
-        a1 = math.exp2(st.m1 - n1) if n1 != neg else float32(0.0)
-        l0, l1 = st.l0 * a0, st.l1 * a1
+            r = self.row_slot(i)
+            mx[r] = max(mx[r], x)
+        for j in range(len(self.shuffles)):                                # the row's other threads
+            for r in range(self.rows):
+                mx[r] = max(mx[r], cuda.shfl_xor_sync(0xFFFFFFFF, mx[r], self.shuffles[j]))
+        alpha = cuda.local.array(self.rows, float32)                       # (ROWS) -> exp2(old max - new)
+        for r in range(self.rows):
+            alpha[r] = math.exp2(st.m[r] - mx[r]) if mx[r] != neg else float32(0.0)   # no key yet: 0
+            st.l[r] = st.l[r] * alpha[r]
+            st.m[r] = mx[r]
         for i in range(self.s_values):
-            if self.row_slot(i) == 0:
-                p = math.exp2(tSrS[i] - n0) if n0 != neg else float32(0.0)
-                l0 += p
-            else:
-                p = math.exp2(tSrS[i] - n1) if n1 != neg else float32(0.0)
-                l1 += p
+            r = self.row_slot(i)
+            p = math.exp2(tSrS[i] - mx[r]) if mx[r] != neg else float32(0.0)
+            st.l[r] += p
             tSrS[i] = p
-        for i in range(self.o_values):                                     # O's rows are S's (checked)
-            tOrO[i] *= a0 if self.slot_o(i) == 0 else a1
-        return RowStats(n0, n1, l0, l1)
+        for h in range(self.o_values // self.o_chunk):                     # O's rows are S's (checked)
+            for j in range(self.o_chunk):
+                tOrO[h * self.o_chunk + j] *= alpha[self.slot_o(h * self.o_chunk + j)]
 
     @device
     def accumulate(self, tid, sV, tOrO, tOrP, tOrV):
         """``O += P V``: ``P`` (``tOrP``, the A operand, S's registers converted) times the
-        values in shared memory."""
+        values in shared memory: V's fragments all first, or with ``kblock_loads`` a k-block
+        (16 keys) at a time, each serving every row block of ``O``."""
         sv = self.s2r_v.get_slice(tid)
-        cute.copy(self.s2r_v, sv.partition_S(sV), sv.retile_D(tOrV))
+        tOsV, tOrVc = sv.partition_S(sV), sv.retile_D(tOrV)              # (CPY,CPY_N,CPY_K): k-blocks
+        if not self.kblock_loads:
+            cute.copy(self.s2r_v, tOsV, tOrVc)
         for kb in range(BN // 16):
+            if self.kblock_loads:
+                cute.copy(self.s2r_v, tOsV[None, None, kb], tOrVc[None, None, kb])
             cute.gemm(self.mma_o, tOrO, tOrP[None, None, kb], tOrV[None, None, kb])
 
     @device
     def normalize(self, tOrO, st):
-        """``O / l`` with the rows' sums added up across their threads; returns the statistics
-        with the whole rows' sums."""
-        l0, l1 = st.l0, st.l1
-        for mask in self.shuffles:
-            l0 += cuda.shfl_xor_sync(0xFFFFFFFF, l0, mask)
-            l1 += cuda.shfl_xor_sync(0xFFFFFFFF, l1, mask)
-        r0 = float32(1.0) / l0 if l0 > 0 else float32(0.0)
-        r1 = float32(1.0) / l1 if l1 > 0 else float32(0.0)
-        for i in range(self.o_values):
-            tOrO[i] *= r0 if self.slot_o(i) == 0 else r1
-        return RowStats(st.m0, st.m1, l0, l1)
+        """``O / l`` with the rows' sums added up across their threads (into ``st``)."""
+        for j in range(len(self.shuffles)):
+            for r in range(self.rows):
+                st.l[r] += cuda.shfl_xor_sync(0xFFFFFFFF, st.l[r], self.shuffles[j])
+        inv = cuda.local.array(self.rows, float32)                         # (ROWS) -> 1 / row sum
+        for r in range(self.rows):
+            inv[r] = float32(1.0) / st.l[r] if st.l[r] > 0 else float32(0.0)
+        for h in range(self.o_values // self.o_chunk):
+            for j in range(self.o_chunk):
+                tOrO[h * self.o_chunk + j] *= inv[self.slot_o(h * self.o_chunk + j)]
 
     @device
     def store_o(self, tid, tOrO16, cQ, gO, Sq):
@@ -400,32 +507,57 @@ class FlashAttention2:
 
     @device
     def store_lse(self, mL, tScS, st, first, Sq):
-        """Each row's log-sum-exp (natural log) into ``mL``, by the threads holding column 0."""
-        for i in range(self.s_values):
-            c = tScS[i]
+        """Each row's log-sum-exp (natural log) into ``mL``, by the threads holding column 0
+        (in a row's leftmost element of theirs: ``row_first``)."""
+        for r in range(self.rows):
+            c = tScS[self.row_first(r)]
             if c[1] == 0 and first + c[0] < Sq:
-                m, l_ = (st.m0, st.l0) if self.row_slot(i) == 0 else (st.m1, st.l1)
-                mL[first + c[0]] = (m + math.log2(l_)) / float32(LOG2E)
+                mL[first + c[0]] = (st.m[r] + math.log2(st.l[r])) / float32(LOG2E)
 
 
-def make_flash_attention2(dtype, D, causal):
-    """The :class:`FlashAttention2` of ``dtype`` ("f16" or "bf16"), head dim ``D``, ``causal``:
-    every layout derived from the m16n8k16 atom and the copy atoms, ownership checked."""
+@device_function
+def static_shared(fa):
+    """The tiles of Q (BM,D), K (BN,D) and V^T (D,BN) in static shared arrays (48 KiB at most)."""
+    sQ = cute.make_shared_tensor(fa.elem, fa.sq)                           # (BM,D) -> smem
+    sK = cute.make_shared_tensor(fa.elem, fa.sk)                           # (BN,D) -> smem
+    sV = cute.make_shared_tensor(fa.elem, fa.sv)                           # (D,BN) -> smem: V^T, d contiguous
+    return sQ, sK, sV
+
+
+@device_function
+def dynamic_shared(fa):
+    """The same tiles in the launch's dynamic shared memory (``fa.smem`` bytes, above 48 KiB)."""
+    sQ = cute.dynamic_shared_tensor(fa.elem, fa.sq, 0)                     # (BM,D) -> smem
+    sK = cute.dynamic_shared_tensor(fa.elem, fa.sk, fa.k_at)               # (BN,D) -> smem
+    sV = cute.dynamic_shared_tensor(fa.elem, fa.sv, fa.v_at)               # (D,BN) -> smem: V^T, d contiguous
+    return sQ, sK, sV
+
+
+def make_flash_attention2(dtype, D, causal, bm):
+    """The :class:`FlashAttention2` of ``dtype`` ("f16" or "bf16"), head dim ``D``, ``causal``
+    and ``bm`` queries a CTA: every layout derived from the m16n8k16 atom and the copy atoms,
+    ownership checked."""
     from layoutalg import (
-        CopyAtom, Layout, make_identity_tensor, make_tiled_copy, make_tiled_copy_A, make_tiled_copy_B,
-        make_tiled_mma, size,
+        CopyAtom, Layout, cosize, make_identity_tensor, make_tiled_copy, make_tiled_copy_A, make_tiled_copy_B,
+        make_tiled_mma, right_inverse, size,
     )
     from layoutalg.tiled_copy import make_tiled_copy_impl
 
+    from .cute.checks import shared_cosize
     from .plan import smem_layout
 
-    mma_s = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (BM, BN, 16))    # S = Q K^T: (BM,BN), k over D
-    mma_o = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (BM, D, 16))     # O += P V: (BM,D), k over the keys
+    mma_s = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (bm, BN, 16))    # S = Q K^T: (BM,BN), k over D
+    mma_o = make_tiled_mma(_ATOMS[dtype], (4, 1, 1), (bm, D, 16))     # O += P V: (BM,D), k over the keys
     cp = CopyAtom("SM80_CP_ASYNC_CACHEGLOBAL_128", dtype)
     g2s_r = make_tiled_copy(cp, Layout((128 * 8 // D, D // 8), (D // 8, 1)), Layout((1, 8)))   # rows of d, 16 B a thread
     g2s_v = make_tiled_copy(cp, Layout((D // 8, 1024 // D), (1, D // 8)), Layout((8, 1)))     # columns of V^T
-    r2g_o = make_tiled_copy_impl(CopyAtom("UniversalCopy_32", dtype), mma_o.get_layoutC_TV(), (BM, D))
-    row_slot, slot_o, shuffles = derive_ownership(mma_s, mma_o, D)
+    r2g_o = make_tiled_copy_impl(CopyAtom("UniversalCopy_32", dtype), mma_o.get_layoutC_TV(), (bm, D))
+    row_slot, slot_o, shuffles = derive_ownership(mma_s, mma_o, bm, D)
+    sq = smem_layout(dtype, "K", bm, D)                                # (BM,D) -> smem
+    sk = smem_layout(dtype, "K", BN, D)                                # (BN,D) -> smem
+    sv = smem_layout(dtype, "MN", D, BN)                               # (D,BN) -> smem: V^T
+    nbytes = [-(-shared_cosize(x) * 2 // 128) * 128 for x in (sq, sk, sv)]   # each tile 128-byte aligned
+    k_at, v_at, end = nbytes[0], nbytes[0] + nbytes[1], sum(nbytes)
 
     def values(part, shape):                # a thread's elements of a partition of a (shape) tile
         return size(part(make_identity_tensor(shape)).layout)
@@ -433,23 +565,27 @@ def make_flash_attention2(dtype, D, causal):
     def pred(copy, shape):                  # (CPY_M,CPY_K): one flag a copy call
         return Layout(copy.get_slice(0).partition_S(make_identity_tensor(shape)).layout.shape[1:])
 
-    o_calls = values(r2g_o.get_slice(0).partition_D, (BM, D)) // 2
+    o_calls = values(r2g_o.get_slice(0).partition_D, (bm, D)) // 2
+    o_values = values(mma_o.get_slice(0).partition_C, (bm, D))
     return FlashAttention2(
         mma_s, mma_o, g2s_r, g2s_v,
         make_tiled_copy_A(CopyAtom("SM75_U32x4_LDSM_N", dtype), mma_s),
         make_tiled_copy_B(CopyAtom("SM75_U32x4_LDSM_N", dtype), mma_s),
         make_tiled_copy_B(CopyAtom("SM75_U16x8_LDSM_T", dtype), mma_o),
         r2g_o, row_slot, slot_o, shuffles,
-        values(mma_s.get_slice(0).partition_C, (BM, BN)), values(mma_o.get_slice(0).partition_C, (BM, D)),
-        o_calls, pred(g2s_r, (BM, D)), pred(g2s_r, (BN, D)), pred(g2s_v, (D, BN)), Layout(o_calls),
-        smem_layout(dtype, "K", BM, D), smem_layout(dtype, "K", BN, D), smem_layout(dtype, "MN", D, BN), D, causal)
+        values(mma_s.get_slice(0).partition_C, (bm, BN)), o_values,
+        o_calls, pred(g2s_r, (bm, D)), pred(g2s_r, (BN, D)), pred(g2s_v, (D, BN)), Layout(o_calls),
+        sq, sk, sv, D, causal, bm=bm, kblock_loads=KBLOCK_LOADS[bm], o_chunk=math.gcd(o_values, UNROLL),
+        rows=cosize(row_slot), row_first=right_inverse(row_slot), elem=_STORAGE[dtype],
+        smem=end if end > SMEM_STATIC else 0, k_at=k_at, v_at=v_at)
 
 
-def _build(dtype, D, causal):
+def _build(dtype, D, causal, bm):
     cute.activate()
-    FA = make_flash_attention2(dtype, D, causal)
-    ELEM = _STORAGE[dtype]
+    FA = make_flash_attention2(dtype, D, causal, bm)
+    ELEM, BM = FA.elem, bm
     CVT = dtype                                                        # cute.convert's format of P and O
+    SHARED = dynamic_shared if FA.smem else static_shared
 
     @cuda.jit
     def attention_fwd(q, k, v, o, lse, Sq, Sk, H, ratio, qsb, qsh, qss, ksb, ksh, kss, vsb, vsh, vss,
@@ -470,30 +606,29 @@ def _build(dtype, D, causal):
         mO = cute.make_tensor(cute.make_ptr(ELEM, o + 2 * (b * osb + h * osh), 16),
                               cute.make_layout((Sq, D), (cute.assume(oss, 2), 1)))        # (Sq,D) -> o
         gQ = cute.local_tile(mQ, (BM, D), (qt, 0))                                         # (BM,D)
-        cQ = cute.local_tile(cute.make_identity_tensor((Sq, D)), (BM, D), (qt, 0))         # -> (query, d)
-        gO = cute.local_tile(mO, (BM, D), (qt, 0))
+        cQ = cute.local_tile(cute.make_identity_tensor((Sq, D)), (BM, D), (qt, 0))         # (BM,D) -> (query, d)
+        gO = cute.local_tile(mO, (BM, D), (qt, 0))                                         # (BM,D)
         gK = cute.local_tile(mK, (BN, D), (None, 0))                                       # (BN,D,kt)
-        cK = cute.local_tile(cute.make_identity_tensor((Sk, D)), (BN, D), (None, 0))       # -> (key, d)
+        cK = cute.local_tile(cute.make_identity_tensor((Sk, D)), (BN, D), (None, 0))       # (BN,D,kt) -> (key, d)
         gV = cute.local_tile(mV, (D, BN), (0, None))                                       # (D,BN,kt)
-        cV = cute.local_tile(cute.make_identity_tensor((D, Sk)), (D, BN), (0, None))       # -> (d, key)
-        sQ = cute.make_shared_tensor(ELEM, FA.sq)                        # (BM,D) -> smem
-        sK = cute.make_shared_tensor(ELEM, FA.sk)                        # (BN,D) -> smem
-        sV = cute.make_shared_tensor(ELEM, FA.sv)                        # (D,BN) -> smem: V^T, d contiguous
+        cV = cute.local_tile(cute.make_identity_tensor((D, Sk)), (D, BN), (0, None))       # (D,BN,kt) -> (d, key)
+        sQ, sK, sV = SHARED(FA)                                            # (BM,D), (BN,D), (D,BN) -> smem
         gr = FA.g2s_r.get_slice(tid)
         gv = FA.g2s_v.get_slice(tid)
         tKgK, tKsK, tKcK = gr.partition_S(gK), gr.partition_D(sK), gr.partition_S(cK)   # (CPY,CPY_M,CPY_K,kt)
         tVgV, tVsV, tVcV = gv.partition_S(gV), gv.partition_D(sV), gv.partition_S(cV)
-        pK = cute.make_fragment_like(FA.pred_k, np.int8)
-        pV = cute.make_fragment_like(FA.pred_v, np.int8)
+        pK = cute.make_fragment_like(FA.pred_k, np.int8)                 # (CPY_M,CPY_K)
+        pV = cute.make_fragment_like(FA.pred_v, np.int8)                 # (CPY_M,CPY_K)
         thr_s = FA.mma_s.get_slice(tid)
         thr_o = FA.mma_o.get_slice(tid)
         tSrQ = thr_s.partition_fragment_A(sQ)                              # (MMA,MMA_M,MMA_K): all of D
         tSrK = thr_s.partition_fragment_B(sK)                              # (MMA,MMA_N,MMA_K)
         tOrV = thr_o.partition_fragment_B(sV)                              # (MMA,MMA_N,MMA_K): k over keys
-        tSrS = thr_s.partition_fragment_C(cute.make_identity_tensor((BM, BN)))   # (MMA,MMA_M,MMA_N)
-        tScS = thr_s.partition_C(cute.make_identity_tensor((BM, BN)))     # -> (query, key) in the tiles
+        cS = cute.make_identity_tensor((BM, BN))                          # (BM,BN) -> (query, key) in the tiles
+        tSrS = thr_s.partition_fragment_C(cS)                              # (MMA,MMA_M,MMA_N)
+        tScS = thr_s.partition_C(cS)                                       # (MMA,MMA_M,MMA_N) -> (query, key)
         tOrO = thr_o.partition_fragment_C(gO)                              # (MMA,MMA_M,MMA_N)
-        tOrP = cute.make_fragment_like(thr_o.partition_fragment_A(cute.make_identity_tensor((BM, BN))), ELEM)
+        tOrP = cute.make_fragment_like(thr_o.partition_fragment_A(cS), ELEM)   # (MMA,MMA_M,MMA_K)
         cute.clear(tOrO)
         st = FA.start()
         first = qt * BM                                                    # the tile's first query
@@ -503,27 +638,27 @@ def _build(dtype, D, causal):
         FA.load_q(tid, gQ, cQ, sQ, Sq)
         FA.load_k(tKgK, tKsK, tKcK, pK, 0, Sk)
         FA.wait_loads()
-        sq = FA.s2r_q.get_slice(tid)
-        cute.copy(FA.s2r_q, sq.partition_S(sQ), sq.retile_D(tSrQ))       # Q's fragments, once
+        FA.load_q_fragments(tid, sQ, tSrQ)                                 # Q's fragments, once (BM = 64)
         for kt in range(n_kt):                 # K(kt) is in shared memory; V(kt) and K(kt+1) overlap MMAs
             FA.load_v(tVgV, tVsV, tVcV, pV, kt, Sk)                       # V(kt) lands during S and softmax
-            FA.scores(tid, sK, tSrS, tSrQ, tSrK)                           # S = Q K^T
-            st = FA.online_softmax(tSrS, tScS, tOrO, st, kt, Sk, first, qk)
+            FA.scores(tid, sQ, sK, tSrS, tSrQ, tSrK)                       # S = Q K^T
+            FA.online_softmax(tSrS, tScS, tOrO, st, kt, Sk, first, qk)
             FA.wait_loads()                                                # V(kt) in; K(kt) read by all
             if kt + 1 < n_kt:
                 FA.load_k(tKgK, tKsK, tKcK, pK, kt + 1, Sk)                # K(kt+1) lands during O += P V
-            cute.convert(tSrS, tOrP, CVT)                                  # P: S's registers, as the A operand
+            for m in range(cute.size(tSrS, 1)):                            # P[_,m,_]: S[_,m,_]'s registers
+                cute.convert(tSrS[None, m, None], tOrP[None, m, None], CVT)
             FA.accumulate(tid, sV, tOrO, tOrP, tOrV)                      # O += P V
             FA.wait_loads()                                                # K(kt+1) in; V(kt) read by all
-        st = FA.normalize(tOrO, st)
-        tOrO16 = cute.make_fragment_like(tOrO, ELEM)
+        FA.normalize(tOrO, st)
+        tOrO16 = cute.make_fragment_like(tOrO, ELEM)                       # (MMA,MMA_M,MMA_N)
         cute.convert(tOrO, tOrO16, CVT)
         FA.store_o(tid, tOrO16, cQ, gO, Sq)
         if lse != 0:
             FA.store_lse(cute.make_tensor(cute.make_ptr(np.float32, lse + 4 * bh * Sq, 4),
                                           cute.make_layout((Sq,), (1,))), tScS, st, first, Sq)   # (Sq) -> lse
 
-    return AttentionKernel(dtype, D, causal, attention_fwd, FA.mma_s.size, MIN_BLOCKS[D])
+    return AttentionKernel(dtype, D, causal, bm, attention_fwd, FA.mma_s.size, MIN_BLOCKS[D, bm], FA.smem)
 
 
 def _describe4(x, name):
@@ -597,12 +732,12 @@ def _new_lse(like, d, shape):
 
 
 def _launch(kern, arrays, xs, dims, scale, stream):
-    """Launch ``kern``: one CTA a tile of 64 queries of each batch and head."""
+    """Launch ``kern``: one CTA a tile of ``kern.bm`` queries of each batch and head."""
     B, H, Sq, Sk, Hk = dims
     q, k, v, o, lse = arrays
     dq, dk, dv = xs
     do = _describe4(o, "o")
-    grid = (Sq + BM - 1) // BM * B * H
+    grid = (Sq + kern.bm - 1) // kern.bm * B * H
     slots = ATTENTION_ARGS.slots()
     slots.set(Sq=Sq, Sk=Sk, H=H, ratio=H // Hk, qk=scale * LOG2E)
     if dq.kind == "numpy":
@@ -612,13 +747,13 @@ def _launch(kern, arrays, xs, dims, scale, stream):
             from .intrinsics.sim import register_global
 
             _set_addresses(slots, [register_global(x) if x is not None else 0 for x in arrays])
-            kern.kernel[grid, kern.threads](*slots.python_values())
+            kern.kernel[grid, kern.threads, 0, kern.smem](*slots.python_values())
             return
         from numba import cuda
 
         dev = [cuda.to_device(x) if x is not None else None for x in arrays]
         _set_addresses(slots, [int(d.__cuda_array_interface__["data"][0]) if d is not None else 0 for d in dev])
-        kern.function().launch(grid, kern.threads, 0, 0, slots.pointers)
+        kern.function().launch(grid, kern.threads, kern.smem, 0, slots.pointers)
         dev[3].copy_to_host(o)
         if lse is not None:
             dev[4].copy_to_host(lse)
@@ -633,7 +768,7 @@ def _launch(kern, arrays, xs, dims, scale, stream):
             from .host import _refuse_in_capture
 
             _refuse_in_capture(q)             # a first call compiles and loads: not in a graph capture
-        kern.function().launch(grid, kern.threads, 0, handle, slots.pointers)
+        kern.function().launch(grid, kern.threads, kern.smem, handle, slots.pointers)
 
 
 def _on_device(d):
