@@ -31,14 +31,11 @@ def fp8_c(c, out_dtype, op):
 
     from layoutalg.element_types import element_type
 
+    from .host import _out_name
+
     if c is None or c.etype.name != "u8":
         return c
-    name = None
-    if out_dtype is not None:
-        try:
-            name = element_type(out_dtype, op).name
-        except Exception:
-            name = None
+    name = _out_name(out_dtype, op)
     if name not in FP8_OUT:
         raise GemmError(f"{op}: C is uint8: an 8-bit float C holds its bits in uint8 with out_dtype='e4m3' or "
                         f"'e5m2' (integer outputs are not supported); got out_dtype {out_dtype!r}")

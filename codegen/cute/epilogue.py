@@ -462,24 +462,18 @@ class RegisterEpilogue:
 def make_output_scale(bm, bn):
     """The amax and output scale of an 8-bit float C, for a ``bm x bn`` tile: where in C each
     accumulator pair of ``CLayout_64xN`` lies (the register epilogue's layouts)."""
-    reg = make_register_epilogue("f32", bm, bn)
-    return OutputScale(bm, bn, reg.acc_regs, reg.thr_row, reg.thr_col, reg.pair_row, reg.pair_col)
+    return OutputScale(make_register_epilogue("f32", bm, bn))
 
 
 @device_object
 @dataclass(frozen=True)
 class OutputScale:
     """An 8-bit float output, as cuBLASLt's ``D = scale_D * (alpha * A @ B)`` with ``amax_D``:
-    the layouts as :class:`RegisterEpilogue`'s (``(T128) -> m``, ``-> n``; ``(P) -> m``,
-    ``-> n``). :meth:`apply` runs after any fused operation and before the store."""
+    ``at``, a :class:`RegisterEpilogue` of the tile, says where each accumulator lies in C
+    (its ``(T128) -> m``, ``-> n`` and ``(P) -> m``, ``-> n``). :meth:`apply` runs after any
+    fused operation and before the store."""
 
-    bm: int
-    bn: int
-    acc_regs: int
-    thr_row: object
-    thr_col: object
-    pair_row: object
-    pair_col: object
+    at: object
 
     @device
     def scale(self, p):
@@ -498,29 +492,31 @@ class OutputScale:
         element where the tile is inside C, predicated pair by pair at its edges (with
         ``p.amax`` 0, none: ``amax`` unchanged)."""
         f = alpha * self.scale(p)
+        at = self.at
         if p.amax != 0:
             m = float32(0.0)
-            if work.m0 + self.bm <= min(p.M, work.rows) and work.n0 + self.bn <= p.N:   # an interior tile
-                for i in range(self.acc_regs):
+            if work.m0 + at.bm <= min(p.M, work.rows) and work.n0 + at.bn <= p.N:   # an interior tile
+                for i in range(at.acc_regs):
                     m = max(m, abs(accs[i]))
             else:
                 m = self.edge_max(p, accs, work, c)
             amax = max(amax, abs(alpha) * m)
-        for i in range(self.acc_regs):
+        for i in range(at.acc_regs):
             accs[i] = f * accs[i]
         return amax
 
     @device
     def edge_max(self, p, accs, work, c):
         """The largest ``|acc|`` of the thread's elements inside C, in a tile at C's edges."""
+        at = self.at
         wtid = cuda.threadIdx.x & 127
-        c_row = work.m0 + 64 * c + self.thr_row(wtid)
-        c_col = work.n0 + self.thr_col(wtid)
+        c_row = work.m0 + 64 * c + at.thr_row(wtid)
+        c_col = work.n0 + at.thr_col(wtid)
         rows = min(p.M, work.rows)
         m = float32(0.0)
-        for q in range(self.acc_regs // 2):
-            row = c_row + self.pair_row(q)
-            col = c_col + self.pair_col(q)
+        for q in range(at.acc_regs // 2):
+            row = c_row + at.pair_row(q)
+            col = c_col + at.pair_col(q)
             if row < rows and col < p.N:
                 m = max(m, abs(accs[2 * q]))
             if row < rows and col + 1 < p.N:

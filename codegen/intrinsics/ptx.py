@@ -853,16 +853,20 @@ def unpack_bf16x2_f32(typingctx, x):
     return sig, codegen
 
 
-def _cvt_x2(op, ptx_type, lo, hi):
+def _cvt_x2(op, ptx_type, lo, hi, bits=16):
+    """Two float32 to a packed pair of ``ptx_type``: 16-bit halves of a b32 register, or
+    (``bits`` 8, saturating: ``.satfinite``) bytes of a b16 register, zero-extended."""
     _want_float(op, "lo", lo)
     _want_float(op, "hi", hi)
     sig = types.uint32(lo, hi)
     # cvt.rn.<t>x2.f32 d, a, b puts a in the upper half and b in the lower half.
-    text = f"cvt.rn.{ptx_type}x2.f32 $0, $2, $1;"
+    text = f"cvt.rn{'.satfinite' if bits == 8 else ''}.{ptx_type}x2.f32 $0, $2, $1;"
 
     def codegen(context, builder, sig, args):
         l = _as_f32(context, builder, args[0], sig.args[0])
         h = _as_f32(context, builder, args[1], sig.args[1])
+        if bits == 8:
+            return builder.zext(_asm(builder, ir.IntType(16), [_F32, _F32], text, "=h,f,f", [l, h], False), _I32)
         return _asm(builder, _I32, [_F32, _F32], text, "=r,f,f", [l, h], False)
 
     return sig, codegen
@@ -887,33 +891,18 @@ def cvt_bf16x2_f32(typingctx, lo, hi):
     return _cvt_x2("cvt_bf16x2_f32", "bf16", lo, hi)
 
 
-def _cvt_fp8x2(op, ptx_type, lo, hi):
-    _want_float(op, "lo", lo)
-    _want_float(op, "hi", hi)
-    sig = types.uint32(lo, hi)
-    # the first source goes to the upper byte, as for the 16-bit pairs
-    text = f"cvt.rn.satfinite.{ptx_type}x2.f32 $0, $2, $1;"
-
-    def codegen(context, builder, sig, args):
-        l = _as_f32(context, builder, args[0], sig.args[0])
-        h = _as_f32(context, builder, args[1], sig.args[1])
-        return builder.zext(_asm(builder, ir.IntType(16), [_F32, _F32], text, "=h,f,f", [l, h], False), _I32)
-
-    return sig, codegen
-
-
 @intrinsic
 def cvt_e4m3x2_f32(typingctx, lo, hi):
     """Round two float32 to e4m3 (``cvt.rn.satfinite.e4m3x2.f32``: nearest even, values past
     448 to +-448, NaN to NaN) and pack: ``lo`` in bits 0-7, ``hi`` in bits 8-15. Returns uint32."""
-    return _cvt_fp8x2("cvt_e4m3x2_f32", "e4m3", lo, hi)
+    return _cvt_x2("cvt_e4m3x2_f32", "e4m3", lo, hi, 8)
 
 
 @intrinsic
 def cvt_e5m2x2_f32(typingctx, lo, hi):
     """Round two float32 to e5m2 (``cvt.rn.satfinite.e5m2x2.f32``: values past 57344, and
     infinities, to +-57344) and pack as :func:`cvt_e4m3x2_f32`. Returns uint32."""
-    return _cvt_fp8x2("cvt_e5m2x2_f32", "e5m2", lo, hi)
+    return _cvt_x2("cvt_e5m2x2_f32", "e5m2", lo, hi, 8)
 
 
 @intrinsic
