@@ -432,9 +432,9 @@ def _check_fused(bias, activation, a, N, beta, op, M=None):
     if beta != 0:
         raise GemmError(f"{op}: a fused bias or activation computes activation(alpha * A @ B + bias); beta must "
                         f"be 0, got {beta}")
-    if a.kind == "numpy" or simulating():
+    if a.kind == "numpy" and not simulating():
         raise GemmError(f"{op}: a fused bias or activation runs on GPU arrays (torch, CuPy, numba device arrays) "
-                        f"on the Hopper kernel, not on numpy arrays or in the simulator")
+                        f"on the Hopper kernel (numpy arrays in numba's simulator only)")
     if bias is None:
         return _Fused(activation, None)
     shape = tuple(getattr(bias, "shape", (None, None, None)))
@@ -641,8 +641,8 @@ def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None, user=None):
     if config is not None and config.path != "wgmma":
         return None
     fp8 = kind in FP8 or out in FP8_OUT                 # (only the Hopper kernel takes them)
-    if simulating() and config is None and not fp8:     # the simulator runs the Hopper kernel when asked to
-        return None
+    if simulating() and config is None and not fp8 and fused is None:
+        return None                                     # the simulator runs the Hopper kernel when it must
     cc = (9, 0) if simulating() else _device_cc()
     if config is None and not fp8 and (cc < (9, 0) or kind not in ("f16", "bf16", "tf32")):
         return None
@@ -826,7 +826,7 @@ def prepare(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, p
     if a.kind == "numpy" or simulating():
         alpha = _scale(alpha, "alpha", op) * _scale(scale_a, "scale_a", op) * _scale(scale_b, "scale_b", op)
         return _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op, user,
-                             tuple(zip(tensors, epilogue_args)), (scale_out, amax))
+                             tuple(zip(tensors, epilogue_args)), (scale_out, amax), (fused, bias))
     handle = _stream_handle(stream, a.kind, a.device)
     keep, refresh = (A, B, C), []
     for name in _overlapped(a, b, c):     # C shares memory with A or B: read a private copy
@@ -1029,11 +1029,12 @@ def _scale(x, name, op):
 
 
 def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, op, user=None, tensors=(),
-                  fp8_out=(None, None)):
+                  fp8_out=(None, None), fused=(None, None)):
     """numpy arrays (copied to the device and back), or any arrays in the simulator (where
     every array lives on the host and kernels reach it by address); ``tensors``: the
     :class:`~codegen.epilogue_fn.EpilogueTensor` of each numpy array of a user epilogue,
-    with the array (simulator only); ``fp8_out``: an 8-bit float C's ``(scale_out, amax)``."""
+    with the array (simulator only); ``fp8_out``: an 8-bit float C's ``(scale_out, amax)``;
+    ``fused``: a fused operation's :class:`_Fused` and its bias array (simulator only)."""
     from dataclasses import replace
 
     sim = simulating()
@@ -1063,7 +1064,7 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
             else:
                 hB, b = T, replace(b, ptr=_addr(T))
     ma, mb, mc, batch = _split_batch(a, b, c, op) if batched else (a, b, c, None)
-    st = _setup(hA, hB, hC, ma, mb, mc, config, out_dtype, precision, op, beta, None, batch, user)
+    st = _setup(hA, hB, hC, ma, mb, mc, config, out_dtype, precision, op, beta, fused[0], batch, user)
     if hC is None and st.out.name in FP8_OUT:           # an 8-bit float C as its bits
         hC = np.zeros((batch.count, st.M, st.N) if batched else (st.M, st.N), dtype=np.uint8)
         beta = 0.0
@@ -1078,6 +1079,10 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
 
         ptrs = tuple(S.register_global(x) for x in (hA, hB, hC))
         keep = (hA, hB, hC) + tuple(x for _, x in tensors)
+        if fused[1] is not None:        # the bias, by address
+            hbias = np.ascontiguousarray(fused[1]).reshape(-1)
+            keep += (hbias,)
+            fused = (replace(fused[0], ptr=S.register_global(hbias)), None)
         tensors = tuple(replace(t, ptr=S.register_global(x)) for t, x in tensors)
 
         def copy_back():
@@ -1101,7 +1106,8 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
         if fp8_out[1] is not None and sim:
             refresh.append(functools.partial(zero_amax, fp8_out[1]))
     return GemmLaunch(st.launcher, ptrs, alpha, beta, 0, target, keep=keep, copy_back=copy_back,
-                      copy_in=_calls(refresh), tensors=tensors, out=outs)
+                      copy_in=_calls(refresh), tensors=tensors, out=outs,
+                      bias=fused[0].ptr if fused[0] is not None else 0)
 
 
 def _addr(x):
@@ -1286,12 +1292,11 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, prec
     replays with the values of the moment; others are read on the host.  ``stream``: None
     (torch's or CuPy's current stream, else the default), a handle or a stream object.
 
-    ``bias`` (an array of N elements, f16, bf16 or f32, of the operands' kind) and
-    ``activation`` ("relu", "gelu", "gelu_tanh", "silu"): the Hopper kernel's epilogue stores
-    ``activation(alpha * A @ B + bias)`` (a bias per column, as ``torch.nn.Linear``'s), with
-    ``beta`` 0 and a row-major C; on GPU arrays only (cuBLASLt's and CUTLASS's fused
-    epilogues). GELU is ``x * Phi(x)`` (erf to 1.5e-7); ``gelu_tanh`` and ``silu`` use the
-    special-function unit's ``tanh.approx`` (relative error about 2**-11).
+    ``bias`` (f16, bf16 or f32, of the operands' kind) and ``activation`` ("relu", "gelu",
+    "gelu_tanh", "silu"): the Hopper kernel's epilogue stores ``activation(alpha * A @ B +
+    bias)`` (``bias`` (N,) per column, as ``torch.nn.Linear``'s, or (M, 1) per row), with
+    ``beta`` 0; on GPU arrays (numpy in numba's simulator). GELU is ``x * Phi(x)`` (erf to
+    1.5e-7); ``gelu_tanh`` and ``silu`` use ``tanh.approx`` (relative error about 2**-11).
 
     ``epilogue`` (a Python function ``f(acc, m, n, *epilogue_args)``) and ``epilogue_args``
     (up to four GPU arrays of one or two dimensions): the kernel's epilogue stores

@@ -69,7 +69,8 @@ def test_the_host_refuses_what_it_cannot_fuse():
         codegen.gemm(A, B, activation="elu")
     with pytest.raises(GemmError, match="beta must be 0, got 2.0"):
         codegen.gemm(A, B, np.zeros((8, 24), np.float16), beta=2.0, activation="relu")
-    with pytest.raises(GemmError, match="runs on GPU arrays .* not on numpy arrays or in the simulator"):
+    with pytest.raises(GemmError, match="runs on GPU arrays .* on the Hopper kernel \\(numpy arrays in numba's "
+                                        "simulator only\\)"):
         codegen.gemm(A, B, bias=np.zeros(24, np.float16))
 
 
@@ -164,3 +165,34 @@ def test_the_epilogue_activations_match_their_definitions():
     rows = [line.split() for line in res.stdout.splitlines()]
     assert [r[:2] for r in rows] == [["relu", "1"], ["gelu", "2"], ["gelu_tanh", "3"], ["silu", "4"]]
     assert all(float(r[2]) < 1e-6 for r in rows), rows
+
+
+SIM_SCRIPT = r"""
+import sys
+sys.setswitchinterval(1e-4)
+import numpy as np, codegen
+rng = np.random.default_rng(4)
+ints = lambda shape: rng.integers(-3, 4, shape).astype(np.float16)      # exact in f16 and f32
+M, N, K = 70, 136, 64                                                    # a partial tile in M and N
+A, B = ints((M, K)), ints((K, N))
+z = A.astype(np.float64) @ B.astype(np.float64)
+br = ints((M, 1))                                                        # one a row, with ReLU
+C = codegen.gemm(A, B, bias=br, activation="relu", out_dtype="f32")
+assert np.array_equal(C, np.maximum(z + br, 0)), "a bias per row"
+bc = ints((N,)).astype(np.float32)                                       # one a column, into a column-major C:
+Ct = np.zeros((N, M), np.float32).T                                      # run as C^T = B^T @ A^T, one a row there
+codegen.gemm(A, B, Ct, bias=bc)
+assert np.array_equal(Ct, z + bc), "a bias per column into a column-major C"
+print("ok")
+"""
+
+
+def test_simulator_runs_a_bias_per_row_and_one_per_column_into_a_column_major_c_exactly():
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", SIM_SCRIPT], capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
