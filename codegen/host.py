@@ -295,8 +295,8 @@ class _Launcher(UserTensors):
     #: ``scale_a``, ``scale_b``); here they are folded into ``alpha`` on the host.
     device_scales = False
 
-    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0)):
-        sa, sb, sc, al, be = self._hot             # (capture: nothing to allocate; no fused bias here)
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0), out=None):
+        sa, sb, sc, al, be = self._hot             # (capture: nothing to allocate; no fused bias, no 8-bit C here)
         sa.value, sb.value, sc.value, al.value, be.value = a, b, c, alpha, beta
         if self.fn is not None:
             self.fn.launch(self.grid, self.threads, self.smem, stream, self.slots.pointers)
@@ -373,11 +373,7 @@ class GemmLaunch:
             self._copy_in()
         if self._tensors:
             self._launcher.set_tensors(self._tensors)
-        if self._out is None:
-            self._launcher(a, b, c, self._alpha, self._beta, self._stream, None, self._bias, self._scales)
-        else:
-            self._launcher(a, b, c, self._alpha, self._beta, self._stream, None, self._bias, self._scales,
-                           out=self._out)
+        self._launcher(a, b, c, self._alpha, self._beta, self._stream, None, self._bias, self._scales, out=self._out)
         if self._copy_back is not None:
             self._copy_back()
         return self.C
@@ -438,7 +434,7 @@ def _check_fused(bias, activation, a, N, beta, op, M=None):
     if bias is None:
         return _Fused(activation, None)
     shape = tuple(getattr(bias, "shape", (None, None, None)))
-    rows = len(shape) == 2 and shape[1] == 1 and (shape[0] != 1 or N != 1)      # (M, 1): one a row
+    rows = bias_per_row(shape, N)
     if len(shape) not in (1, 2) or (len(shape) == 2 and shape[0] != 1 and not rows):
         raise GemmError(f"{op}: bias must be N={N} elements, (N,) or (1, N), one a column, or (M, 1), one a row, "
                         f"got shape {shape if hasattr(bias, 'shape') else type(bias).__name__}")
@@ -450,6 +446,12 @@ def _check_fused(bias, activation, a, N, beta, op, M=None):
     if x.kind != a.kind or x.device != a.device:
         raise GemmError(f"{op}: bias is a {x.kind} array on {x.device}, A a {a.kind} array on {a.device}")
     return _Fused(activation, x.etype.name, x.ptr, rows)
+
+
+def bias_per_row(shape, N):
+    """Whether a bias of ``shape`` is one a row of an ``(M, N)`` C: ``(M, 1)``, as torch
+    broadcasts ``A @ B + bias`` (``(1, 1)`` with ``N = 1`` is one a column)."""
+    return len(shape) == 2 and shape[1] == 1 and (shape[0] != 1 or N != 1)
 
 
 def _bias_extent(x, rows, M, N, op):
@@ -625,10 +627,7 @@ class _SwappedLauncher:
         return self.inner.device_scales
 
     def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0), out=None):
-        if out is None:
-            self.inner(b, a, c, alpha, beta, stream, capture, bias, scales)
-        else:
-            self.inner(b, a, c, alpha, beta, stream, capture, bias, scales, out=out)
+        self.inner(b, a, c, alpha, beta, stream, capture, bias, scales, out=out)
 
 
 def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None, user=None):
@@ -769,7 +768,7 @@ def _check_fp8_operands(a, b, a_major, b_major, b_shape, b_strides, op):
                         f"e.g. pass B.t().contiguous().t() with K a multiple of 16")
 
 
-def _new_out(A, kind, shape, et):
+def _new_out(A, kind, shape, et, op="gemm"):
     if et.name in FP8_OUT and kind != "torch":          # an 8-bit float C as its bits
         from layoutalg.element_types import element_type as _et
 
@@ -782,10 +781,10 @@ def _new_out(A, kind, shape, et):
         import cupy
 
         if et.cupy is None:
-            raise GemmError(f"gemm: CuPy has no {et.name}; pass C or choose out_dtype='f32'")
+            raise GemmError(f"{op}: CuPy has no {et.name}; pass C or choose out_dtype='f32'")
         return cupy.empty(shape, dtype=et.cupy)
     if et.numpy is None:
-        raise GemmError(f"gemm: numpy has no {et.name}; pass C or choose out_dtype='f32'")
+        raise GemmError(f"{op}: numpy has no {et.name}; pass C or choose out_dtype='f32'")
     if kind == "numpy":
         return np.zeros(shape, dtype=et.numpy)
     from numba import cuda
@@ -875,7 +874,7 @@ class _Beta:
     def __init__(self, C, beta):
         self.C, self.beta = C, beta
 
-    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0)):
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0), out=None):
         C = self.C
         if 0 in tuple(C.shape):
             return
@@ -1065,13 +1064,8 @@ def _prepare_host(A, B, C, a, b, c, alpha, beta, config, out_dtype, precision, o
                 hB, b = T, replace(b, ptr=_addr(T))
     ma, mb, mc, batch = _split_batch(a, b, c, op) if batched else (a, b, c, None)
     st = _setup(hA, hB, hC, ma, mb, mc, config, out_dtype, precision, op, beta, fused[0], batch, user)
-    if hC is None and st.out.name in FP8_OUT:           # an 8-bit float C as its bits
-        hC = np.zeros((batch.count, st.M, st.N) if batched else (st.M, st.N), dtype=np.uint8)
-        beta = 0.0
-    if hC is None:
-        if st.out.numpy is None:
-            raise GemmError(f"{op}: numpy has no {st.out.name}; pass C or choose out_dtype='f32'")
-        hC = np.zeros((batch.count, st.M, st.N) if batched else (st.M, st.N), dtype=st.out.numpy)
+    if hC is None:                      # (an 8-bit float C as its bits)
+        hC = _new_out(hA, "numpy", (batch.count, st.M, st.N) if batched else (st.M, st.N), st.out, op)
         beta = 0.0
     target = C if C is not None else hC
     if sim:
@@ -1391,7 +1385,7 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             launch = prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                              precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
                              activation=activation, epilogue=epilogue, epilogue_args=epilogue_args,
-                   scale_out=scale_out, amax=amax)
+                             scale_out=scale_out, amax=amax)
             if launch._copy_in is not None or launch.kernel is None:   # C overlaps A or B (see below), or
                 return launch()                                       # an empty problem (no kernel): not cached
             import torch
@@ -1409,7 +1403,7 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
                 return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                                precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,
                                activation=activation, epilogue=epilogue, epilogue_args=epilogue_args,
-                   scale_out=scale_out, amax=amax)()
+                               scale_out=scale_out, amax=amax)()
         if hit is not None:
             if C is None:
                 C = _torch_hooks().empty(hit.shape, dtype=hit.out_dtype, device=key[6])
@@ -1422,15 +1416,13 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
                 _keep_for(st, hit.device, scale_a, scale_b, given)  # not freed before it runs
             if epilogue is not None:
                 hit.launcher.set_torch_tensors(epilogue_args)
+            out = None
             if hit.fp8_out:                                          # an 8-bit float C: its scale and amax
                 from .out_scale import fast_out_scale
 
-                hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), st, GraphCapture.of(A, st),
-                             0 if bias is None else bias.data_ptr(), scales,
-                             out=fast_out_scale(scale_out, amax, A, stream is not None and st))
-                return C
+                out = fast_out_scale(scale_out, amax, A, stream is not None and st)
             hit.launcher(pa, pb, C.data_ptr(), float(alpha), float(beta), st, GraphCapture.of(A, st),
-                         0 if bias is None else bias.data_ptr(), scales)
+                         0 if bias is None else bias.data_ptr(), scales, out=out)
             return C
     return prepare(A, B, C, alpha=alpha, beta=beta, config=config, out_dtype=out_dtype,
                    precision=precision, stream=stream, scale_a=scale_a, scale_b=scale_b, bias=bias,

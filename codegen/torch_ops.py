@@ -25,7 +25,7 @@ from typing import Optional
 
 import torch
 
-from .host import GemmError, _gemm
+from .host import GemmError, _gemm, bias_per_row
 
 __all__ = ["mm", "grouped_mm", "out_dtype_of"]
 
@@ -206,7 +206,7 @@ def _backward(ctx, grad):
     if ctx.needs_input_grad[1]:                      # ([L,]K,M) @ ([L,]M,N)
         dB = _mm(A.mT, dz.to(A.dtype), ctx.alpha, B.dtype, ctx.precision)
     if bias is not None and ctx.needs_input_grad[5]:
-        if bias.dim() == 2 and bias.shape[1] == 1 and bias.shape != (1, 1):    # (M, 1): one a row
+        if bias_per_row(tuple(bias.shape), dz.shape[-1]):                      # (M, 1): one a row
             dbias = dz.float().sum(-1, keepdim=True).to(bias.dtype)
         else:
             dbias = dz.float().reshape(-1, dz.shape[-1]).sum(0).reshape(bias.shape).to(bias.dtype)

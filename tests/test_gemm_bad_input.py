@@ -241,7 +241,7 @@ def test_column_major_c_on_hopper_runs_the_transposed_gemm_and_other_cs_do_not(m
         def __init__(self, compiled, *args):
             self.compiled, self.args, self.calls = compiled, args, []
 
-        def __call__(self, *call):
+        def __call__(self, *call, out=None):           # the launchers' protocol
             self.calls.append(call)
 
     _pretend_hopper(monkeypatch, Launcher, lambda compiled, *a: Launcher(compiled, *a))

@@ -191,7 +191,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
         apply = ("        USER.apply(p, user_epilogue, epilogue_tensors(p), accs, work, c, alpha)"
                  "  # f(alpha * acc, m, n, *epilogue_args)\n")
     elif parts.op is not None:
-        apply = (f"        OP.apply(p, accs, work, c, alpha)  # act(alpha * acc + bias[{'m' if cfg.bias_rows else 'n'}])\n")
+        apply = f"        OP.apply(p, accs, work, c, alpha)  # act(alpha * acc + bias[{'m' if cfg.bias_rows else 'n'}])\n"
     finish = ""
     if parts.out_scale is not None:
         apply += (f"        amax = SCALE_OUT.apply(p, accs, work, c, {'1.0' if apply else 'alpha'}, amax)"

@@ -210,15 +210,15 @@ class WgmmaLauncher(UserTensors):
     #: The kernel multiplies ``alpha`` by the float32 scalars at the addresses ``scales``.
     device_scales = True
 
-    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0), offs=0,
-                 out=_NO_SCALE):
+    def __call__(self, a, b, c, alpha, beta, stream=0, capture=None, bias=0, scales=(0, 0, 0), offs=0, out=None):
         """Launch on ``stream``; ``capture`` (a :class:`codegen.host.GraphCapture`) while a
         CUDA graph is being captured: the device memory a new map or a workspace needs;
         ``bias``: the address of a fused bias (kernels with a fused bias); ``scales``: the
         addresses of the float32 scales of A and B and of alpha the kernel reads (0: none);
         ``offs``: a grouped kernel's groups' int32 end rows; ``out``: an 8-bit float C's
-        :class:`~codegen.sm90.args.OutScale` (its amax is zeroed on ``stream`` first; in the
-        simulator, by the caller)."""
+        :class:`~codegen.sm90.args.OutScale` or None (its amax is zeroed on ``stream`` first; in
+        the simulator, by the caller)."""
+        out = out or _NO_SCALE
         ma, mb, mc = self.maps(a, b, c, capture)
         values = (ma, mb, mc, c, alpha, beta, self.workspace(stream, capture), bias, *scales, offs, *out)
         if values != self._last:            # a call like the last (the usual case) sets nothing
