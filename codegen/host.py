@@ -1376,7 +1376,8 @@ def _gemm(A, B, C=None, *, alpha=1.0, beta=0.0, config=None, out_dtype=None, pre
             user = None if epilogue is None else epilogue_fast_key(epilogue, epilogue_args)
             key = (A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), A.device, B.device, pa & 15, pb & 15,
                    None if C is None else (C.dtype, C.shape, C.stride(), C.device), config, out_dtype, precision,
-                   fused, beta != 0, user, scale_out is None, amax is None)
+                   fused, beta != 0, user, scale_out is None,
+                   None if amax is None else (type(amax), amax.dtype, amax.shape, amax.device))
             hit = _FAST.get(key)
         except (TypeError, AttributeError):     # an unhashable option, a bias that is no tensor: the general
             key = hit = None                    # path reports it

@@ -148,6 +148,8 @@ def test_refusals_name_the_argument():
         codegen.prepare(A, B, out_dtype="e4m3", amax=np.zeros(1, np.float64))
     with pytest.raises(GemmError, match="amax must be a 1-element float32 array"):
         codegen.prepare(A, B, out_dtype="e4m3", amax=np.zeros(2, np.float32))
+    with pytest.raises(GemmError, match="a numpy amax is written in numba's simulator only"):
+        codegen.prepare(A, B, out_dtype="e4m3", amax=np.zeros(1, np.float32))      # (this process: no simulator)
     with pytest.raises(GemmError, match="an e4m3 C is written, not read: beta must be 0, got 0.5"):
         codegen.prepare(A, B, np.zeros((64, 64), np.uint8), beta=0.5, out_dtype="e4m3")
     with pytest.raises(GemmError, match="C is uint8: an 8-bit float C holds its bits in uint8 with out_dtype"):
