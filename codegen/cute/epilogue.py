@@ -105,6 +105,7 @@ def make_tma_store_epilogue(out, bn, staging, buffers=2):
     (4, 16, (64, 64))
     """
     from layoutalg import ComposedLayout, Layout, composition, size, tile_to_shape
+    from layoutalg.element_types import element_type
     from mma_atoms.gmma_smem import gmma_smem_atom
 
     from .tma import TmaStore
@@ -112,7 +113,7 @@ def make_tma_store_epilogue(out, bn, staging, buffers=2):
     if not tma_store_fits(out, bn):
         raise ValueError(f"make_tma_store_epilogue: the staged epilogue stores a 16-bit C, or an 8-bit float C in "
                          f"tiles a multiple of 128 wide; got {out!r}, BN {bn}")
-    eb = 1 if out in ("e4m3", "e5m2") else 2
+    eb = element_type(out).bits // 8
     clay = _clayout(bn)
     smem = tile_to_shape(gmma_smem_atom(out, "K", 128), (64, bn))     # (64,BN) -> offset, swizzled
     inner, sw = smem.inner, smem.outer
@@ -544,23 +545,18 @@ def make_bias_activation(bn, activation=None, bias=None, rows=False):
     """The fused epilogue operation of a 64 x ``bn`` slice of ``CLayout_64xN``:
     ``activation(alpha * acc + bias[n])`` (``bias``: the bias's element type, or None), or
     with ``rows``, ``activation(alpha * acc + bias[m])``."""
-    from layoutalg import Layout, composition, make_identity_layout
-
     if activation not in ACTIVATION_CODES:
         raise ValueError(f"make_bias_activation: activation {activation!r} is not one of "
                          f"{', '.join(str(k) for k in ACTIVATION_CODES if k)}")
     if bias not in (None, "f16", "bf16", "f32"):
         raise ValueError(f"make_bias_activation: bias {bias!r} is not f16, bf16 or f32")
-    clay = _clayout(bn)
-    crd = make_identity_layout((64, bn))                                # m + 64 n -> (m, n)
-    pair_row, pair_col = coordinate_layouts(composition(composition(crd, clay[1]), Layout(bn // 4, 2)), 2)  # (P) -> m, n
-    thr_row, thr_col = coordinate_layouts(composition(crd, clay[0]), 2)                                    # (T128) -> m, n
+    at = make_register_epilogue("f32", 64, bn)          # where CLayout_64xN's registers lie in C
     bits = {None: 0, "f16": 16, "bf16": 16, "f32": 32}[bias]
-    offsets = sorted({pair_row(q) for q in range(bn // 4)})                                   # a thread's rows
+    offsets = sorted({at.pair_row(q) for q in range(bn // 4)})                                # a thread's rows
     if len(offsets) != 2 or offsets[0] != 0:
         raise ValueError(f"make_bias_activation: a thread's register pairs lie in rows {offsets}, not two")
-    return BiasActivation(ACTIVATION_CODES[activation], bits, bias == "bf16", bn // 4, thr_col, pair_col,
-                          bool(rows and bias), thr_row, pair_row, offsets[1])
+    return BiasActivation(ACTIVATION_CODES[activation], bits, bias == "bf16", bn // 4, at.thr_col, at.pair_col,
+                          bool(rows and bias), at.thr_row, at.pair_row, offsets[1])
 
 
 @device_object
