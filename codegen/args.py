@@ -31,7 +31,7 @@ def mma_sync_args(dtype, user=False):
     ``t<i>_d1``: extents; ``t<i>_s0``, ``t<i>_s1``: element strides), as the Hopper kernel's
     :data:`~codegen.sm90.args.GEMM_USER_ARGS` do."""
     from .cute.scheduler import TileScheduler
-    from .sm90.args import EPILOGUE_TENSORS
+    from .sm90.args import USER_TENSOR_ARGS
 
     scalar = "f64" if dtype == "f64" else "f32"
     fields = (
@@ -40,6 +40,5 @@ def mma_sync_args(dtype, user=False):
         ("sal", "i64"), ("sbl", "i64"), ("scl", "i64"), ("alpha", scalar), ("beta", scalar),
     ) + TileScheduler.ARGS
     if user:
-        fields += tuple((f"t{i}{part}", "i64") for i in range(EPILOGUE_TENSORS)
-                        for part in ("", "_d0", "_d1", "_s0", "_s1"))
+        fields += USER_TENSOR_ARGS
     return KernelParams("GemmSyncUserArgs" if user else "GemmSyncArgs", fields)

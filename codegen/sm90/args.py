@@ -31,7 +31,8 @@ from ..cute.scheduler import TileScheduler
 
 from typing import NamedTuple
 
-__all__ = ["GEMM_ARGS", "GEMM_USER_ARGS", "GemmArgs", "GemmUserArgs", "EPILOGUE_TENSORS", "OutScale", "gemm_args"]
+__all__ = ["GEMM_ARGS", "GEMM_USER_ARGS", "GemmArgs", "GemmUserArgs", "EPILOGUE_TENSORS", "USER_TENSOR_ARGS",
+           "OutScale", "gemm_args"]
 
 #: How many tensors a user's element-wise epilogue may read.
 EPILOGUE_TENSORS = 4
@@ -44,13 +45,16 @@ GEMM_ARGS = KernelParams("GemmArgs", (
     ("scale_d", "f32"), ("scale_d_at", "i64"), ("amax", "i64"),
 ) + TileScheduler.ARGS)
 
+#: A user epilogue's tensors as kernel arguments, the same in every kernel that takes them.
+USER_TENSOR_ARGS = tuple((f"t{i}{part}", "i64") for i in range(EPILOGUE_TENSORS)
+                         for part in ("", "_d0", "_d1", "_s0", "_s1"))
+
 #: The arguments of a kernel with a user's element-wise epilogue: ``GEMM_ARGS`` and the
 #: tensors it reads (``epilogue_args``, :mod:`codegen.epilogue_fn`): ``t0`` .. ``t3``, each
 #: one's address, extents ``t<i>_d0``, ``t<i>_d1`` and element strides ``t<i>_s0``,
 #: ``t<i>_s1`` (a 1-D tensor uses the first of each). Only those kernels take them: 20
 #: more arguments cost every kernel 0.55 s of compile time (CPU machine, 2026-11-29).
-GEMM_USER_ARGS = KernelParams("GemmUserArgs", GEMM_ARGS.fields + tuple(
-    (f"t{i}{part}", "i64") for i in range(EPILOGUE_TENSORS) for part in ("", "_d0", "_d1", "_s0", "_s1")))
+GEMM_USER_ARGS = KernelParams("GemmUserArgs", GEMM_ARGS.fields + USER_TENSOR_ARGS)
 
 #: The kernel's arguments as one value (a ``NamedTuple``).
 GemmArgs = GEMM_ARGS.tuple_class()
