@@ -4,7 +4,8 @@ The plan records the choice for each stage; the emitter only prints the name.  K
 from the intrinsics themselves so that planning does not import numba.
 """
 
-__all__ = ["COPY_INTRINSICS", "MMA_INTRINSICS", "WGMMA_SHAPES", "wgmma_name", "wgmma_types", "wgmma_input_name"]
+__all__ = ["COPY_INTRINSICS", "MMA_INTRINSICS", "WGMMA_SHAPES", "WGMMA_RS_SHAPES", "wgmma_name", "wgmma_rs_name",
+           "wgmma_types", "wgmma_input_name"]
 
 
 #: The intrinsic that implements each copy atom of the tables (:mod:`mma_atoms`) that the
@@ -36,6 +37,10 @@ WGMMA_SHAPES = tuple((n, t, ".".join(ab), k) for n in (64, 128, 256)
                                                ("e4m3_e5m2", ("e4m3", "e5m2"), 32),
                                                ("e5m2_e4m3", ("e5m2", "e4m3"), 32)))
 
+#: (N, input type, PTX input types "A.B", K) of the wgmma intrinsics with A from registers
+#: (the RS form: 16-bit inputs, K = 16, f32 accumulators).
+WGMMA_RS_SHAPES = tuple((n, t, f"{t}.{t}", 16) for n in (64, 128, 256) for t in ("f16", "bf16"))
+
 
 def wgmma_types(t):
     """(A type, B type) of the intrinsics' input-type name ``t`` ("f16" or "e4m3_e5m2")."""
@@ -52,3 +57,13 @@ def wgmma_name(n, t, k):
     """The intrinsic of ``wgmma.mma_async`` m64n{n}k{k} with f32 accumulation of type-``t`` inputs
     (``t`` as in :data:`WGMMA_SHAPES`)."""
     return f"wgmma_m64n{n}k{k}_f32_{t}"
+
+
+def wgmma_rs_name(n, t):
+    """The intrinsic of ``wgmma.mma_async`` m64n{n}k16 with A from registers (the RS form) and
+    f32 accumulation of type-``t`` inputs ("f16" or "bf16").
+
+    >>> wgmma_rs_name(128, "bf16")
+    'wgmma_rs_m64n128k16_f32_bf16'
+    """
+    return f"wgmma_rs_m64n{n}k16_f32_{t}"

@@ -58,8 +58,27 @@ def numba_kernel_ptx(fn, sig, cc, launch_bounds=None):
     """numba-cuda's own route (``numba.cuda.compile_ptx``), for comparison and fallback."""
     from numba import cuda
 
-    ptx, _ = cuda.compile_ptx(fn, sig, cc=tuple(cc), launch_bounds=launch_bounds)
+    with _target_device(cc):
+        ptx, _ = cuda.compile_ptx(fn, sig, cc=tuple(cc), launch_bounds=launch_bounds)
     return ptx
+
+
+@contextlib.contextmanager
+def _target_device(cc):
+    """For the duration, device functions that numba compiles on the way (the overloads of
+    ``cuda.shfl_xor_sync``, say) are compiled for ``cc``, the kernel's target, instead of
+    asking the current device for its compute capability: a kernel compiles to PTX on a
+    machine without a GPU, and for another architecture than the GPU's."""
+    from types import SimpleNamespace
+
+    import numba.cuda.dispatcher as dispatcher
+
+    original = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=tuple(cc[:2]))
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = original
 
 
 def kernel_ptx(fn, sig, cc, launch_bounds=None):
@@ -76,7 +95,7 @@ def kernel_ptx(fn, sig, cc, launch_bounds=None):
         return numba_kernel_ptx(fn, sig, cc, launch_bounds)
     with global_compiler_lock:
         try:
-            with _memoised_call_types(), _memoised_value_types(), _plain_error_text():
+            with _memoised_call_types(), _memoised_value_types(), _plain_error_text(), _target_device(cc):
                 lib = _lower(fn, sig, tuple(cc), launch_bounds)
         except Exception:
             # not within what the short pipeline serves: numba's own pipeline compiles it,

@@ -26,7 +26,7 @@ from layoutalg import Layout
 
 from .ops import MMAOp, Regs
 
-__all__ = ["ENTRIES", "WGMMA_N", "clayout_64xn", "ablayout"]
+__all__ = ["ENTRIES", "WGMMA_N", "clayout_64xn", "alayout_64x16", "ablayout"]
 
 WARPGROUP = Layout(128, 1)                                               # T128 -> thread
 WGMMA_N = tuple(range(8, 257, 8))
@@ -50,6 +50,25 @@ def clayout_64xn(n):
     if n % 8 or not 8 <= n <= 256:
         raise ValueError(f"clayout_64xn: N must be a multiple of 8 in [8, 256], got {n}")
     return Layout(((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512)))  # (T128,V(N/2)) -> (M64,N)
+
+
+def alayout_64x16():
+    """CuTe's ``ALayout_64x16``: ``((4,8,4),(2,2,2)):((128,1,16),(64,8,512))``, the register A
+    of the 16-bit RS forms (T128,V8) -> (M64,K16), ``m + 64 k``.
+
+    Thread ``t = t0 + 4 t1 + 32 t2`` holds, for value ``v = v0 + 2 v1 + 4 v2``, element
+    ``(m, k) = (t1 + 16 t2 + 8 v1, 2 t0 + v0 + 8 v2)``; register ``a_j`` of the instruction
+    carries values ``2j`` (low half) and ``2j + 1``. It is ``clayout_64xn(16)``: the
+    accumulators of a 16-column block of C, in order, are an A fragment.
+
+    >>> str(alayout_64x16())
+    '((4,8,4),(2,2,2)):((128,1,16),(64,8,512))'
+    >>> divmod(alayout_64x16()(5, 3), 64)           # (k, m): t0 = t1 = 1, v0 = v1 = 1
+    (3, 9)
+    >>> alayout_64x16() == clayout_64xn(16)
+    True
+    """
+    return ALAYOUT_64x16
 
 
 def ablayout(mn, k):

@@ -81,7 +81,7 @@ ATOM_NAMES = (
 )
 
 
-from ..atom_intrinsics import WGMMA_SHAPES, wgmma_name  # noqa: E402
+from ..atom_intrinsics import WGMMA_RS_SHAPES, WGMMA_SHAPES, wgmma_name, wgmma_rs_name  # noqa: E402
 
 #: The Hopper (sm_90a) names (:mod:`codegen.intrinsics.ptx_sm90` and its simulator twins).
 SM90_NAMES = (
@@ -90,10 +90,11 @@ SM90_NAMES = (
     "mbarrier_try_wait", "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
     "tma_store_2d", "tma_store_3d", "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read",
-    "named_barrier_sync",
+    "named_barrier_sync", "named_barrier_arrive",
     "atom_add_acq_rel_gpu", "ld_global_cg_v2_b32",
     "cluster_ctarank", "cluster_sync", "mapa_shared", "mbarrier_arrive_cluster", "tma_load_2d_multicast",
-    "tma_load_3d_multicast",
+    "tma_load_3d_multicast", "tma_load_4d", "tma_load_5d",
 ) + tuple(wgmma_name(n, t, k) for n, t, _, k in WGMMA_SHAPES)
+SM90_NAMES += tuple(wgmma_rs_name(n, t) for n, t, _, _ in WGMMA_RS_SHAPES)      # A from registers
 
 ATOM_NAMES = ATOM_NAMES + SM90_NAMES

@@ -10,12 +10,19 @@ Each name is a numba ``@intrinsic`` lowering to inline PTX, as in
   ``tnsp_a``/``tnsp_b`` (compile-time 0 or 1) say an operand is MN-major: 16-bit types
   only (the PTX ISA has no transpose for tf32 and the 8-bit floats, whose operands are
   K-major). ``T`` is one input type, or ``A_B`` for mixed 8-bit floats (``e4m3_e5m2``).
+* ``wgmma_rs_m64n{N}k16_f32_{T}(acc, a0, a1, a2, a3, desc_b, scale_d, tnsp_b)``: the same
+  with A from registers (the RS form; ``T`` "f16" or "bf16"): ``a0..a3`` are uint32, each
+  two 16-bit values of CuTe's ``ALayout_64x16`` (register ``a_j`` holds values ``2j`` in its
+  low and ``2j + 1`` in its high half); B is a descriptor, MN-major when ``tnsp_b`` (a
+  compile-time 0 or 1) is 1. The PTX form has no transpose of A.
 * ``wgmma_fence``, ``wgmma_commit``, ``wgmma_wait(n)``; ``acc_fence(acc)`` keeps the
   compiler from moving accumulator uses across them; ``f32x_zero(n)`` is a tuple of zeros.
 * ``tma_load_2d(dst, tmap, c0, c1, mbar)``: ``cp.async.bulk.tensor.2d`` of one box at
   coordinates ``(c0, c1)`` (innermost first) into shared memory, signalling ``mbar``.
 * ``tma_load_3d(dst, tmap, c0, c1, c2, mbar)``: the same of a rank-3 map (a batch of
-  matrices: ``c2`` the batch index); ``tma_store_3d`` and ``tma_load_3d_multicast`` likewise.
+  matrices: ``c2`` the batch index); ``tma_store_3d`` and ``tma_load_3d_multicast`` likewise;
+  ``tma_load_4d(dst, tmap, c0, c1, c2, c3, mbar)`` and ``tma_load_5d(.., c4, mbar)`` of
+  rank-4 and rank-5 maps.
 * ``tma_prefetch_2d(tmap, c0, c1)``: ``cp.async.bulk.prefetch.tensor.2d.L2`` of the same box
   into the L2 cache only (no shared memory, no completion to wait for).
 * ``mbarrier_init``, ``mbarrier_arrive_expect_tx``, ``mbarrier_arrive``,
@@ -29,7 +36,9 @@ Each name is a numba ``@intrinsic`` lowering to inline PTX, as in
   in a bulk async-group: ``bulk_commit_group()`` closes the group, ``bulk_wait_group_read(n)``
   waits until at most ``n`` groups still read shared memory, ``bulk_wait_group(n)`` until at
   most ``n`` are incomplete.
-* ``named_barrier_sync(id, n)``: ``bar.sync id, n``, a barrier of ``n`` threads (a warpgroup).
+* ``named_barrier_sync(id, n)``: ``bar.sync id, n``, a barrier of ``n`` threads (a warpgroup);
+  ``named_barrier_arrive(id, n)``: ``bar.arrive id, n``, counts towards it without waiting
+  (one warpgroup lets another go on: FlashAttention 3's ping-pong of two consumers).
 * ``atom_add_acq_rel_gpu(addr, v)``: ``atom.acq_rel.gpu.global.add.u32``, the old value; with
   ``ld_global_cg_v2_b32(addr)`` (two words read at L2, past the multiprocessor's L1) the
   split-K kernels' hand-over of partial sums between CTAs.
@@ -58,14 +67,14 @@ __all__ = [
     "mbarrier_try_wait", "fence_mbarrier_init", "fence_proxy_async", "tensormap_acquire", "prefetch_tensormap",
     "setmaxnreg_inc", "setmaxnreg_dec", "globaltimer",
     "tma_store_2d", "tma_store_3d", "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read",
-    "named_barrier_sync",
+    "named_barrier_sync", "named_barrier_arrive",
     "atom_add_acq_rel_gpu", "ld_global_cg_v2_b32",
     "cluster_ctarank", "cluster_sync", "mapa_shared", "mbarrier_arrive_cluster", "tma_load_2d_multicast",
-    "tma_load_3d_multicast",
+    "tma_load_3d_multicast", "tma_load_4d", "tma_load_5d",
 ]
 
 #: (N, input type name, PTX input type, K) of the wgmma intrinsics defined here
-from .names import WGMMA_SHAPES, wgmma_name
+from .names import WGMMA_RS_SHAPES, WGMMA_SHAPES, wgmma_name, wgmma_rs_name
 
 
 def _literal(op, name, ty, allowed=None):
@@ -130,6 +139,53 @@ for _n, _t, _p, _k in WGMMA_SHAPES:
     globals()[wgmma_name(_n, _t, _k)] = _f
     WGMMA[(_n, _t)] = _f
     __all__.append(wgmma_name(_n, _t, _k))
+
+
+def _make_wgmma_rs(n, t, ptxt):
+    """``wgmma_rs_m64n{n}k16_f32_{t}``: A from four b32 registers, B a descriptor."""
+    name = wgmma_rs_name(n, t)
+    nreg = n // 2
+
+    def impl(typingctx, acc, a0, a1, a2, a3, desc_b, scale_d, tnsp_b):
+        op = name
+        _acc_type(op, acc, nreg)
+        for nm, ty in (("a0", a0), ("a1", a1), ("a2", a2), ("a3", a3), ("desc_b", desc_b), ("scale_d", scale_d)):
+            _want_int(op, nm, ty)
+        tb = _literal(op, "tnsp_b", tnsp_b, {0, 1})
+        sig = acc(acc, a0, a1, a2, a3, desc_b, scale_d, tnsp_b)
+        outs = "{" + ", ".join(f"${i}" for i in range(nreg)) + "}"
+        regs_a = "{" + ", ".join(f"${nreg + i}" for i in range(4)) + "}"
+        text = ("{\n.reg .pred p;\n"
+                f"setp.ne.b32 p, ${nreg + 5}, 0;\n"
+                f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptxt} {outs}, {regs_a}, ${nreg + 4}, p, 1, 1, {tb};\n"
+                "}")
+        cons = ",".join(["=f"] * nreg + ["r"] * 4 + ["l", "r"] + [str(i) for i in range(nreg)] + [_MEM])
+
+        def codegen(context, builder, sig, args):
+            regs = [builder.extract_value(args[0], i) for i in range(nreg)]
+            a = [_as_i32(context, builder, args[1 + i], sig.args[1 + i]) for i in range(4)]
+            db = _as_i64(context, builder, args[5], sig.args[5])
+            sd = _as_i32(context, builder, args[6], sig.args[6])
+            res = _asm(builder, ir.LiteralStructType([_F32] * nreg), [_I32] * 4 + [_I64, _I32] + [_F32] * nreg,
+                       text, cons, a + [db, sd] + regs, True)
+            vals = [builder.extract_value(res, i) for i in range(nreg)]
+            return context.make_tuple(builder, sig.return_type, vals)
+
+        return sig, codegen
+
+    impl.__name__ = name
+    impl.__doc__ = (f"``wgmma.mma_async`` m64n{n}k16, f32 += {t} x {t}, A from registers (``a0..a3``: "
+                    f"ALayout_64x16, two {t} a register, the first in the low half), B a shared-memory "
+                    f"descriptor; ``acc``: {nreg} float32 (CLayout_64x{n}).")
+    return intrinsic(impl)
+
+
+WGMMA_RS = {}
+for _n, _t, _p, _k in WGMMA_RS_SHAPES:
+    _f = _make_wgmma_rs(_n, _t, _p)
+    globals()[wgmma_rs_name(_n, _t)] = _f
+    WGMMA_RS[(_n, _t)] = _f
+    __all__.append(wgmma_rs_name(_n, _t))
 
 
 def _void_asm(op, text):
@@ -297,6 +353,22 @@ def tma_load_3d(typingctx, dst, tmap, c0, c1, c2, mbar):
 
 
 @intrinsic
+def tma_load_4d(typingctx, dst, tmap, c0, c1, c2, c3, mbar):
+    """``tma_load_2d`` of a rank-4 map: the box at coordinates ``(c0, c1, c2, c3)``."""
+    sig = _tma_typing("tma_load_4d", ("dst", "tmap", "c0", "c1", "c2", "c3", "mbar"),
+                      (dst, tmap, c0, c1, c2, c3, mbar))
+    return sig, _lower_tma(_LOAD.format(r=4) + " [$0], [$1, {$2, $3, $4, $5}], [$6];", "rlrrrrr")
+
+
+@intrinsic
+def tma_load_5d(typingctx, dst, tmap, c0, c1, c2, c3, c4, mbar):
+    """``tma_load_2d`` of a rank-5 map: the box at coordinates ``(c0, c1, c2, c3, c4)``."""
+    sig = _tma_typing("tma_load_5d", ("dst", "tmap", "c0", "c1", "c2", "c3", "c4", "mbar"),
+                      (dst, tmap, c0, c1, c2, c3, c4, mbar))
+    return sig, _lower_tma(_LOAD.format(r=5) + " [$0], [$1, {$2, $3, $4, $5, $6}], [$7];", "rlrrrrrr")
+
+
+@intrinsic
 def tma_prefetch_2d(typingctx, tmap, c0, c1):
     """``cp.async.bulk.prefetch.tensor.2d.L2.global.tile``: the box of tensor map ``tmap`` at
     coordinates ``(c0, c1)`` into the L2 cache; nothing to wait for (a hint)."""
@@ -437,6 +509,13 @@ def named_barrier_sync(typingctx, bar, nthreads):
     """``bar.sync bar, nthreads``: wait until ``nthreads`` threads (a multiple of 32) reached
     barrier ``bar`` (1 to 15; 0 is ``syncthreads``')."""
     return _addr_value("named_barrier_sync", "nthreads", "bar.sync $0, $1;", bar, nthreads)
+
+
+@intrinsic
+def named_barrier_arrive(typingctx, bar, nthreads):
+    """``bar.arrive bar, nthreads``: count this thread's warp towards barrier ``bar`` of
+    ``nthreads`` threads without waiting (the threads that wait use ``bar.sync``)."""
+    return _addr_value("named_barrier_arrive", "nthreads", "bar.arrive $0, $1;", bar, nthreads)
 
 
 @intrinsic
