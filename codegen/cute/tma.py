@@ -12,7 +12,9 @@ and the kernel receives the map's device address as an argument.
 Coordinates follow the operand's major order: a K-major operand ``(rows, K)`` is
 ``(k, row)`` innermost first, an MN-major one ``(row, k)``. Every map has a third
 dimension, the batch ``l`` (CuTe's ``(M, K, L)``), of one matrix when there is no batch:
-one kernel serves a GEMM and a batch of them.
+one kernel serves a GEMM and a batch of them. A map of rank 4 (:meth:`TmaLoad.tensor_map_4d`,
+:meth:`TmaLoad.load_4d`) has two batch dimensions, each with a stride of its own: attention's
+heads and batch, ``(batch, heads, seq, d)`` with any strides.
 
 >>> a = TmaLoad("A", "f16", 2, "K", (64, 128), ((0, 0, 0),), 128)
 >>> a.coords(128, 64)
@@ -25,9 +27,9 @@ from dataclasses import dataclass
 
 from .objects import device, device_object, late_import
 
-(bulk_commit_group, prefetch_tensormap, tensormap_acquire, tma_load_3d, tma_load_3d_multicast,
+(bulk_commit_group, prefetch_tensormap, tensormap_acquire, tma_load_3d, tma_load_3d_multicast, tma_load_4d,
  tma_store_3d) = late_import("codegen.intrinsics", "bulk_commit_group", "prefetch_tensormap", "tensormap_acquire",
-                             "tma_load_3d", "tma_load_3d_multicast", "tma_store_3d")
+                             "tma_load_3d", "tma_load_3d_multicast", "tma_load_4d", "tma_store_3d")
 
 __all__ = ["TmaLoad", "TmaStore", "make_tma_load", "tma_type", "encode_tensor_map", "MAP_BYTES"]
 
@@ -69,8 +71,8 @@ def make_tma_load(name, dtype, major, smem, halves=False):
     the operand's major order in global memory ("K": its rows are K-contiguous).
 
     Each box is one swizzle row wide along the contiguous dimension (the TMA swizzle then
-    writes what the shared layout's swizzle says): K-major, one box spans the stage's rows
-    (the k-tile is one swizzle row); MN-major, one box per swizzle-row block of rows, each
+    writes what the shared layout's swizzle says): K-major, one box spans the stage's rows,
+    one box a swizzle row of the k-tile; MN-major, one box per swizzle-row block of rows, each
     spanning the k-tile (the stage keeps K outermost, so each box is contiguous). The boxes'
     byte offsets in the stage are the layout at their corners. ``halves``: a cluster's
     shared operand, each CTA loading the half of the rows its rank names.
@@ -78,6 +80,8 @@ def make_tma_load(name, dtype, major, smem, halves=False):
     >>> from codegen.cute import gmma_stage
     >>> make_tma_load("B", "f16", "MN", gmma_stage("f16", "MN", 256, 64)).boxes
     ((0, 0, 0), (8192, 64, 0), (16384, 128, 0), (24576, 192, 0))
+    >>> make_tma_load("K", "f16", "K", gmma_stage("f16", "K", 128, 128)).boxes     # two 64-wide K blocks
+    ((0, 0, 0), (16384, 0, 64))
     """
     from layoutalg import ComposedLayout, size
     from layoutalg.element_types import element_type
@@ -88,11 +92,11 @@ def make_tma_load(name, dtype, major, smem, halves=False):
     swizzle_bytes = 16 << sw.bits if sw is not None and sw.bits else 0
     w = (swizzle_bytes or 16) // ebytes                  # elements of one swizzle row
     if major == "K":
-        if bk != w:
-            raise ValueError(f"make_tma_load: a K-major stage {smem} takes one swizzle row of {w} elements a "
-                             f"k-tile, got BK {bk}")
+        if bk % w or (halves and bk != w):
+            raise ValueError(f"make_tma_load: a K-major stage {smem} takes whole swizzle rows of {w} elements a "
+                             f"k-tile{' (one, for a shared half)' if halves else ''}, got BK {bk}")
         box = (w, rows // 2 if halves else rows)          # (k, rows)
-        corners = [(r, 0) for r in range(0, rows, box[1])]
+        corners = [(r, k) for k in range(0, bk, w) for r in range(0, rows, box[1])]
     elif major == "MN":
         if rows % w:
             raise ValueError(f"make_tma_load: {name}'s {rows} rows are not a multiple of a swizzle row ({w})")
@@ -176,6 +180,30 @@ class TmaLoad:
                     tma_load_3d_multicast(dst + off + nbytes * rank, tmap, k0 + k, row0 + r + rows * rank, l, bar, 3)
                 else:
                     tma_load_3d_multicast(dst + off + nbytes * rank, tmap, row0 + r + rows * rank, k0 + k, l, bar, 3)
+
+    @device
+    def load_4d(self, tmap, dst, row0, k0, l1, l2, bar):
+        """:meth:`load` from a map of rank 4 (:meth:`tensor_map_4d`): ``l1`` and ``l2`` the two
+        batch coordinates."""
+        for i in range(len(self.boxes)):
+            off, r, k = self.boxes[i]
+            if self.k_major:
+                tma_load_4d(dst + off, tmap, k0 + k, row0 + r, l1, l2, bar)
+            else:
+                tma_load_4d(dst + off, tmap, row0 + r, k0 + k, l1, l2, bar)
+
+    def tensor_map_4d(self, ptr, shape, strides, outer, simulated=False):
+        """The map of ``(rows, K)`` matrices with element ``strides`` at ``ptr``, in two batch
+        dimensions ``outer = ((L1, stride1), (L2, stride2))`` (extents, element strides):
+        every stride, a matrix's row stride included, a positive multiple of 16 bytes where its
+        extent exceeds 1 (:func:`_round16` makes up one that is never used)."""
+        rows, k = shape
+        eb = self.elem_bytes
+        dims, stride = ((k, rows), strides[0]) if self.major == "K" else ((rows, k), strides[1])
+        fit = lambda n, st: st * eb if n > 1 else _round16(st * eb)          # noqa: E731
+        strides_bytes = (fit(dims[1], stride),) + tuple(fit(n, st) for n, st in outer)
+        return encode_tensor_map(self.map_dtype, eb, ptr, dims + tuple(n for n, _ in outer), strides_bytes,
+                                 self.box + (1, 1), self.swizzle_bytes, simulated)
 
     def tensor_map(self, ptr, shape, strides, simulated=False, batch=(1, 0)):
         """The map of an operand ``(rows, K)`` with element ``strides`` at ``ptr``; ``batch``:

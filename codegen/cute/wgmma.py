@@ -26,17 +26,20 @@ from .objects import device, device_object, late_import
     "codegen.intrinsics", "acc_fence", "acc_from_array", "acc_to_array", "f32x_zero", "wgmma_commit", "wgmma_fence",
     "wgmma_wait")
 
-__all__ = ["WgmmaMMA", "desc_hi", "gmma_stage", "make_wgmma"]
+__all__ = ["WgmmaMMA", "WgmmaRS", "desc_hi", "gmma_stage", "kblock_offsets", "make_wgmma", "make_wgmma_rs"]
 
 
 def gmma_stage(dtype, major, rows, bk):
     """One pipeline stage of a wgmma operand, ``(rows, BK) -> element offset``: CuTe's GMMA
     layout atom tiled to it. K-major, the atom whose swizzle row is the k-tile (BK elements:
-    128, 64 or 32 bytes); MN-major, the 128-byte atom with K outermost (each 128-byte block of
+    128, 64 or 32 bytes), or for a longer k-tile the 128-byte atom, each 128 bytes of K a
+    block of all the rows after the one before (one TMA box each); MN-major, the 128-byte atom with K outermost (each 128-byte block of
     rows is then contiguous: one TMA box).
 
     >>> str(gmma_stage("f16", "K", 128, 64))
     'Sw<3,3,3> o 0 o (128,64):(64,1)'
+    >>> str(gmma_stage("f16", "K", 128, 128))                  # head dim 128: two 64-wide K blocks
+    'Sw<3,3,3> o 0 o (128,(64,2)):(64,(1,8192))'
     """
     from layoutalg import tile_to_shape
     from layoutalg.element_types import element_type
@@ -44,8 +47,11 @@ def gmma_stage(dtype, major, rows, bk):
 
     ebytes = element_type(dtype, "gmma_stage").bits // 8
     sw = bk * ebytes if major == "K" else 128
+    if major == "K" and sw > 128 and sw % 128 == 0:
+        sw = 128                                                # several swizzle rows: K blocks one after another
     if sw not in (32, 64, 128):
-        raise ValueError(f"gmma_stage: a K-major k-tile of {bk} {dtype} is {sw} bytes; it must be 32, 64 or 128")
+        raise ValueError(f"gmma_stage: a K-major k-tile of {bk} {dtype} is {sw} bytes; it must be 32, 64, 128 or a "
+                         f"multiple of 128")
     atom = gmma_smem_atom(dtype, major, sw)
     if major == "K":
         return tile_to_shape(atom, (rows, bk))                  # (rows,BK) -> offset
@@ -60,8 +66,8 @@ def make_wgmma(a_type, b_type, bn, sa, sb, a_major, b_major):
     layouts' offset of the next 32 bytes of K.
 
     >>> m = make_wgmma("f16", "f16", 256, gmma_stage("f16", "K", 128, 64), gmma_stage("f16", "K", 256, 64), "K", "K")
-    >>> m.instr, m.kblocks, m.a_kblock
-    ('wgmma_m64n256k16_f32_f16', 4, 32)
+    >>> m.instr, m.kblocks, m.a_offs
+    ('wgmma_m64n256k16_f32_f16', 4, (0, 32, 64, 96))
     """
     from layoutalg import ComposedLayout, size
     from layoutalg.element_types import element_type
@@ -79,10 +85,20 @@ def make_wgmma(a_type, b_type, bn, sa, sb, a_major, b_major):
     bk = size(inner_a[1])
     da = gmma_desc(sa, (64, instr_k), a_major, a_type)
     db = gmma_desc(sb, (bn, instr_k), b_major, b_type)
-    step = lambda inner, et: inner(0, instr_k) * (et.bits // 8) if bk > instr_k else 0   # noqa: E731
     return WgmmaMMA(wgmma_name(bn, wgmma_input_name(a_type, b_type), instr_k), bn // 2, bk // instr_k,
-                    desc_hi(da), desc_hi(db),
-                    step(inner_a, ea), step(inner_b, eb), int(a_major == "MN"), int(b_major == "MN"))
+                    desc_hi(da), desc_hi(db), kblock_offsets(inner_a, ea, instr_k, bk),
+                    kblock_offsets(inner_b, eb, instr_k, bk), int(a_major == "MN"), int(b_major == "MN"))
+
+
+def kblock_offsets(inner, etype, instr_k, bk):
+    """Byte offsets in a stage ``inner`` ``(rows, BK) -> element`` (unswizzled) of the K
+    blocks of ``instr_k`` elements that one wgmma each reads: the layout at ``(0, k)``.
+
+    >>> from layoutalg.element_types import element_type
+    >>> kblock_offsets(gmma_stage("f16", "K", 64, 128).inner, element_type("f16"), 16, 128)
+    (0, 32, 64, 96, 8192, 8224, 8256, 8288)
+    """
+    return tuple(inner(0, k) * (etype.bits // 8) for k in range(0, bk, instr_k))
 
 
 def desc_hi(desc):
@@ -97,17 +113,17 @@ def desc_hi(desc):
 class WgmmaMMA:
     """``instr``: the wgmma intrinsic's name (:mod:`codegen.intrinsics`); ``acc_regs``:
     accumulators a thread; ``kblocks``: instructions a k-tile; ``desc_a``/``desc_b``: the
-    descriptors' constant fields (:func:`desc_hi`); ``a_kblock``/``b_kblock``: the start
-    address's step (bytes) from one instruction to the next; ``tnsp_a``/``tnsp_b``: 1 for
-    an MN-major operand."""
+    descriptors' constant fields (:func:`desc_hi`); ``a_offs``/``b_offs``: each
+    instruction's start address (bytes) from the operand's (:func:`kblock_offsets`);
+    ``tnsp_a``/``tnsp_b``: 1 for an MN-major operand."""
 
     instr: str
     acc_regs: int
     kblocks: int
     desc_a: int
     desc_b: int
-    a_kblock: int
-    b_kblock: int
+    a_offs: tuple
+    b_offs: tuple
     tnsp_a: int = 0
     tnsp_b: int = 0
 
@@ -132,8 +148,8 @@ class WgmmaMMA:
         acc = acc_fence(acc)
         wgmma_fence()
         for kb in range(self.kblocks):
-            da = self.desc_a + (((a + kb * self.a_kblock) & 0x3FFFF) >> 4)   # start: 16-byte units, 14 bits
-            db = self.desc_b + (((b + kb * self.b_kblock) & 0x3FFFF) >> 4)
+            da = self.desc_a + (((a + self.a_offs[kb]) & 0x3FFFF) >> 4)   # start: 16-byte units, 14 bits
+            db = self.desc_b + (((b + self.b_offs[kb]) & 0x3FFFF) >> 4)
             scale = 0 if first and kb == 0 else 1
             acc = self.op(acc, da, db, scale, self.tnsp_a, self.tnsp_b)
         wgmma_commit()
@@ -155,3 +171,73 @@ class WgmmaMMA:
     def from_array(self, accs):
         """The accumulators back from ``accs`` (after a split-K fix-up added to them)."""
         return acc_from_array(accs, self.acc_regs)
+
+
+def make_wgmma_rs(a_type, bn, sb, b_major, bk):
+    """One warpgroup's wgmma over ``bk`` of K with A from registers (the RS form; 16-bit A
+    only): m64n``bn``k16 instructions, A the ``4 * bk // 16`` 32-bit registers a thread of
+    CuTe's ``ALayout_64x16`` ``(T128,V8) -> (m,k)`` per instruction (two 16-bit values
+    each), B from stage ``sb`` ``(BN, BK) -> offset`` (:func:`gmma_stage`) through
+    descriptors, as :func:`make_wgmma`.
+
+    >>> m = make_wgmma_rs("f16", 128, gmma_stage("f16", "MN", 128, 128), "MN", 128)
+    >>> m.instr, m.kblocks, m.b_offs[:3], m.tnsp_b
+    ('wgmma_rs_m64n128k16_f32_f16', 8, (0, 1024, 2048), 1)
+    """
+    from layoutalg import ComposedLayout
+    from layoutalg.element_types import element_type
+    from mma_atoms.gmma_smem import gmma_desc
+
+    from ..atom_intrinsics import wgmma_rs_name
+
+    et = element_type(a_type, "make_wgmma_rs")
+    if et.bits != 16:
+        raise ValueError(f"make_wgmma_rs: A from registers is 16-bit here (f16, bf16), got {a_type}")
+    inner_b = sb.inner if isinstance(sb, ComposedLayout) else sb
+    db = gmma_desc(sb, (bn, 16), b_major, a_type)
+    return WgmmaRS(wgmma_rs_name(bn, a_type), bn // 2, bk // 16, desc_hi(db),
+                   kblock_offsets(inner_b, et, 16, bk), int(b_major == "MN"))
+
+
+@device_object
+@dataclass(frozen=True)
+class WgmmaRS:
+    """``instr``: the RS wgmma intrinsic's name; ``acc_regs``: accumulators a thread
+    (``CLayout_64xN``); ``kblocks``: instructions; ``desc_b``, ``b_offs``, ``tnsp_b``: B's
+    descriptor fields, each instruction's start (bytes), 1 for an MN-major B."""
+
+    instr: str
+    acc_regs: int
+    kblocks: int
+    desc_b: int
+    b_offs: tuple
+    tnsp_b: int = 0
+
+    @property
+    def op(self):
+        from .. import intrinsics
+
+        return getattr(intrinsics, self.instr)
+
+    @device
+    def zero(self):
+        return f32x_zero(self.acc_regs)
+
+    @device
+    def mma(self, acc, a, b, first):
+        """``acc += A @ B``: A the uint32 array ``a`` (instruction ``kb``'s four registers at
+        ``4 kb``), B's rows at shared address ``b``; ``first``: the first instruction ignores
+        ``acc``. One wgmma group, committed; the accumulators are in flight."""
+        acc = acc_fence(acc)
+        wgmma_fence()
+        for kb in range(self.kblocks):
+            db = self.desc_b + (((b + self.b_offs[kb]) & 0x3FFFF) >> 4)
+            scale = 0 if first and kb == 0 else 1
+            acc = self.op(acc, a[4 * kb], a[4 * kb + 1], a[4 * kb + 2], a[4 * kb + 3], db, scale, self.tnsp_b)
+        wgmma_commit()
+        return acc
+
+    @device
+    def wait(self, acc, n):
+        wgmma_wait(n)
+        return acc_fence(acc)
