@@ -8,7 +8,9 @@ Each case: ``q``, ``k``, ``v`` of ``(batch, heads, seq, d)``, causal and not; TF
 ``4 * batch * heads * seq^2 * d`` (halved for causal). Targets (the attention issue): at
 d=128, seq 8192, at least 1.0 of the cuDNN backend and 1.5x the flash backend; at d=64 at
 least 1.0 of cuDNN. Each case is checked against the float32 math backend on its first batch
-and head (max abs error, beside the flash backend's own). Writes ``$OUT/bench_attention.json``.
+and head (max abs error, beside the flash backend's own). On an sm_90 GPU "ours" is the Hopper
+kernel (wgmma, TMA) and "sm80" the ``mma.sync`` one, timed in the same rounds. Writes
+``$OUT/bench_attention.json``.
 """
 
 import argparse
@@ -46,6 +48,8 @@ def case(B, H, S, D, dtype, causal, rounds=8):
     g = torch.Generator(device="cuda").manual_seed(S + D)
     q, k, v = (torch.randn(B, H, S, D, device="cuda", generator=g, dtype=dtype) for _ in range(3))
     calls = {"ours": lambda: codegen.attention(q, k, v, causal=causal)}
+    if torch.cuda.get_device_capability() == (9, 0):              # the mma.sync kernel beside the Hopper one
+        calls["sm80"] = lambda: codegen.attention(q, k, v, causal=causal, kernel="sm80")
     for name, be in BACKENDS.items():
         try:
             _sdpa(be, q, k, v, causal)()

@@ -121,7 +121,7 @@ def _shuffle_masks(tv_rows):
     return tuple(masks)
 
 
-def derive_ownership(mma_s, mma_o, bm, d):
+def derive_ownership(mma_s, mma_o, bm, d, bn=BN):
     """What the softmax needs to know of the two tiled MMAs over a tile of ``bm`` queries,
     derived with the algebra and checked for every thread: ``(slot_s, slot_o, shuffles)``.
 
@@ -134,10 +134,11 @@ def derive_ownership(mma_s, mma_o, bm, d):
     relies on: the same rows a thread in S and O, placed as the slots say; a slot's first
     element (``right_inverse(slot_s)``) its leftmost in the row; P's A-operand registers S's
     accumulators in order, row block by row block (``P[_,m,_]`` is ``S[_,m,_]``, FlashAttention
-    2's ``convert_layout_acc_Aregs``); a row's threads a lane and its ``shfl_xor`` partners."""
+    2's ``convert_layout_acc_Aregs``); a row's threads a lane and its ``shfl_xor`` partners.
+    ``bn``: keys a tile (S's columns)."""
     from layoutalg import Layout, cosize, make_layout, make_layout_like, right_inverse
 
-    tv_s = mma_s.tv_C(Layout((bm, BN), (1, 0)))                        # (thread,(MMA,(MMA_M,MMA_N))) -> row
+    tv_s = mma_s.tv_C(Layout((bm, bn), (1, 0)))                        # (thread,(MMA,(MMA_M,MMA_N))) -> row
     tv_o = mma_o.tv_C(Layout((bm, d), (1, 0)))                         # (thread,(MMA,(MMA_M,MMA_N))) -> row
     slot_s, slot_o = (make_layout_like(make_layout(v[0], v[1][0], v[1][1]))   # (MMA,MMA_M,MMA_N) -> row slot
                       for v in (tv_s[1], tv_o[1]))
@@ -148,7 +149,7 @@ def derive_ownership(mma_s, mma_o, bm, d):
     o_part = lambda t, x: mma_o.get_slice(t).partition_C(x)          # noqa: E731
     holders = {}
     for t in range(mma_s.size):
-        s = _coords(s_part, t, (bm, BN))
+        s = _coords(s_part, t, (bm, bn))
         o = _coords(o_part, t, (bm, d))
         rows, o_rows = sorted({r for r, _ in s}), sorted({r for r, _ in o})
         if len(rows) != cosize(slot_s) or o_rows != rows:
@@ -161,7 +162,7 @@ def derive_ownership(mma_s, mma_o, bm, d):
         if [s[first(j)] for j in range(len(rows))] != [min(c for c in s if c[0] == r) for r in rows]:
             raise ValueError(f"derive_ownership: thread {t}'s leftmost element of a row is not {first} of the slot")
         for m in range(slot_s.shape[1]):                                # each row block: P[_,m,_] is S[_,m,_]
-            if _coords(p_part, t, (bm, BN), m) != _coords(s_part, t, (bm, BN), m):
+            if _coords(p_part, t, (bm, bn), m) != _coords(s_part, t, (bm, bn), m):
                 raise ValueError(f"derive_ownership: thread {t}'s P (the A operand of O's MMA) is not S's registers "
                                  f"in order (row block {m})")
         for r in rows:
@@ -204,16 +205,23 @@ class AttentionKernel:
     threads: int
     min_blocks: int = 1         # launch bounds: CTAs an SM the registers must allow
     smem: int = 0               # bytes of dynamic shared memory (0: the tiles are static, 48 KiB at most)
+    args: object = None         # the kernel's KernelParams (None: ATTENTION_ARGS)
+    kind: str = "sm80"          # "sm80": this module's mma.sync kernel; "sm90": codegen.attention_sm90's
+    pieces: object = None       # the kernel's device objects (the Hopper kernel's HopperAttention)
 
     def __post_init__(self):
         import inspect
 
-        if tuple(inspect.signature(self.kernel).parameters) != ATTENTION_ARGS.names:
-            raise AssertionError("attention: the kernel's parameters are not ATTENTION_ARGS")
+        if tuple(inspect.signature(self.kernel).parameters) != self.params.names:
+            raise AssertionError("attention: the kernel's parameters are not its KernelParams'")
+
+    @property
+    def params(self):
+        return self.args or ATTENTION_ARGS
 
     @property
     def key(self):
-        return self.dtype, self.d, self.causal, self.bm, self.min_blocks
+        return self.kind, self.dtype, self.d, self.causal, self.bm, self.min_blocks
 
     @property
     def bounds(self):
@@ -224,7 +232,7 @@ class AttentionKernel:
         """The kernel's PTX for compute capability ``cc`` (codegen's short numba pipeline)."""
         from .numba_ptx import kernel_ptx
 
-        return kernel_ptx(self.kernel.py_func, ATTENTION_ARGS.signature(), cc, self.bounds)
+        return kernel_ptx(self.kernel.py_func, self.params.signature(), cc, self.bounds)
 
     def loaded(self):
         """Whether the kernel is loaded into the current context already."""
@@ -245,6 +253,8 @@ class AttentionKernel:
         hit = _FUNCTIONS.get((self.key, ctx))
         if hit is None:
             cc = driver.compute_capability()
+            if self.kind == "sm90":
+                cc = (9, 0, "a")                  # wgmma, setmaxnreg: the architecture-specific target
             tag = K._tag((_code_digest(), self.key), cc, self.bounds)
             path = os.path.join(K.cache_dir(), f"image_{tag}.bin")
             try:
@@ -264,7 +274,8 @@ _FUNCTIONS = {}
 
 
 def _code_digest():
-    """A digest of the code a kernel is built from: this module and the layout library."""
+    """A digest of the code a kernel is built from: the attention modules, codegen.cute, the
+    intrinsics and the layout library."""
     import hashlib
     import os
 
@@ -272,8 +283,10 @@ def _code_digest():
 
     if not _DIGEST:
         h = hashlib.sha256()
-        paths = [__file__] + sorted(os.path.join(os.path.dirname(layoutalg.__file__), n)
-                                    for n in os.listdir(os.path.dirname(layoutalg.__file__)) if n.endswith(".py"))
+        here = os.path.dirname(__file__)
+        dirs = [os.path.dirname(layoutalg.__file__), os.path.join(here, "cute"), os.path.join(here, "intrinsics")]
+        paths = [__file__, os.path.join(here, "attention_sm90.py")] + sorted(
+            os.path.join(dr, n) for dr in dirs for n in os.listdir(dr) if n.endswith(".py"))
         for path in paths:
             with open(path, "rb") as f:
                 h.update(f.read())
@@ -667,12 +680,17 @@ def _describe4(x, name):
     return _describe(x, "attention", name, ("f16", "bf16"), ranks=(4,))
 
 
-def attention(q, k, v, causal=False, scale=None, return_lse=False, stream=None):
+def attention(q, k, v, causal=False, scale=None, return_lse=False, stream=None, kernel=None):
     """``softmax(q k^T * scale [causal mask]) v`` per batch and head (module docstring);
     ``scale`` defaults to ``1/sqrt(d)``. Arrays: torch CUDA tensors, CuPy arrays or numba
     device arrays (numpy arrays in numba's simulator, or copied to the GPU and back). Returns
-    ``o``, or ``(o, lse)`` with ``return_lse``."""
+    ``o``, or ``(o, lse)`` with ``return_lse``. ``kernel``: "sm90", the Hopper kernel
+    (:mod:`codegen.attention_sm90`: wgmma, TMA, a producer warpgroup; on an sm_90 GPU or in
+    the simulator), "sm80", this module's ``mma.sync`` kernel, or None: the Hopper kernel on
+    device arrays of an sm_90 GPU, else the ``mma.sync`` one."""
     op = "attention"
+    if kernel not in (None, "sm80", "sm90"):
+        raise GemmError(f"{op}: kernel must be None, 'sm80' or 'sm90', got {kernel!r}")
     xs = [_describe4(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v"))]
     dq, dk, dv = xs
     if len({x.kind for x in xs}) != 1 or len({str(x.device) for x in xs}) != 1:
@@ -708,11 +726,74 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, stream=None):
             raise GemmError(f"{op}: q, k or v requires a gradient, and this forward pass has no backward yet; call "
                             f"it under torch.no_grad() or on detached tensors")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    kern = attention_kernel(dq.etype.name, D, causal)
+    hopper = _hopper(kernel, dq, scale)
+    kern = _hopper_kernel(dq.etype.name, D, causal) if hopper else attention_kernel(dq.etype.name, D, causal)
     o = _new(q, dq, (B, H, Sq, D))
     lse = _new_lse(q, dq, (B, H, Sq)) if return_lse else None
-    _launch(kern, (q, k, v, o, lse), xs, (B, H, Sq, Sk, Hk), scale, stream)
+    (_launch_hopper if hopper else _launch)(kern, (q, k, v, o, lse), xs, (B, H, Sq, Sk, Hk), scale, stream)
     return (o, lse) if return_lse else o
+
+
+def _hopper(kernel, dq, scale):
+    """Whether the Hopper kernel runs (:func:`attention`'s ``kernel``). It scales the scores in
+    the exponent, which takes a positive ``scale``; another runs on the ``mma.sync`` kernel."""
+    if kernel == "sm80":
+        return False
+    if not scale > 0:
+        if kernel == "sm90":
+            raise GemmError(f"attention: kernel 'sm90' takes a positive scale, got {scale}")
+        return False
+    if dq.kind == "numpy" and not simulating():
+        if kernel == "sm90":
+            raise GemmError("attention: kernel 'sm90' takes device arrays (torch, CuPy, numba) on a GPU, or numpy "
+                            "arrays in numba's simulator; got numpy arrays on a GPU")
+        return False
+    if simulating():
+        return kernel == "sm90"
+    from . import driver
+
+    with _on_device(dq):
+        cc = driver.compute_capability()
+    if kernel == "sm90" and cc != (9, 0):
+        raise GemmError(f"attention: kernel 'sm90' needs an sm_90 GPU (H100, H200), got compute capability {cc}")
+    return cc == (9, 0)
+
+
+def _hopper_kernel(dtype, d, causal):
+    from .attention_sm90 import hopper_attention_kernel
+
+    return hopper_attention_kernel(dtype, d, causal)
+
+
+def _launch_hopper(kern, arrays, xs, dims, scale, stream):
+    """Launch the Hopper kernel: TMA maps of q, k and v, o and the log-sum-exp by address."""
+    from .attention_sm90 import launch
+
+    q, k, v, o, lse = arrays
+    do = _describe4(o, "o")
+    if simulating():
+        from dataclasses import replace
+
+        from .intrinsics.sim import register_global
+
+        xs = [replace(x, ptr=register_global(a)) for x, a in zip(xs, (q, k, v))]
+        launch(kern, xs, replace(do, ptr=register_global(o)), register_global(lse) if lse is not None else 0, dims,
+               scale, 0, True)
+        return
+    from .host import _stream_handle
+
+    with _on_device(xs[0]):
+        handle = _stream_handle(stream, xs[0].kind, xs[0].device)
+        capturing = False
+        if xs[0].kind == "torch":
+            import torch
+
+            capturing = torch.cuda.is_current_stream_capturing()
+            if capturing and not kern.loaded():
+                from .host import _refuse_in_capture
+
+                _refuse_in_capture(q)
+        launch(kern, xs, do, _describe_lse(lse), dims, scale, handle, False, capturing)
 
 
 def _new(like, d, shape):

@@ -1,0 +1,495 @@
+"""Attention's forward pass on Hopper (sm_90a): FlashAttention 3's structure, composed of
+:mod:`codegen.cute`'s pieces (the GEMM's TMA loads, mbarrier pipelines and ``wgmma``).
+
+A CTA takes :data:`BM` = 128 queries of one head (and batch) and walks the keys :data:`BN`
+= 128 at a time. Three warpgroups:
+
+* warpgroup 0 is the producer: one thread loads the CTA's Q once and then, per key tile, K
+  and V by TMA (rank-4 tensor maps over ``(d, seq, heads, batch)``, any strides TMA takes),
+  each into a two-stage pipeline of its own, so that ``S = Q K^T`` of a tile starts before
+  its V has arrived;
+* warpgroups 1 and 2 are consumers, 64 queries each: ``S = Q K^T`` on ``wgmma`` with both
+  operands in shared memory (m64n128k16, ``d / 16`` instructions), the online softmax on
+  ``S``'s accumulators (``CLayout_64x128``), and ``O += P V`` on ``wgmma`` with ``P`` from
+  registers (the RS form: m64n``d``k16, 8 instructions): the accumulators of columns
+  ``16 kb .. 16 kb + 15`` of S are, in order, the A fragment (``ALayout_64x16``) of k-block
+  ``kb``, checked for every thread when a kernel is built (:func:`derive_hopper_ownership`),
+  so ``P`` is S's registers rounded to 16 bits, pairwise packed.
+
+Each consumer overlaps the softmax of a tile with the MMAs (FlashAttention 3's
+intra-warpgroup pipelining): it issues ``S(kt) = Q K(kt)^T`` and ``O += P(kt-1) V(kt-1)``
+together, waits for ``S(kt)`` only, computes its softmax while ``P V`` runs, then waits for
+``O`` and rescales it. And the two consumers take turns to issue their MMAs (FlashAttention
+3's ping-pong, two named barriers): one's softmax runs while the other's MMAs do.
+
+Rows past ``seq_q`` and keys past ``seq_k`` are zero-filled by TMA; the scores of keys past
+``seq_k`` and, with ``causal``, of keys after the query (top-left aligned) are masked to
+``-inf`` in the tiles that need it. With ``causal`` the CTAs of the last query tiles (the
+longest) start first.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import cute
+from .cute.objects import device, device_object, late_import
+from .cute.params import KernelParams
+
+(cuda, float32, uint32) = late_import("numba", "cuda", "float32", "uint32")
+(ex2_approx_f32, cvt_f16x2_f32, cvt_bf16x2_f32, st_global_b32, acc_to_array, acc_from_array, named_barrier_sync,
+ named_barrier_arrive) = late_import(
+    "codegen.intrinsics", "ex2_approx_f32", "cvt_f16x2_f32", "cvt_bf16x2_f32", "st_global_b32", "acc_to_array",
+    "acc_from_array", "named_barrier_sync", "named_barrier_arrive")
+
+__all__ = ["HopperAttention", "make_hopper_attention", "derive_hopper_ownership", "HOPPER_ARGS", "BM", "BN"]
+
+BM = 128                    # queries a CTA: two consumer warpgroups of 64
+BN = 128                    # keys a tile
+STAGES = 2                  # K and V pipelines' stages
+CONSUMERS = BM // 64
+THREADS = 128 * (1 + CONSUMERS)
+PRODUCER_REGS = 24          # setmaxnreg: the producer gives registers up, the consumers take them
+CONSUMER_REGS = 240
+LOG2E = 1.4426950408889634
+PARTS = 4                   # independent chains a row for the softmax's maxima and sums
+TURN_BARRIER = 1            # named barriers 1, 2: consumer 0's and 1's turn to issue its MMAs
+_ATOMS = {"f16": "F32F16F16", "bf16": "F32BF16BF16"}
+
+#: The kernel's arguments: the device addresses of Q's, K's and V's tensor maps, of O and of
+#: the log-sum-exp (0: none); the sequence lengths, query heads, query heads a kv head; O's
+#: element strides along batch, head and sequence; the scale times log2(e); the error word.
+HOPPER_ARGS = KernelParams("HopperAttentionArgs", tuple((n, "i64") for n in (
+    "tmap_q", "tmap_k", "tmap_v", "o", "lse", "Sq", "Sk", "H", "ratio", "osb", "osh", "oss")) + (
+    ("qk", "f32"), ("err", "i64")))
+
+
+def derive_hopper_ownership(dtype, d):
+    """What the consumers need to know of S's and O's accumulators, derived from the wgmma
+    atoms' layouts and checked for every thread (:func:`codegen.flash_attention.derive_ownership`:
+    the same rows a thread in S and O, P's A-operand registers S's accumulators in order, a
+    row's threads a lane and its ``shfl_xor`` partners). Returns a dict of layouts (a layout
+    is the sum of its modes, so ``(thread,value) -> x`` is ``x_t(thread) + x_v(value)``):
+    ``slot_s``, ``slot_o``: (value) -> the thread's row slot of an accumulator of S, of O;
+    ``row_t``, ``col_t``: (thread) -> the row and column of its accumulator 0 (the same in S
+    and O); ``row_v``, ``col_s``, ``col_o``: (value) -> row and column offsets in S, O; and
+    ``shuffles``, ``rows`` (row slots a thread), ``slot_row`` (each slot's row offset)."""
+    from layoutalg import Layout, coalesce, cosize, make_tiled_mma
+
+    from .flash_attention import derive_ownership
+
+    mma_s = make_tiled_mma(f"SM90_64x{BN}x16_{_ATOMS[dtype]}_SS")
+    mma_o = make_tiled_mma(f"SM90_64x{d}x16_{_ATOMS[dtype]}_RS")
+    slot_s, slot_o, shuffles = derive_ownership(mma_s, mma_o, 64, d, bn=BN)
+    rows_s = mma_s.tv_C(Layout((64, BN), (1, 0)))                     # (T128,V(BN/2)) -> row
+    cols_s = mma_s.tv_C(Layout((64, BN), (0, 1)))                     # (T128,V(BN/2)) -> column
+    rows_o = mma_o.tv_C(Layout((64, d), (1, 0)))                      # (T128,V(d/2)) -> row
+    cols_o = mma_o.tv_C(Layout((64, d), (0, 1)))                      # (T128,V(d/2)) -> column
+    ns, no = BN // 2, d // 2                                           # accumulators a thread
+    if (coalesce(rows_o[0]), coalesce(cols_o[0])) != (coalesce(rows_s[0]), coalesce(cols_s[0])):
+        raise ValueError("derive_hopper_ownership: S's and O's threads start at different rows or columns")
+    for i in range(0, no, 2):                                          # O stored a pair of columns at a time
+        if cols_o[1](i + 1) != cols_o[1](i) + 1 or rows_o[1](i + 1) != rows_o[1](i):
+            raise ValueError(f"derive_hopper_ownership: O's accumulators {i}, {i + 1} are not adjacent columns")
+    slot_s1, slot_o1 = (coalesce(Layout(x.shape, x.stride)) for x in (slot_s, slot_o))    # (V) -> row slot
+    if any(rows_o[1](i) != rows_s[1](next(j for j in range(ns) if slot_s1(j) == slot_o1(i))) for i in range(no)):
+        raise ValueError("derive_hopper_ownership: O's row slots are not S's")
+    return dict(slot_s=slot_s1, slot_o=slot_o1, shuffles=tuple(shuffles), rows=cosize(slot_s),
+                slot_row=tuple(rows_s[1](next(j for j in range(ns) if slot_s1(j) == r)) for r in range(cosize(slot_s))),
+                row_t=coalesce(rows_s[0]), col_t=coalesce(cols_s[0]), row_v=coalesce(rows_s[1]),
+                col_s=coalesce(cols_s[1]), col_o=coalesce(cols_o[1]))
+
+
+def make_hopper_attention(dtype, d, causal):
+    """The :class:`HopperAttention` of ``dtype`` ("f16" or "bf16"), head dim ``d`` (64 or 128)
+    and ``causal``: shared layouts, TMA loads, pipelines and MMAs from the layouts."""
+    from layoutalg import cosize
+
+    sq = cute.gmma_stage(dtype, "K", BM, d)                # (BM,d) -> offset: Sw<3,4,3> o 128-byte rows, d/64 blocks
+    sk = cute.gmma_stage(dtype, "K", BN, d)                # (BN,d) -> offset: the same for K
+    sv = cute.gmma_stage(dtype, "MN", d, BN)               # (d,BN) -> offset: V^T, d contiguous (V's rows)
+    q_bytes, k_bytes, v_bytes = (2 * cosize(x.inner) for x in (sq, sk, sv))
+    storage = cute.SharedStorage((
+        ("q", q_bytes, 1024), ("k", STAGES * k_bytes, 1024), ("v", STAGES * v_bytes, 1024),
+        ("q_full", 8, 8), ("q_empty", 8, 8),
+        ("k_full", 8 * STAGES, 8), ("k_empty", 8 * STAGES, 8), ("v_full", 8 * STAGES, 8), ("v_empty", 8 * STAGES, 8)))
+    own = derive_hopper_ownership(dtype, d)
+    return HopperAttention(
+        d=d, causal=bool(causal), bf16=dtype == "bf16",
+        load_q=cute.make_tma_load("Q", dtype, "K", sq), load_k=cute.make_tma_load("K", dtype, "K", sk),
+        load_v=cute.make_tma_load("V", dtype, "MN", sv),
+        mma_s=cute.make_wgmma(dtype, dtype, BN, sq, sk, "K", "K"),
+        mma_o=cute.make_wgmma_rs(dtype, d, sv, "MN", BN),
+        pipe_q=cute.TmaPipeline(1, q_bytes, storage.q_full, storage.q_empty, arrivals=CONSUMERS),
+        pipe_k=cute.TmaPipeline(STAGES, k_bytes, storage.k_full, storage.k_empty, arrivals=CONSUMERS),
+        pipe_v=cute.TmaPipeline(STAGES, v_bytes, storage.v_full, storage.v_empty, arrivals=CONSUMERS),
+        q_at=storage.q, k_at=storage.k, v_at=storage.v, k_bytes=k_bytes, v_bytes=v_bytes,
+        q_rows=2 * sq.inner(64, 0), smem=storage.nbytes, s_regs=BN // 2, o_regs=d // 2, p_regs=BN // 4, **own)
+
+
+@device_object
+@dataclass(frozen=True)
+class HopperAttention:
+    """One kernel's pieces (:func:`make_hopper_attention`) and its stages as device methods.
+
+    ``load_q``/``load_k``/``load_v``: the TMA loads of a stage; ``mma_s``: ``S = Q K^T``
+    (SS); ``mma_o``: ``O += P V`` (RS); ``pipe_q``/``pipe_k``/``pipe_v``: the pipelines;
+    ``q_at``/``k_at``/``v_at``: the tiles' byte offsets in shared memory, ``k_bytes``/
+    ``v_bytes`` a stage's; ``q_rows``: bytes from one consumer's 64 rows of Q to the next's;
+    ``smem``: dynamic shared memory; ``s_regs``/``o_regs``/``p_regs``: a thread's
+    accumulators of S and O and P's 32-bit registers; the rest: :func:`derive_hopper_ownership`."""
+
+    d: int
+    causal: bool
+    bf16: bool                  # P and O rounded to bf16 (else f16)
+    load_q: object
+    load_k: object
+    load_v: object
+    mma_s: object
+    mma_o: object
+    pipe_q: object
+    pipe_k: object
+    pipe_v: object
+    q_at: int
+    k_at: int
+    v_at: int
+    k_bytes: int
+    v_bytes: int
+    q_rows: int
+    smem: int
+    s_regs: int
+    o_regs: int
+    p_regs: int
+    slot_s: object              # (V) -> row slot, of S's accumulators
+    slot_o: object              # (V) -> row slot, of O's
+    shuffles: tuple
+    rows: int
+    slot_row: tuple             # (ROWS) -> row offset
+    row_t: object               # (T128) -> row of accumulator 0
+    col_t: object               # (T128) -> column of accumulator 0
+    row_v: object               # (V) -> row offset, in S
+    col_s: object               # (V) -> column offset, in S
+    col_o: object               # (V) -> column offset, in O
+
+    @device
+    def init(self):
+        self.pipe_q.init()
+        self.pipe_k.init()
+        self.pipe_v.init()
+
+    @device
+    def producer(self, p, m0, n_kt, b, h, hk):
+        """One thread: Q's tile once, then each key tile's K and V, into their pipelines."""
+        self.load_q.acquire(p.tmap_q)                                   # the host-written maps, visible to TMA
+        self.load_k.acquire(p.tmap_k)
+        self.load_v.acquire(p.tmap_v)
+        self.load_q.prefetch(p.tmap_q)
+        self.load_k.prefetch(p.tmap_k)
+        self.load_v.prefetch(p.tmap_v)
+        base = cute.smem_base()
+        sq = self.pipe_q.producer_start()
+        self.pipe_q.producer_acquire(sq, p.err)
+        self.load_q.load_4d(p.tmap_q, base + self.q_at, m0, 0, h, b, self.pipe_q.full_barrier(sq))
+        sk = self.pipe_k.producer_start()
+        sv = self.pipe_v.producer_start()
+        for kt in range(n_kt):
+            self.pipe_k.producer_acquire(sk, p.err)
+            self.load_k.load_4d(p.tmap_k, base + self.k_at + sk.stage * self.k_bytes, kt * BN, 0, hk, b,
+                                self.pipe_k.full_barrier(sk))
+            sk = self.pipe_k.advance(sk)
+            self.pipe_v.producer_acquire(sv, p.err)
+            self.load_v.load_4d(p.tmap_v, base + self.v_at + sv.stage * self.v_bytes, 0, kt * BN, hk, b,
+                                self.pipe_v.full_barrier(sv))           # V^T: (d, key)
+            sv = self.pipe_v.advance(sv)
+
+    @device
+    def scores(self, qa, sk):
+        """Issue ``S = Q K^T`` of the stage ``sk`` (in flight on return)."""
+        base = cute.smem_base()
+        return self.mma_s.mma(self.mma_s.zero(), qa, base + self.k_at + sk.stage * self.k_bytes, True)
+
+    @device
+    def softmax(self, s, m, l, alpha, kt, key0, row0, wg_row0, Sk, qk):
+        """Key tile ``kt``'s scores ``s`` (S's accumulators), masked where they must be, into
+        their exponentials ``2^(qk s - m)``; the rows' maxima ``m`` (scaled by ``qk`` > 0) and
+        sums ``l`` (this thread's part) updated, ``alpha`` the factor that rescales O.
+
+        Whether the tile needs masks is decided for the warpgroup (its first query
+        ``wg_row0``), so the branch is uniform. The maxima and sums run in :data:`PARTS`
+        independent chains a row (a chain of 32 dependent operations would wait on each);
+        the scale is applied in the exponent's FFMA (``qk > 0``: the maximum of the scaled
+        scores is the scaled maximum). Each loop unrolls: the accumulators stay registers."""
+        neg = float32(-math.inf)
+        if (kt + 1) * BN > Sk or (self.causal and (kt + 1) * BN > wg_row0 + 1):
+            keys = Sk - kt * BN - key0                                   # this thread's keys inside Sk
+            diag = row0 - kt * BN - key0                                 # its last key not after row slot 0
+            for i in range(self.s_regs):
+                c = self.col_s(i)
+                if c >= keys or (self.causal and c > diag + self.row_v(i)):
+                    s[i] = neg                                           # past Sk, or after the query
+        part = cuda.local.array(8, float32)                              # (ROWS,PARTS) -> partial max, then sum
+        for q in range(self.rows * PARTS):
+            part[q] = neg
+        for i in range(self.s_regs):
+            q = self.slot_s(i) * PARTS + (i // 4) % PARTS
+            part[q] = max(part[q], s[i])
+        mx = cuda.local.array(2, float32)
+        for r in range(self.rows):
+            q = r * PARTS
+            mx[r] = max(m[r], max(max(part[q], part[q + 1]), max(part[q + 2], part[q + 3])) * qk)
+        for j in range(len(self.shuffles)):                              # the row's other threads
+            for r in range(self.rows):
+                mx[r] = max(mx[r], cuda.shfl_xor_sync(0xFFFFFFFF, mx[r], self.shuffles[j]))
+        for r in range(self.rows):
+            alpha[r] = ex2_approx_f32(m[r] - mx[r])                     # the first tile: exp2(-inf) = 0
+            m[r] = mx[r]
+        for q in range(self.rows * PARTS):
+            part[q] = float32(0.0)
+        for i in range(self.s_regs):
+            e = ex2_approx_f32(cuda.fma(s[i], qk, -mx[self.slot_s(i)]))   # one FFMA, one MUFU.EX2
+            s[i] = e
+            q = self.slot_s(i) * PARTS + (i // 4) % PARTS
+            part[q] += e
+        for r in range(self.rows):
+            q = r * PARTS
+            l[r] = l[r] * alpha[r] + ((part[q] + part[q + 1]) + (part[q + 2] + part[q + 3]))
+
+    @device
+    def pack(self, s, pr):
+        """P: the exponentials rounded to 16 bits, two a register (S's accumulators in order
+        are the A fragments of O's MMA)."""
+        for j in range(self.p_regs):
+            if self.bf16:
+                pr[j] = cvt_bf16x2_f32(s[2 * j], s[2 * j + 1])
+            else:
+                pr[j] = cvt_f16x2_f32(s[2 * j], s[2 * j + 1])
+
+    @device
+    def rescale(self, acc, o, alpha):
+        """O's accumulators times their row's ``alpha``."""
+        acc_to_array(acc, o)
+        for i in range(self.o_regs):
+            o[i] *= alpha[self.slot_o(i)]
+        return acc_from_array(o, self.o_regs)
+
+    @device
+    def turn_wait(self, c):
+        """Wait until it is consumer ``c``'s turn to issue MMAs (the other consumer passed it)."""
+        named_barrier_sync(TURN_BARRIER + c, 256)
+
+    @device
+    def turn_pass(self, c, last):
+        """Pass the turn to the other consumer (consumer 1's ``last`` turn passes nothing: the
+        other has none left; consumer 0's first turn was passed to it at the start)."""
+        if not (last and c == 1):
+            named_barrier_arrive(TURN_BARRIER + 1 - c, 256)
+
+    @device
+    def consumer(self, p, c, m0, n_kt, b, h):
+        """Consumer warpgroup ``c``: its 64 queries against every key tile, then O (and the
+        log-sum-exp) to global memory."""
+        tid = cuda.threadIdx.x & 127
+        base = cute.smem_base()
+        qa = base + self.q_at + c * self.q_rows                         # this warpgroup's 64 rows of Q
+        wg_row0 = m0 + c * 64                                            # the warpgroup's first query
+        row0 = wg_row0 + self.row_t(tid)                 # the query of row slot 0
+        key0 = self.col_t(tid)                           # the key of accumulator 0 in a tile
+        s = cuda.local.array(self.s_regs, float32)                       # S's accumulators (CLayout_64x128)
+        o = cuda.local.array(self.o_regs, float32)                       # O's, to rescale
+        pr = cuda.local.array(self.p_regs, uint32)                       # P: A fragments, 4 registers a k-block
+        m = cuda.local.array(2, float32)
+        l = cuda.local.array(2, float32)
+        alpha = cuda.local.array(2, float32)
+        for r in range(self.rows):
+            m[r] = float32(-math.inf)
+            l[r] = float32(0.0)
+        self.pipe_q.consumer_wait(self.pipe_q.consumer_start(), p.err)
+        sk = self.pipe_k.consumer_start()
+        sv = self.pipe_v.consumer_start()
+        if c == 1:
+            named_barrier_arrive(TURN_BARRIER, 256)                      # consumer 0 issues first
+        self.pipe_k.consumer_wait(sk, p.err)
+        self.turn_wait(c)
+        acc_s = self.scores(qa, sk)                                      # S(0)
+        self.turn_pass(c, False)
+        acc_s = self.mma_s.wait(acc_s, 0)
+        self.pipe_k.consumer_release(sk, 0)
+        sk = self.pipe_k.advance(sk)
+        acc_to_array(acc_s, s)
+        self.softmax(s, m, l, alpha, 0, key0, row0, wg_row0, p.Sk, p.qk)
+        self.pack(s, pr)
+        acc_o = self.mma_o.zero()
+        for kt in range(1, n_kt):
+            self.pipe_k.consumer_wait(sk, p.err)
+            self.pipe_v.consumer_wait(sv, p.err)
+            self.turn_wait(c)
+            acc_s = self.scores(qa, sk)                                  # S(kt) = Q K(kt)^T ...
+            acc_o = self.mma_o.mma(acc_o, pr, base + self.v_at + sv.stage * self.v_bytes, kt == 1)  # ... O += P V
+            self.turn_pass(c, False)
+            acc_s = self.mma_s.wait(acc_s, 1)                           # S(kt) is done; P V may run on
+            self.pipe_k.consumer_release(sk, 0)
+            sk = self.pipe_k.advance(sk)
+            acc_to_array(acc_s, s)
+            self.softmax(s, m, l, alpha, kt, key0, row0, wg_row0, p.Sk, p.qk)
+            acc_o = self.mma_o.wait(acc_o, 0)
+            self.pipe_v.consumer_release(sv, 0)
+            sv = self.pipe_v.advance(sv)
+            acc_o = self.rescale(acc_o, o, alpha)
+            self.pack(s, pr)
+        self.pipe_v.consumer_wait(sv, p.err)
+        self.turn_wait(c)
+        acc_o = self.mma_o.mma(acc_o, pr, base + self.v_at + sv.stage * self.v_bytes, n_kt == 1)
+        self.turn_pass(c, True)
+        acc_o = self.mma_o.wait(acc_o, 0)
+        self.pipe_v.consumer_release(sv, 0)
+        acc_to_array(acc_o, o)
+        self.store(p, o, l, m, row0, key0, b, h)
+
+    @device
+    def store(self, p, o, l, m, row0, col0, b, h):
+        """O / l as 16-bit pairs into the rows inside ``Sq``; the log-sum-exp by the threads of
+        column 0."""
+        for j in range(len(self.shuffles)):                              # the rows' sums across their threads
+            for r in range(self.rows):
+                l[r] += cuda.shfl_xor_sync(0xFFFFFFFF, l[r], self.shuffles[j])
+        inv = cuda.local.array(2, float32)
+        for r in range(self.rows):
+            inv[r] = float32(1.0) / l[r] if l[r] > 0 else float32(0.0)
+        ob = p.o + 2 * (b * p.osb + h * p.osh)
+        for i in range(0, self.o_regs, 2):
+            r = self.slot_o(i)
+            row = row0 + self.row_v(i)
+            if row < p.Sq:
+                if self.bf16:
+                    w = cvt_bf16x2_f32(o[i] * inv[r], o[i + 1] * inv[r])
+                else:
+                    w = cvt_f16x2_f32(o[i] * inv[r], o[i + 1] * inv[r])
+                st_global_b32(ob + 2 * (row * p.oss + col0 + self.col_o(i)), w)
+        if p.lse != 0 and col0 == 0:
+            for r in range(self.rows):
+                row = row0 + self.slot_row[r]
+                if row < p.Sq:
+                    st_global_b32(p.lse + 4 * ((b * p.H + h) * p.Sq + row),
+                                  (m[r] + math.log2(l[r])) / float32(LOG2E))
+
+
+# ---- the kernel and its launch ----------------------------------------------------------
+
+_KERNELS = {}
+
+
+def hopper_attention_kernel(dtype, d, causal):
+    """The compiled kernel (an :class:`~codegen.flash_attention.AttentionKernel`) of ``dtype``,
+    head dim ``d`` and ``causal``, built once."""
+    key = (dtype, d, bool(causal))
+    hit = _KERNELS.get(key)
+    if hit is None:
+        hit = _KERNELS[key] = _build(*key)
+    return hit
+
+
+def _build(dtype, d, causal):
+    from .flash_attention import AttentionKernel
+
+    cute.activate()
+    FA = make_hopper_attention(dtype, d, causal)
+    Args = HOPPER_ARGS.tuple_class()
+
+    def attention_sm90(tmap_q, tmap_k, tmap_v, o, lse, Sq, Sk, H, ratio, osb, osh, oss, qk, err):
+        p = Args(tmap_q, tmap_k, tmap_v, o, lse, Sq, Sk, H, ratio, osb, osh, oss, qk, err)
+        FA.init()                                                        # every thread waits for the barriers
+        n_m = (Sq + BM - 1) // BM
+        bh = cuda.blockIdx.x // n_m                                      # a head's tiles one after another:
+        mb = cuda.blockIdx.x - bh * n_m                                  # they share its K and V in L2
+        if causal:
+            mb = n_m - 1 - mb                                            # the longest tiles first
+        b = bh // H
+        h = bh - b * H
+        m0 = mb * BM
+        n_kt = (Sk + BN - 1) // BN
+        if causal:
+            n_kt = min(n_kt, (m0 + BM + BN - 1) // BN)                   # keys up to the tile's last query
+        if cuda.threadIdx.x < 128:                                       # warpgroup 0: the producer
+            cute.setmaxnreg_dec(PRODUCER_REGS)
+            if cuda.threadIdx.x == 0:
+                FA.producer(p, m0, n_kt, b, h, h // ratio)
+        else:                                                            # warpgroups 1, 2: the consumers
+            cute.setmaxnreg_inc(CONSUMER_REGS)
+            FA.consumer(p, (cuda.threadIdx.x >> 7) - 1, m0, n_kt, b, h)
+
+    kernel = cuda.jit(attention_sm90)
+    return AttentionKernel(dtype, d, causal, BM, kernel, THREADS, 1, FA.smem, args=HOPPER_ARGS, kind="sm90",
+                           pieces=FA)
+
+
+_MAX_MAPS = 1024
+_MAPS = {}
+
+
+def _tensor_map(load, x, shape, strides, outer, sim, keep, capturing):
+    """The device address of ``load``'s rank-4 map of the array described by ``x`` (cached by
+    its address, shape and strides: a map encodes nothing else). A new one is not made
+    during a CUDA graph capture (``capturing``), which a copy to the device would break."""
+    from . import driver
+    from .errors import GemmError
+
+    key = (load, x.ptr, shape, strides, outer)
+    if sim:
+        arr, addr = load.tensor_map_4d(x.ptr, shape, strides, outer, simulated=True)
+        keep.append(arr)
+        return addr
+    hit = _MAPS.get(key)
+    if hit is None and capturing:
+        raise GemmError(f"attention: {load.name.lower()} at {x.ptr:#x} (shape {x.shape}, strides {x.strides}) is new "
+                        f"during a CUDA graph capture, where its TMA map cannot be copied to the device; call "
+                        f"attention once on these tensors before capturing")
+    if hit is None:
+        if len(_MAPS) >= _MAX_MAPS:
+            _MAPS.clear()                  # (the maps' memory is small and never freed: a launch may read it)
+        hit = _MAPS[key] = driver.mem_alloc(128)
+        driver.copy_to_device(hit, load.tensor_map_4d(x.ptr, shape, strides, outer))
+    return hit
+
+
+def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capturing=False):
+    """Launch the Hopper kernel ``kern`` on the arrays described by ``xs`` (q, k, v), into the
+    output described by ``o`` and the log-sum-exp at address ``lse`` (0: none)."""
+    B, H, Sq, Sk, Hk = dims
+    dq, dk, dv = xs
+    fa = kern.pieces
+    D = fa.d
+    keep = []
+    outer = lambda x: ((x.shape[1], x.strides[1]), (B, x.strides[0]))   # noqa: E731  (heads, batch)
+    slots = HOPPER_ARGS.slots()
+    slots.set(tmap_q=_tensor_map(fa.load_q, dq, (Sq, D), (dq.strides[2], 1), outer(dq), sim, keep, capturing),
+              tmap_k=_tensor_map(fa.load_k, dk, (Sk, D), (dk.strides[2], 1), outer(dk), sim, keep, capturing),
+              tmap_v=_tensor_map(fa.load_v, dv, (D, Sk), (1, dv.strides[2]), outer(dv), sim, keep, capturing),
+              o=o.ptr, lse=lse, Sq=Sq, Sk=Sk, H=H, ratio=H // Hk, osb=o.strides[0], osh=o.strides[1],
+              oss=o.strides[2], qk=scale * LOG2E, err=_err_word(sim, keep))
+    grid = B * H * ((Sq + BM - 1) // BM)
+    if sim:
+        kern.kernel[grid, THREADS, 0, kern.smem](*slots.python_values())
+        return
+    kern.function().launch(grid, THREADS, kern.smem, stream_handle, slots.pointers)
+
+
+_ERR = {}
+
+
+def _err_word(sim, keep):
+    """The kernel's error word (a lost mbarrier arrival writes 1 there)."""
+    if sim:
+        import numpy as np
+
+        from .intrinsics.sim import register_global
+
+        w = np.zeros(1, np.int32)
+        keep.append(w)
+        return register_global(w)
+    from . import driver
+
+    ctx = driver.ensure_context()
+    if ctx not in _ERR:
+        _ERR[ctx] = driver.mem_alloc(4)
+    return _ERR[ctx]

@@ -1,0 +1,128 @@
+"""The Hopper attention kernel (codegen.attention_sm90): its layouts, its PTX, and a run in
+numba's simulator against float64 numpy."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("d", [64, 128])
+def test_the_layouts_place_every_accumulator_where_the_wgmma_puts_it(dtype, d):
+    """row_t(t) + row_v(v) and col_t(t) + col_s(v) (col_o(v)) are the row and column of
+    accumulator v of thread t in CLayout_64xN, for S (N = BN) and O (N = d); a thread's two
+    row slots are its rows; P's A fragments are S's accumulators in order (ALayout_64x16)."""
+    from codegen.attention_sm90 import BN, derive_hopper_ownership
+    from mma_atoms.mma_sm90 import ALAYOUT_64x16, clayout_64xn
+
+    own = derive_hopper_ownership(dtype, d)
+    for n, col_v in ((BN, own["col_s"]), (d, own["col_o"])):
+        clay = clayout_64xn(n)                                           # (T128,V) -> m + 64 n
+        for t in range(128):
+            for v in range(n // 2):
+                x = clay(t, v)
+                assert (x % 64, x // 64) == (own["row_t"](t) + own["row_v"](v), own["col_t"](t) + col_v(v))
+                assert own["row_v"](v) == own["slot_row"][own["slot_s"](v)]
+    for t in range(128):                                                 # P = S's registers, k-block by k-block
+        for kb in range(BN // 16):
+            for v in range(8):
+                assert clayout_64xn(BN)(t, 8 * kb + v) == ALAYOUT_64x16(t, v) + 64 * 16 * kb
+
+
+@pytest.mark.parametrize("dtype,d,causal", [("f16", 64, False), ("bf16", 128, True)])
+def test_the_kernel_compiles_offline_to_registers(dtype, d, causal, tmp_path):
+    """The kernel's PTX (for sm_90a, on a machine without a GPU): S's and O's wgmma (SS and
+    RS forms) in the first tile and in the loop, TMA loads of rank 4, no local memory; ptxas
+    fits it without spills."""
+    pytest.importorskip("numba")
+    from codegen.attention_sm90 import BN, hopper_attention_kernel
+
+    ptx = hopper_attention_kernel(dtype, d, causal).ptx((9, 0, "a"))
+    s_mma = f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.{dtype}.{dtype}"
+    o_mma = f"wgmma.mma_async.sync.aligned.m64n{d}k16.f32.{dtype}.{dtype}"
+    if d == BN:                                                                 # one form's text for both
+        assert ptx.count(s_mma) == 2 * d // 16 + 2 * BN // 16
+    else:
+        assert ptx.count(s_mma) == 2 * d // 16 and ptx.count(o_mma) == 2 * BN // 16
+    assert ptx.count("{%r") >= 2 * BN // 16                                      # RS: A's four registers
+    assert ptx.count("cp.async.bulk.tensor.4d") == 3 * d // 64                  # Q, K, V: a box a 64 of d
+    for instr in ("setmaxnreg.inc", "shfl.sync.bfly.b32", "ex2.approx", "mbarrier.try_wait.parity", "bar.arrive"):
+        assert instr in ptx, instr
+    assert ".local" not in ptx
+    if shutil.which("ptxas"):
+        path = tmp_path / "attention.ptx"
+        path.write_text(ptx)
+        out = subprocess.run(["ptxas", "-v", "-arch=sm_90a", str(path), "-o", str(tmp_path / "k.cubin")],
+                             capture_output=True, text=True, check=True).stderr
+        stack, stores, loads = map(int, re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                                                  r"(\d+) bytes spill loads", out).groups())
+        assert stack == stores == loads == 0, out
+        assert "C7518" not in out, out                                          # no serialized wgmma
+
+
+SIM = r"""
+import sys, math
+sys.setswitchinterval(1e-4)
+import numpy as np, codegen
+
+def reference(q, k, v, causal):
+    H, Hk, Sq, Sk, D = q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3]
+    kk = np.repeat(k.astype(np.float64), H // Hk, axis=1)
+    vv = np.repeat(v.astype(np.float64), H // Hk, axis=1)
+    s = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), kk) / math.sqrt(D)
+    if causal:
+        s = np.where(np.tril(np.ones((Sq, Sk), bool)), s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    e = np.exp(s - m)
+    return np.einsum("bhqk,bhkd->bhqd", e / e.sum(-1, keepdims=True), vv), (m + np.log(e.sum(-1, keepdims=True)))[..., 0]
+
+rng = np.random.default_rng(1)
+import ml_dtypes
+cases = [
+    # two query heads on one kv head, q strided as (batch, seq, heads, d) memory, keys in two
+    # tiles (the second partial: the rescaled sums, the masked residue), head dim 64
+    (np.float16, 1, 2, 1, 40, 150, 64, False, True),
+    # two query tiles (the second partial), causal (the diagonal tiles masked, the longest
+    # tile first), bf16, head dim 128 (two 64-wide boxes a tile)
+    (ml_dtypes.bfloat16, 1, 1, 1, 130, 140, 128, True, False),
+][int(sys.argv[1])]
+dt, B, H, Hk, Sq, Sk, D, causal, strided = cases
+if strided:
+    q = rng.standard_normal((B, Sq, H, D)).astype(dt).transpose(0, 2, 1, 3)
+else:
+    q = rng.standard_normal((B, H, Sq, D)).astype(dt)
+k = rng.standard_normal((B, Hk, Sk, D)).astype(dt)
+v = rng.standard_normal((B, Hk, Sk, D)).astype(dt)
+o, lse = codegen.attention(q, k, v, causal=causal, return_lse=True, kernel="sm90")
+ref, ref_lse = reference(q, k, v, causal)
+err, err_lse = float(np.abs(o.astype(np.float64) - ref).max()), float(np.abs(lse - ref_lse).max())
+print(err, err_lse)
+assert o.dtype == q.dtype and o.shape == q.shape and lse.shape == (B, H, Sq)
+assert err < (2e-3 if dt == np.float16 else 1.6e-2) and err_lse < 1e-5, (err, err_lse)
+print("ATTENTION OK")
+"""
+
+
+@pytest.mark.parametrize("case", [0, 1])
+def test_the_kernel_runs_in_the_simulator(tmp_path, case):
+    pytest.importorskip("numba")
+    pytest.importorskip("ml_dtypes")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=ROOT, LAYOUTALG_CACHE=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", SIM, str(case)], capture_output=True, text=True, env=env, timeout=900)
+    assert "ATTENTION OK" in r.stdout, r.stdout + r.stderr[-3000:]
+
+
+def test_a_kernel_choice_is_checked():
+    import numpy as np
+
+    from codegen import GemmError, attention
+
+    q = np.zeros((1, 1, 8, 64), np.float16)
+    with pytest.raises(GemmError, match="kernel must be None, 'sm80' or 'sm90'"):
+        attention(q, q, q, kernel="hopper")
