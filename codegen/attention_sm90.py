@@ -1,10 +1,13 @@
 """Attention's forward pass on Hopper (sm_90a): FlashAttention 3's structure, composed of
 :mod:`codegen.cute`'s pieces (the GEMM's TMA loads, mbarrier pipelines and ``wgmma``).
 
-A CTA takes :data:`BM` = 128 queries of one head (and batch) and walks the keys :data:`BN`
-= 128 at a time. Three warpgroups:
+A tile is :data:`BM` = 128 queries of one head (and batch), against the keys :data:`BN` =
+128 at a time. Without ``causal`` the kernel is persistent: a CTA an SM walks the tiles
+``gridDim.x`` apart, its producer loading the next tile while the consumers store O; with
+``causal`` (tiles of unequal work) a CTA takes one tile and the hardware hands out the next.
+Three warpgroups:
 
-* warpgroup 0 is the producer: one thread loads the CTA's Q once and then, per key tile, K
+* warpgroup 0 is the producer: one thread loads a tile's Q and then, per key tile, K
   and V by TMA (rank-4 tensor maps over ``(d, seq, heads, batch)``, any strides TMA takes),
   each into a two-stage pipeline of its own, so that ``S = Q K^T`` of a tile starts before
   its V has arrived;
@@ -58,10 +61,10 @@ TURN_BARRIER = 1            # named barriers 1, 2: consumer 0's and 1's turn to 
 _ATOMS = {"f16": "F32F16F16", "bf16": "F32BF16BF16"}
 
 #: The kernel's arguments: the device addresses of Q's, K's and V's tensor maps, of O and of
-#: the log-sum-exp (0: none); the sequence lengths, query heads, query heads a kv head; O's
+#: the log-sum-exp (0: none); the batch, sequence lengths, query heads, query heads a kv head; O's
 #: element strides along batch, head and sequence; the scale times log2(e); the error word.
 HOPPER_ARGS = KernelParams("HopperAttentionArgs", tuple((n, "i64") for n in (
-    "tmap_q", "tmap_k", "tmap_v", "o", "lse", "Sq", "Sk", "H", "ratio", "osb", "osh", "oss")) + (
+    "tmap_q", "tmap_k", "tmap_v", "o", "lse", "B", "Sq", "Sk", "H", "ratio", "osb", "osh", "oss")) + (
     ("qk", "f32"), ("err", "i64")))
 
 
@@ -179,8 +182,25 @@ class HopperAttention:
         self.pipe_v.init()
 
     @device
-    def producer(self, p, m0, n_kt, b, h, hk):
-        """One thread: Q's tile once, then each key tile's K and V, into their pipelines."""
+    def tile(self, p, t, n_m):
+        """Tile ``t`` of the launch: its batch, head, first query and key tiles. A head's query
+        tiles are consecutive (CTAs at work together share its K and V in L2); with
+        ``causal`` the longest come first."""
+        bh = t // n_m
+        mb = t - bh * n_m
+        if self.causal:
+            mb = n_m - 1 - mb
+        b = bh // p.H
+        m0 = mb * BM
+        n_kt = (p.Sk + BN - 1) // BN
+        if self.causal:
+            n_kt = min(n_kt, (m0 + BM + BN - 1) // BN)                   # keys up to the tile's last query
+        return b, bh - b * p.H, m0, n_kt
+
+    @device
+    def producer(self, p):
+        """One thread: for each of the CTA's tiles, Q's rows, then each key tile's K and V,
+        into their pipelines (the next tile's loads start while the consumers store O)."""
         self.load_q.acquire(p.tmap_q)                                   # the host-written maps, visible to TMA
         self.load_k.acquire(p.tmap_k)
         self.load_v.acquire(p.tmap_v)
@@ -189,19 +209,24 @@ class HopperAttention:
         self.load_v.prefetch(p.tmap_v)
         base = cute.smem_base()
         sq = self.pipe_q.producer_start()
-        self.pipe_q.producer_acquire(sq, p.err)
-        self.load_q.load_4d(p.tmap_q, base + self.q_at, m0, 0, h, b, self.pipe_q.full_barrier(sq))
         sk = self.pipe_k.producer_start()
         sv = self.pipe_v.producer_start()
-        for kt in range(n_kt):
-            self.pipe_k.producer_acquire(sk, p.err)
-            self.load_k.load_4d(p.tmap_k, base + self.k_at + sk.stage * self.k_bytes, kt * BN, 0, hk, b,
-                                self.pipe_k.full_barrier(sk))
-            sk = self.pipe_k.advance(sk)
-            self.pipe_v.producer_acquire(sv, p.err)
-            self.load_v.load_4d(p.tmap_v, base + self.v_at + sv.stage * self.v_bytes, 0, kt * BN, hk, b,
-                                self.pipe_v.full_barrier(sv))           # V^T: (d, key)
-            sv = self.pipe_v.advance(sv)
+        n_m = (p.Sq + BM - 1) // BM
+        for t in range(cuda.blockIdx.x, n_m * p.B * p.H, cuda.gridDim.x):
+            b, h, m0, n_kt = self.tile(p, t, n_m)
+            hk = h // p.ratio
+            self.pipe_q.producer_acquire(sq, p.err)                      # the consumers are done with Q
+            self.load_q.load_4d(p.tmap_q, base + self.q_at, m0, 0, h, b, self.pipe_q.full_barrier(sq))
+            sq = self.pipe_q.advance(sq)
+            for kt in range(n_kt):
+                self.pipe_k.producer_acquire(sk, p.err)
+                self.load_k.load_4d(p.tmap_k, base + self.k_at + sk.stage * self.k_bytes, kt * BN, 0, hk, b,
+                                    self.pipe_k.full_barrier(sk))
+                sk = self.pipe_k.advance(sk)
+                self.pipe_v.producer_acquire(sv, p.err)
+                self.load_v.load_4d(p.tmap_v, base + self.v_at + sv.stage * self.v_bytes, 0, kt * BN, hk, b,
+                                    self.pipe_v.full_barrier(sv))       # V^T: (d, key)
+                sv = self.pipe_v.advance(sv)
 
     @device
     def scores(self, qa, sk):
@@ -286,9 +311,20 @@ class HopperAttention:
             named_barrier_arrive(TURN_BARRIER + 1 - c, 256)
 
     @device
-    def consumer(self, p, c, m0, n_kt, b, h):
-        """Consumer warpgroup ``c``: its 64 queries against every key tile, then O (and the
-        log-sum-exp) to global memory."""
+    def consumer(self, p, c):
+        """Consumer warpgroup ``c``: its 64 queries of each of the CTA's tiles."""
+        sq = self.pipe_q.consumer_start()
+        sk = self.pipe_k.consumer_start()
+        sv = self.pipe_v.consumer_start()
+        n_m = (p.Sq + BM - 1) // BM
+        for t in range(cuda.blockIdx.x, n_m * p.B * p.H, cuda.gridDim.x):
+            b, h, m0, n_kt = self.tile(p, t, n_m)
+            sq, sk, sv = self.attend(p, c, m0, n_kt, b, h, sq, sk, sv)
+
+    @device
+    def attend(self, p, c, m0, n_kt, b, h, sq, sk, sv):
+        """Consumer warpgroup ``c``'s 64 queries of one tile against its key tiles, then O (and
+        the log-sum-exp) to global memory. Returns the pipelines' states."""
         tid = cuda.threadIdx.x & 127
         base = cute.smem_base()
         qa = base + self.q_at + c * self.q_rows                         # this warpgroup's 64 rows of Q
@@ -304,9 +340,7 @@ class HopperAttention:
         for r in range(self.rows):
             m[r] = float32(-math.inf)
             l[r] = float32(0.0)
-        self.pipe_q.consumer_wait(self.pipe_q.consumer_start(), p.err)
-        sk = self.pipe_k.consumer_start()
-        sv = self.pipe_v.consumer_start()
+        self.pipe_q.consumer_wait(sq, p.err)
         if c == 1:
             named_barrier_arrive(TURN_BARRIER, 256)                      # consumer 0 issues first
         self.pipe_k.consumer_wait(sk, p.err)
@@ -337,14 +371,18 @@ class HopperAttention:
             sv = self.pipe_v.advance(sv)
             acc_o = self.rescale(acc_o, o, alpha)
             self.pack(s, pr)
+        self.pipe_q.consumer_release(sq, 0)                              # every S is done: Q's stage is free
+        sq = self.pipe_q.advance(sq)
         self.pipe_v.consumer_wait(sv, p.err)
         self.turn_wait(c)
         acc_o = self.mma_o.mma(acc_o, pr, base + self.v_at + sv.stage * self.v_bytes, n_kt == 1)
         self.turn_pass(c, True)
         acc_o = self.mma_o.wait(acc_o, 0)
         self.pipe_v.consumer_release(sv, 0)
+        sv = self.pipe_v.advance(sv)
         acc_to_array(acc_o, o)
         self.store(p, o, l, m, row0, key0, b, h)
+        return sq, sk, sv
 
     @device
     def store(self, p, o, l, m, row0, col0, b, h):
@@ -396,27 +434,16 @@ def _build(dtype, d, causal):
     FA = make_hopper_attention(dtype, d, causal)
     Args = HOPPER_ARGS.tuple_class()
 
-    def attention_sm90(tmap_q, tmap_k, tmap_v, o, lse, Sq, Sk, H, ratio, osb, osh, oss, qk, err):
-        p = Args(tmap_q, tmap_k, tmap_v, o, lse, Sq, Sk, H, ratio, osb, osh, oss, qk, err)
+    def attention_sm90(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err):
+        p = Args(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err)
         FA.init()                                                        # every thread waits for the barriers
-        n_m = (Sq + BM - 1) // BM
-        bh = cuda.blockIdx.x // n_m                                      # a head's tiles one after another:
-        mb = cuda.blockIdx.x - bh * n_m                                  # they share its K and V in L2
-        if causal:
-            mb = n_m - 1 - mb                                            # the longest tiles first
-        b = bh // H
-        h = bh - b * H
-        m0 = mb * BM
-        n_kt = (Sk + BN - 1) // BN
-        if causal:
-            n_kt = min(n_kt, (m0 + BM + BN - 1) // BN)                   # keys up to the tile's last query
         if cuda.threadIdx.x < 128:                                       # warpgroup 0: the producer
             cute.setmaxnreg_dec(PRODUCER_REGS)
             if cuda.threadIdx.x == 0:
-                FA.producer(p, m0, n_kt, b, h, h // ratio)
+                FA.producer(p)
         else:                                                            # warpgroups 1, 2: the consumers
             cute.setmaxnreg_inc(CONSUMER_REGS)
-            FA.consumer(p, (cuda.threadIdx.x >> 7) - 1, m0, n_kt, b, h)
+            FA.consumer(p, (cuda.threadIdx.x >> 7) - 1)
 
     kernel = cuda.jit(attention_sm90)
     return AttentionKernel(dtype, d, causal, BM, kernel, THREADS, 1, FA.smem, args=HOPPER_ARGS, kind="sm90",
@@ -465,9 +492,11 @@ def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capturing=False):
     slots.set(tmap_q=_tensor_map(fa.load_q, dq, (Sq, D), (dq.strides[2], 1), outer(dq), sim, keep, capturing),
               tmap_k=_tensor_map(fa.load_k, dk, (Sk, D), (dk.strides[2], 1), outer(dk), sim, keep, capturing),
               tmap_v=_tensor_map(fa.load_v, dv, (D, Sk), (1, dv.strides[2]), outer(dv), sim, keep, capturing),
-              o=o.ptr, lse=lse, Sq=Sq, Sk=Sk, H=H, ratio=H // Hk, osb=o.strides[0], osh=o.strides[1],
+              o=o.ptr, lse=lse, B=B, Sq=Sq, Sk=Sk, H=H, ratio=H // Hk, osb=o.strides[0], osh=o.strides[1],
               oss=o.strides[2], qk=scale * LOG2E, err=_err_word(sim, keep))
-    grid = B * H * ((Sq + BM - 1) // BM)
+    grid = B * H * ((Sq + BM - 1) // BM)                               # a CTA a tile ...
+    if not fa.causal:
+        grid = min(grid, _multiprocessors(sim))                         # ... or one an SM, walking the tiles
     if sim:
         kern.kernel[grid, THREADS, 0, kern.smem](*slots.python_values())
         return
@@ -475,6 +504,14 @@ def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capturing=False):
 
 
 _ERR = {}
+
+
+def _multiprocessors(sim):
+    if sim:
+        return 2
+    from . import driver
+
+    return driver.multiprocessors()
 
 
 def _err_word(sim, keep):

@@ -85,9 +85,11 @@ def reference(q, k, v, causal):
 rng = np.random.default_rng(1)
 import ml_dtypes
 cases = [
-    # two query heads on one kv head, q strided as (batch, seq, heads, d) memory, keys in two
-    # tiles (the second partial: the rescaled sums, the masked residue), head dim 64
-    (np.float16, 1, 2, 1, 40, 150, 64, False, True),
+    # three query heads on one kv head (three tiles on the simulator's two CTAs: one walks two,
+    # the pipelines running on from one tile to the next), q strided as (batch, seq, heads, d)
+    # memory, keys in two tiles (the second partial: the rescaled sums, the masked residue),
+    # head dim 64
+    (np.float16, 1, 3, 1, 40, 150, 64, False, True),
     # two query tiles (the second partial), causal (the diagonal tiles masked, the longest
     # tile first), bf16, head dim 128 (two 64-wide boxes a tile)
     (ml_dtypes.bfloat16, 1, 1, 1, 130, 140, 128, True, False),
