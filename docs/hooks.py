@@ -1,7 +1,8 @@
 """mkdocs hooks: the pictures and the performance plot are made by the project at build time.
 
 ``on_files`` runs ``docs/make_pictures.py`` (one ``layoutalg draw`` per picture) and
-``docs/perf_plot.py`` (the plot of ``benchmarks/results.json``) into a temporary
+``docs/perf_plot.py`` (the plots of ``benchmarks/results.json`` and of the shapes grid,
+``benchmarks/grid_results.json``) into a temporary
 folder and adds the files to the site as ``pictures/<name>.svg``; nothing is
 written into ``docs/``. ``on_page_markdown`` fills the performance page's table
 from the same JSON, and the swizzle page's counters from ``benchmarks/bank_results.json``
@@ -41,6 +42,7 @@ def on_files(files, config):
 
         raise PluginError(str(e)) from None
     made.append(perf_plot.write_plot(os.path.join(pictures, perf_plot.PLOT_NAME)))
+    made.append(perf_plot.write_grid_plot(os.path.join(pictures, perf_plot.GRID_PLOT_NAME)))
     for path in made:
         rel = os.path.relpath(path, _TMP.name).replace(os.sep, "/")
         files.append(File(rel, _TMP.name, config["site_dir"], config["use_directory_urls"]))

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(os.path.dirname(HERE), "benchmarks", "results.json")
 PLOT_NAME = "gemm_tflops.svg"
+GRID_RESULTS = os.path.join(os.path.dirname(HERE), "benchmarks", "grid_results.json")
+GRID_PLOT_NAME = "gemm_grid.svg"
 TABLE_MARKER = "<!-- results-table -->"
 
 
@@ -92,6 +94,22 @@ def write_plot(path: str, results: list[Result] | None = None) -> str:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, format="svg", metadata={"Date": None})
     plt.close(fig)
+    return path
+
+
+def write_grid_plot(path: str, grid: str = GRID_RESULTS) -> str:
+    """Write the plot of the shapes grid (``benchmarks/bench_grid.py``'s JSON, kept as
+    ``benchmarks/grid_results.json``): layoutalg against cuBLAS and Triton per shape; returns
+    ``path``."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "benchmarks"))
+    try:
+        import bench_grid
+    finally:
+        sys.path.pop(0)
+    with open(grid, encoding="utf-8") as f:
+        rows = json.load(f)["rows"]
+    if bench_grid.write_plot(path, rows) is None:
+        raise RuntimeError(f"perf_plot.write_grid_plot: no plot of {grid} (matplotlib missing, or no rows)")
     return path
 
 
