@@ -264,11 +264,20 @@ def hopper_tile(M, N, sms=132, batch=1):
     Beyond three full waves the 128x256 tile keeps its speed, and :func:`split_k_for`
     splits a short last wave instead.
 
+    At most 64 rows (LLM decode) take 64x128 tiles whatever N: a 128-row tile would give one
+    of its two consumer warpgroups nothing but padding to multiply. Measured on the H200 (f16,
+    of cuBLAS, interleaved; benchmarks/RESULTS.md): M = 1, 16, 64 with N = 14336, K = 4096 at
+    0.75, 0.82, 0.93 with 64x128 against 0.59, 0.64, 0.73 with 128x128.
+
     >>> hopper_tile(4096, 4096), hopper_tile(256, 8192), hopper_tile(128, 8192), hopper_tile(1536, 4096)
     ((128, 256, 4), (128, 128, 6), (64, 128, 6), (128, 128, 6))
+    >>> hopper_tile(1, 14336), hopper_tile(64, 50257)
+    ((64, 128, 6), (64, 128, 6))
     """
     if M is None or N is None:
         return 128, 256, 4
+    if M <= 64:
+        return 64, 128, 6
     big = _tiles(M, N, 128, 256) * batch
     short_last = sms < big < 4 * sms and 2 * (big % sms) <= sms
     if 2 * big > sms and not short_last:

@@ -802,6 +802,21 @@ def test_hopper_tile_shortens_a_short_last_wave():
                 assert tile == (128, 256, 4), (M, N)
 
 
+def test_at_most_64_rows_take_64_row_tiles():
+    """A C of at most 64 rows (decode) gets 64x128 tiles, one consumer warpgroup, whatever N,
+    split along K only where the tiles fill at most half the multiprocessors."""
+    from codegen import GemmConfig
+
+    for M in (1, 16, 64):
+        for N, K in ((14336, 4096), (4096, 14336), (50257, 768), (1531, 4096)):
+            for dtype in ("f16", "e4m3"):
+                c = GemmConfig.default(dtype, M, N, K, arch=(9, 0))
+                assert (c.bm, c.bn, c.stages) == (64, 128, 6), (dtype, M, N, K)
+    assert GemmConfig.default("f16", 1, 14336, 4096, arch=(9, 0)).split_k == 1       # 112 tiles
+    assert GemmConfig.default("f16", 1, 4096, 4096, arch=(9, 0)).split_k == 4        # 32 tiles
+    assert GemmConfig.default("f16", 65, 14336, 4096, arch=(9, 0)).bm == 128
+
+
 def test_paired_c_needs_even_strides_and_an_aligned_address():
     from codegen.batch import Batch
     from codegen.sm90.launch import paired_c
