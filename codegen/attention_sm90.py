@@ -461,7 +461,7 @@ def _tensor_map(load, x, shape, strides, outer, sim, keep, capturing):
     from . import driver
     from .errors import GemmError
 
-    key = (load, x.ptr, shape, strides, outer)
+    key = (load, str(x.device), x.ptr, shape, strides, outer)             # a map lives on one device
     if sim:
         arr, addr = load.tensor_map_4d(x.ptr, shape, strides, outer, simulated=True)
         keep.append(arr)

@@ -111,11 +111,10 @@ def test_the_kernel_compiles_offline_to_registers(dtype, d, causal, bm, tmp_path
             assert stack == stores == loads == 0, out
 
 
-SIM = r"""
-import sys, math
-sys.setswitchinterval(1e-4)
-import numpy as np, codegen
-from codegen import flash_attention
+#: The float64 numpy reference of the simulator runs (their scripts import nothing from tests/).
+REFERENCE = r"""
+import math
+import numpy as np
 
 def reference(q, k, v, causal):
     H, Hk, Sq, Sk, D = q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3]
@@ -127,7 +126,14 @@ def reference(q, k, v, causal):
     m = s.max(-1, keepdims=True)
     e = np.exp(s - m)
     return np.einsum("bhqk,bhkd->bhqd", e / e.sum(-1, keepdims=True), vv), (m + np.log(e.sum(-1, keepdims=True)))[..., 0]
+"""
 
+SIM = r"""
+import sys, math
+sys.setswitchinterval(1e-4)
+import numpy as np, codegen
+from codegen import flash_attention
+""" + REFERENCE + r"""
 rng = np.random.default_rng(0)
 try:
     import ml_dtypes

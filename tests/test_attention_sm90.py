@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from test_attention import REFERENCE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -70,18 +71,7 @@ SIM = r"""
 import sys, math
 sys.setswitchinterval(1e-4)
 import numpy as np, codegen
-
-def reference(q, k, v, causal):
-    H, Hk, Sq, Sk, D = q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3]
-    kk = np.repeat(k.astype(np.float64), H // Hk, axis=1)
-    vv = np.repeat(v.astype(np.float64), H // Hk, axis=1)
-    s = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), kk) / math.sqrt(D)
-    if causal:
-        s = np.where(np.tril(np.ones((Sq, Sk), bool)), s, -np.inf)
-    m = s.max(-1, keepdims=True)
-    e = np.exp(s - m)
-    return np.einsum("bhqk,bhkd->bhqd", e / e.sum(-1, keepdims=True), vv), (m + np.log(e.sum(-1, keepdims=True)))[..., 0]
-
+""" + REFERENCE + r"""
 rng = np.random.default_rng(1)
 import ml_dtypes
 cases = [
