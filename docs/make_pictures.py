@@ -80,6 +80,11 @@ PICTURES = [
        "--operand", "C", "--thread", "5", "--shape", "64,64"),
     _p("attention_p_thread5", "draw", "mma", F16, "--atom-layout", "4,1,1", "--permutation", "64,64,16",
        "--operand", "A", "--thread", "5", "--shape", "64,64"),
+    # attention.md, the Hopper kernel: thread 5's S (CLayout_64x128) and P (ALayout_64x16 k-block by k-block)
+    _p("attention_sm90_s_thread5", "draw", "mma", "SM90_64x128x16_F32F16F16_SS", "--operand", "C", "--thread", "5",
+       "--shape", "64,128"),
+    _p("attention_sm90_p_thread5", "draw", "mma", "SM90_64x128x16_F32F16F16_RS", "--permutation", "64,128,128",
+       "--operand", "A", "--thread", "5", "--shape", "64,128"),
 ]
 
 
