@@ -201,6 +201,26 @@ def test_hopper_tutorial_kernel_compiles_offline_for_sm90a(tmp_path):
         assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in res.stderr, res.stderr
 
 
+def test_hopper_attention_tutorial_kernel_compiles_offline_for_sm90a(tmp_path):
+    """The tutorial's Hopper attention (the library's HopperAttention pieces): both wgmma forms,
+    rank-4 TMA loads, the turns' bar.arrive, registers only."""
+    from codegen.numba_ptx import kernel_ptx
+
+    ha = _load("hopper_attention")
+    text = kernel_ptx(ha.hopper_attention, ha.HOPPER_ARGS.signature(), (9, 0, "a"), (ha.THREADS, 1))
+    assert ".target sm_90a" in text and "call." not in text and ".local" not in text
+    assert text.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") == 2 * ha.D // 16    # S
+    assert text.count("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") == 2 * 128 // 16     # O += P V
+    for instr in ("cp.async.bulk.tensor.4d", "bar.arrive", "setmaxnreg.inc.sync.aligned.u32 240"):
+        assert instr in text, instr
+    if shutil.which("ptxas"):
+        path = tmp_path / "attention.ptx"
+        path.write_text(text)
+        res = subprocess.run(["ptxas", "-v", "-arch=sm_90a", str(path), "-o", str(tmp_path / "k.cubin")],
+                             capture_output=True, text=True, check=True)
+        assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in res.stderr, res.stderr
+
+
 # ---- the tutorial kernels: simulator -------------------------------------------------------------
 
 def _run_sim(path, timeout=600):
@@ -210,7 +230,7 @@ def _run_sim(path, timeout=600):
                           env=env, cwd=ROOT)
 
 
-@pytest.mark.parametrize("name", list(KERNELS) + ["hopper_gemm"])
+@pytest.mark.parametrize("name", list(KERNELS) + ["hopper_gemm", "hopper_attention"])
 def test_tutorial_kernel_runs_in_the_simulator(name):
     res = _run_sim(EXAMPLES / f"{name}.py")
     assert res.returncode == 0, res.stdout + res.stderr
