@@ -267,16 +267,20 @@ def hopper_tile(M, N, sms=132, batch=1):
     At most 64 rows (LLM decode) take 64x128 tiles whatever N: a 128-row tile would give one
     of its two consumer warpgroups nothing but padding to multiply. Measured on the H200 (f16,
     of cuBLAS, interleaved; benchmarks/RESULTS.md): M = 1, 16, 64 with N = 14336, K = 4096 at
-    0.75, 0.82, 0.93 with 64x128 against 0.59, 0.64, 0.73 with 128x128.
+    0.75, 0.82, 0.93 with 64x128 against 0.59, 0.64, 0.73 with 128x128. Likewise fewer than 512
+    rows whose last 128-row tile would hold at most 32 of them (M = 257: a third of the 128-row
+    tiles' work is padding): 64x128 tiles, which :func:`split_k_for` then splits. Measured on
+    the H200 (f16, of cuBLAS): 257 x N x K at 0.66, 0.61, 0.55 with 64x128 in 4 parts against
+    0.61, 0.48, 0.48 with 128x128, for N x K = 4096 x 4096, 4096 x 14336, 14336 x 4096.
 
     >>> hopper_tile(4096, 4096), hopper_tile(256, 8192), hopper_tile(128, 8192), hopper_tile(1536, 4096)
     ((128, 256, 4), (128, 128, 6), (64, 128, 6), (128, 128, 6))
-    >>> hopper_tile(1, 14336), hopper_tile(64, 50257)
-    ((64, 128, 6), (64, 128, 6))
+    >>> hopper_tile(1, 14336), hopper_tile(64, 50257), hopper_tile(257, 4096), hopper_tile(1000, 4096)
+    ((64, 128, 6), (64, 128, 6), (64, 128, 6), (128, 256, 4))
     """
     if M is None or N is None:
         return 128, 256, 4
-    if M <= 64:
+    if M <= 64 or (M < 512 and 0 < M % 128 <= 32):
         return 64, 128, 6
     big = _tiles(M, N, 128, 256) * batch
     short_last = sms < big < 4 * sms and 2 * (big % sms) <= sms

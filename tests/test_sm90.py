@@ -817,6 +817,21 @@ def test_at_most_64_rows_take_64_row_tiles():
     assert GemmConfig.default("f16", 65, 14336, 4096, arch=(9, 0)).bm == 128
 
 
+def test_a_nearly_empty_last_row_of_tiles_takes_64_row_tiles():
+    """Under 512 rows, a last 128-row tile holding at most 32 rows: 64x128 tiles, split along K
+    as split_k_for says (257 rows: 4 parts where the tiles leave a short last wave)."""
+    from codegen import GemmConfig
+
+    plan = lambda M, N, K: (lambda c: (c.bm, c.bn, c.split_k))(GemmConfig.default("f16", M, N, K, arch=(9, 0)))  # noqa: E731
+    assert plan(257, 4096, 4096) == (64, 128, 4)
+    assert plan(257, 14336, 4096) == (64, 128, 4)
+    assert plan(257, 4096, 14336) == (64, 128, 4)
+    for M in (129, 160, 288, 385, 416):
+        assert plan(M, 4096, 4096)[0] == 64, M
+    for M in (161, 300, 1000, 1280, 513, 4097):
+        assert plan(M, 4096, 4096)[0] == 128, M
+
+
 def test_paired_c_needs_even_strides_and_an_aligned_address():
     from codegen.batch import Batch
     from codegen.sm90.launch import paired_c
