@@ -46,7 +46,7 @@ from .cute.params import KernelParams
     "codegen.intrinsics", "ex2_approx_f32", "cvt_f16x2_f32", "cvt_bf16x2_f32", "st_global_b32", "acc_to_array",
     "acc_from_array", "named_barrier_sync", "named_barrier_arrive")
 
-__all__ = ["HopperAttention", "make_hopper_attention", "derive_hopper_ownership", "HOPPER_ARGS", "BM", "BN"]
+__all__ = ["HopperAttention", "make_hopper_attention", "derive_hopper_ownership", "check_error", "HOPPER_ARGS", "BM", "BN"]
 
 BM = 128                    # queries a CTA: two consumer warpgroups of 64
 BN = 128                    # keys a tile
@@ -487,20 +487,35 @@ def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capturing=False):
     fa = kern.pieces
     D = fa.d
     keep = []
+    err, word = _err_word(sim)
     outer = lambda x: ((x.shape[1], x.strides[1]), (B, x.strides[0]))   # noqa: E731  (heads, batch)
     slots = HOPPER_ARGS.slots()
     slots.set(tmap_q=_tensor_map(fa.load_q, dq, (Sq, D), (dq.strides[2], 1), outer(dq), sim, keep, capturing),
               tmap_k=_tensor_map(fa.load_k, dk, (Sk, D), (dk.strides[2], 1), outer(dk), sim, keep, capturing),
               tmap_v=_tensor_map(fa.load_v, dv, (D, Sk), (1, dv.strides[2]), outer(dv), sim, keep, capturing),
               o=o.ptr, lse=lse, B=B, Sq=Sq, Sk=Sk, H=H, ratio=H // Hk, osb=o.strides[0], osh=o.strides[1],
-              oss=o.strides[2], qk=scale * LOG2E, err=_err_word(sim, keep))
+              oss=o.strides[2], qk=scale * LOG2E, err=err)
     grid = B * H * ((Sq + BM - 1) // BM)                               # a CTA a tile ...
     if not fa.causal:
         grid = min(grid, _multiprocessors(sim))                         # ... or one an SM, walking the tiles
     if sim:
         kern.kernel[grid, THREADS, 0, kern.smem](*slots.python_values())
+        if word[0]:                                                      # the launch is done: read the word
+            raise RuntimeError("attention (sm90): a wait on an mbarrier timed out in the kernel")
         return
     kern.function().launch(grid, THREADS, kern.smem, stream_handle, slots.pointers)
+
+
+def check_error():
+    """Raise if a wait in a Hopper attention kernel of the current context timed out (a lost
+    mbarrier arrival: its output is wrong) since the last check, and clear the word;
+    synchronises the context (the kernel writes the word, the host reads it after)."""
+    from . import driver
+
+    ptr = _ERR.get(driver.ensure_context())
+    if ptr is not None and driver.read_int32(ptr):
+        driver.copy_to_device(ptr, bytes(4))
+        raise RuntimeError("attention (sm90): a wait on an mbarrier timed out in a kernel")
 
 
 _ERR = {}
@@ -514,19 +529,20 @@ def _multiprocessors(sim):
     return driver.multiprocessors()
 
 
-def _err_word(sim, keep):
-    """The kernel's error word (a lost mbarrier arrival writes 1 there)."""
+def _err_word(sim):
+    """The kernel's error word (a lost mbarrier arrival writes 1 there): its address, and in
+    the simulator the host array (a word a launch), else None (a word a context, read by
+    :func:`check_error`)."""
     if sim:
         import numpy as np
 
         from .intrinsics.sim import register_global
 
         w = np.zeros(1, np.int32)
-        keep.append(w)
-        return register_global(w)
+        return register_global(w), w
     from . import driver
 
     ctx = driver.ensure_context()
     if ctx not in _ERR:
         _ERR[ctx] = driver.mem_alloc(4)
-    return _ERR[ctx]
+    return _ERR[ctx], None
