@@ -828,8 +828,8 @@ def test_a_nearly_empty_last_row_of_tiles_takes_64_row_tiles():
     assert plan(257, 4096, 14336) == (64, 128, 4)
     for M in (129, 160, 288, 385, 416):
         assert plan(M, 4096, 4096)[0] == 64, M
-    for M in (161, 300, 1000, 1280, 513, 4097):
-        assert plan(M, 4096, 4096)[0] == 128, M
+    for M in (161, 300, 1000, 1280, 513, 4097):                         # enough 128-row tiles for the SMs
+        assert plan(M, 8192, 4096)[0] == 128, M
 
 
 def test_paired_c_needs_even_strides_and_an_aligned_address():
