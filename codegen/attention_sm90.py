@@ -182,6 +182,12 @@ class HopperAttention:
         self.pipe_v.init()
 
     @device
+    def tiles(self, p):
+        """The launch's query tiles a head, and its tiles in all."""
+        n_m = (p.Sq + BM - 1) // BM
+        return n_m, n_m * p.B * p.H
+
+    @device
     def tile(self, p, t, n_m):
         """Tile ``t`` of the launch: its batch, head, first query and key tiles. A head's query
         tiles are consecutive (CTAs at work together share its K and V in L2); with
@@ -211,8 +217,8 @@ class HopperAttention:
         sq = self.pipe_q.producer_start()
         sk = self.pipe_k.producer_start()
         sv = self.pipe_v.producer_start()
-        n_m = (p.Sq + BM - 1) // BM
-        for t in range(cuda.blockIdx.x, n_m * p.B * p.H, cuda.gridDim.x):
+        n_m, total = self.tiles(p)
+        for t in range(cuda.blockIdx.x, total, cuda.gridDim.x):
             b, h, m0, n_kt = self.tile(p, t, n_m)
             hk = h // p.ratio
             self.pipe_q.producer_acquire(sq, p.err)                      # the consumers are done with Q
@@ -316,8 +322,8 @@ class HopperAttention:
         sq = self.pipe_q.consumer_start()
         sk = self.pipe_k.consumer_start()
         sv = self.pipe_v.consumer_start()
-        n_m = (p.Sq + BM - 1) // BM
-        for t in range(cuda.blockIdx.x, n_m * p.B * p.H, cuda.gridDim.x):
+        n_m, total = self.tiles(p)
+        for t in range(cuda.blockIdx.x, total, cuda.gridDim.x):
             b, h, m0, n_kt = self.tile(p, t, n_m)
             sq, sk, sv = self.attend(p, c, m0, n_kt, b, h, sq, sk, sv)
 
@@ -447,7 +453,7 @@ def _build(dtype, d, causal):
 
     kernel = cuda.jit(attention_sm90)
     return AttentionKernel(dtype, d, causal, BM, kernel, THREADS, 1, FA.smem, args=HOPPER_ARGS, kind="sm90",
-                           pieces=FA)
+                           pieces=FA, arch=(9, 0, "a"))      # wgmma, setmaxnreg: the architecture-specific target
 
 
 _MAX_MAPS = 1024
@@ -522,11 +528,12 @@ _ERR = {}
 
 
 def _multiprocessors(sim):
+    """Multiprocessors the persistent grid fills (the simulator's: two CTAs)."""
     if sim:
         return 2
-    from . import driver
+    from .host import _multiprocessors
 
-    return driver.multiprocessors()
+    return _multiprocessors()
 
 
 def _err_word(sim):

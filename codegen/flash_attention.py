@@ -208,6 +208,7 @@ class AttentionKernel:
     args: object = None         # the kernel's KernelParams (None: ATTENTION_ARGS)
     kind: str = "sm80"          # "sm80": this module's mma.sync kernel; "sm90": codegen.attention_sm90's
     pieces: object = None       # the kernel's device objects (the Hopper kernel's HopperAttention)
+    arch: tuple = None          # the compute capability it compiles for (None: the device's)
 
     def __post_init__(self):
         import inspect
@@ -252,9 +253,7 @@ class AttentionKernel:
         ctx = driver.ensure_context()
         hit = _FUNCTIONS.get((self.key, ctx))
         if hit is None:
-            cc = driver.compute_capability()
-            if self.kind == "sm90":
-                cc = (9, 0, "a")                  # wgmma, setmaxnreg: the architecture-specific target
+            cc = self.arch or driver.compute_capability()
             tag = K._tag((_code_digest(), self.key), cc, self.bounds)
             path = os.path.join(K.cache_dir(), f"image_{tag}.bin")
             try:
