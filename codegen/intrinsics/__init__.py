@@ -40,6 +40,8 @@ values keep the lower-index element in bits 0-15):
 ``tanh_approx_f32``          ``(x_f32) -> f32`` (tanh.approx)
 ``ex2_approx_f32``           ``(x_f32) -> f32`` 2**x (ex2.approx.ftz)
 ``ld_global_v4_b32``         ``(gmem_addr) -> (r0..r3)`` uint32
+``ld_global_nc_v4_b32``      the same from read-only data (pure: the compiler may move it)
+``ld_global_nc_b64``         ``(gmem_addr) -> uint64`` from read-only data (pure)
 ``st_global_v4_b32``         ``(gmem_addr, r0, r1, r2, r3)``
 ``ld_shared_v4_b32``         ``(smem_addr) -> (r0..r3)`` uint32
 ``st_shared_v4_b32``         ``(smem_addr, r0, r1, r2, r3)``

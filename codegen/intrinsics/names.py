@@ -70,6 +70,8 @@ ATOM_NAMES = (
     "ld_global_b16",
     "ld_global_b32",
     "ld_global_b64",
+    "ld_global_nc_b64",
+    "ld_global_nc_v4_b32",
     "u64_as_f64",
     "st_shared_b16",
     "st_shared_b32",

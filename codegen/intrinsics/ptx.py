@@ -1146,6 +1146,36 @@ def ld_global_b64(typingctx, addr):
 
 
 @intrinsic
+def ld_global_nc_b64(typingctx, addr):
+    """``ld.global.nc.b64``: the 64 bits at an 8-byte aligned global address that no thread
+    writes while the kernel runs, as uint64. Pure (no side effect, no memory clobber): the
+    compiler may merge repeated reads and hoist them out of loops."""
+    _want_int("ld_global_nc_b64", "addr", addr)
+
+    def codegen(context, builder, sig, args):
+        a = _as_i64(context, builder, args[0], sig.args[0])
+        return _asm(builder, ir.IntType(64), [_I64], "ld.global.nc.b64 $0, [$1];", "=l,l", [a], False)
+
+    return types.uint64(addr), codegen
+
+
+@intrinsic
+def ld_global_nc_v4_b32(typingctx, addr):
+    """``ld.global.nc.v4.b32``: 16 bytes from a 16-byte aligned global address that no thread
+    writes while the kernel runs, as four uint32 (lowest address first). Pure, as
+    :func:`ld_global_nc_b64`: the compiler schedules it like any load of read-only data."""
+    _want_int("ld_global_nc_v4_b32", "addr", addr)
+
+    def codegen(context, builder, sig, args):
+        a = _as_i64(context, builder, args[0], sig.args[0])
+        res = _asm(builder, ir.LiteralStructType([_I32] * 4), [_I64], "ld.global.nc.v4.b32 {$0,$1,$2,$3}, [$4];",
+                   "=r,=r,=r,=r,l", [a], False)
+        return _tuple_from(context, builder, sig.return_type, res, 4)
+
+    return types.UniTuple(types.uint32, 4)(addr), codegen
+
+
+@intrinsic
 def u64_as_f64(typingctx, x):
     """Reinterpret a 64-bit integer as float64 (no conversion)."""
     _want_int("u64_as_f64", "x", x)

@@ -1302,6 +1302,19 @@ def ld_global_b64(addr):
     return _ld_global_scalar("ld_global_b64", 8, addr)
 
 
+def ld_global_nc_b64(addr):
+    """Simulated ``ld.global.nc.b64`` (read-only data); returns the bits as an int."""
+    return _ld_global_scalar("ld_global_nc_b64", 8, addr)
+
+
+def ld_global_nc_v4_b32(addr):
+    """Simulated ``ld.global.nc.v4.b32`` (read-only data); four ints, lowest address first."""
+    op = "ld_global_nc_v4_b32"
+    addr = _as_int(op, "addr", addr)
+    _check_align(op, "global", addr, 16)
+    return _words(_memory(op).read_global(op, addr, 16))
+
+
 def u64_as_f64(x):
     """Reinterpret a 64-bit integer as numpy float64."""
     return np.array([_as_int("u64_as_f64", "x", x) & ((1 << 64) - 1)], dtype=np.uint64).view(np.float64)[0]
