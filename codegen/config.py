@@ -191,8 +191,10 @@ class GemmConfig:
         ``arch``: the compute capability to plan for; (9, 0) and newer give the Hopper plan
         (``path="wgmma"``: CTA tiles whose k-tile is one 128-byte swizzle row of each operand
         row, BK 64 for f16/bf16, 32 for tf32, 128 for the 8-bit floats), which needs operands
-        that TMA can read (16-byte aligned addresses and strides), K-major for tf32 and the
-        8-bit floats, and an f16, bf16 or f32 output. The 8-bit floats (``b_dtype``: B's type
+        with a unit stride along a dimension (TMA reads those with 16-byte aligned addresses
+        and strides; the producer warpgroup copies f16 and bf16 ones it cannot, in tiles of at
+        most 128 columns, chosen at launch), K-major for tf32 and the 8-bit floats, and an f16,
+        bf16 or f32 output. The 8-bit floats (``b_dtype``: B's type
         when it differs) have only this plan, whatever ``arch`` says (None included). Its
         tile (:func:`hopper_tile`) depends on how many tiles the problem has for the ``sms``
         multiprocessors; few tiles and a long K split K as well (:func:`split_k_for`).

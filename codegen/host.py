@@ -551,12 +551,12 @@ def _setup(A, B, C, a, b, c, config, out_dtype, precision, op="gemm", beta=0.0, 
         return hopper
     if (out or config.out) in FP8_OUT:
         raise GemmError(f"{op}: an {out or config.out} C is written by the Hopper kernel only (compute capability "
-                        f"9.0; f16, bf16, tf32 or 8-bit float operands that TMA reads: 16-byte aligned, unit "
-                        f"stride along a dimension)")
+                        f"9.0; f16, bf16, tf32 or 8-bit float operands with a unit stride along a dimension, "
+                        f"16-byte aligned but for f16 and bf16)")
     if fused is not None:
         raise GemmError(f"{op}: a fused bias or activation runs on the Hopper kernel only (compute capability "
-                        f"9.0; f16, bf16, tf32 or 8-bit float operands that TMA reads: 16-byte aligned, unit "
-                        f"stride along a dimension"
+                        f"9.0; f16, bf16, tf32 or 8-bit float operands with a unit stride along a dimension, "
+                        f"16-byte aligned but for f16 and bf16"
                         + ("; in numba's simulator, config=GemmConfig(..., path='wgmma')" if simulating() else "")
                         + ")")
     bits = config.bits
@@ -662,6 +662,13 @@ def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None, user=None):
     cfg = _wgmma_config(config, kind, out, view, cc)
     if cfg.path != "wgmma":
         return None
+    copied = _copied(view)
+    if copied and (cfg.bn > 128 or cfg.cluster_m > 1):
+        if config is not None:
+            raise GemmError(f"{op}: config.path='wgmma' copies {' and '.join(copied)} (TMA cannot read "
+                            f"{'them' if len(copied) > 1 else 'it'}), in tiles of at most 128 columns without "
+                            f"clusters; got {cfg.bm}x{cfg.bn} tiles, cluster_m {cfg.cluster_m}")
+        cfg = _copy_tile(cfg, view)
     if fused is not None:                           # (C^T = B^T @ A^T: a bias per column is one per row of C^T)
         cfg = cfg.with_(activation=fused.activation, bias=fused.bias, bias_rows=bool(fused.bias) and
                         fused.rows != view.swapped)
@@ -673,7 +680,7 @@ def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None, user=None):
     if cfg.cluster_m > 1 and simulating():
         raise GemmError(f"{op}: config.cluster_m={cfg.cluster_m} runs CTAs in clusters, which need a GPU: numba's "
                         f"simulator runs one block after another")
-    key = WgmmaKey(cfg, view.a_major, view.b_major, user=user)
+    key = WgmmaKey(cfg, view.a_major, view.b_major, user=user, copy=copied)
     # compile the kernel this call needs (the TMA-store epilogue for beta = 0 and a C that TMA
     # can write; C allocated here is); the launcher compiles the other when a call needs it
     tma = beta == 0 and c_tma_ok(wgmma_plan(key), view.c_ptr, view.c_strides, view.M, view.N, view.batch)
@@ -685,9 +692,10 @@ def _wgmma_setup(config, kind, out, ops, op, beta=0.0, fused=None, user=None):
 
 
 def _wgmma_refusal(cc, kind, ops):
-    """Why the Hopper kernel cannot read the operands of ``ops`` (the GPU, majorness, TMA), or None."""
-    from .sm90.launch import tma_ok
-
+    """Why the Hopper kernel cannot read the operands of ``ops`` (the GPU, majorness, the
+    operands' layouts), or None. An f16 or bf16 operand that TMA cannot read (an odd row
+    stride, say) is copied by the producer warpgroup (:func:`_copied`) where its elements
+    are aligned and contiguous along one dimension."""
     a, b = ops.a, ops.b
     eb = a.etype.bits // 8
     if cc < (9, 0):
@@ -695,13 +703,37 @@ def _wgmma_refusal(cc, kind, ops):
     if kind in KMAJOR_ONLY and "MN" in (ops.a_major, ops.b_major):
         return (f"K-major operands (wgmma reads {kind} K-major only): A row-major (strides (K', 1)) and B "
                 f"column-major (strides (1, K')); got A strides {a.strides}, B strides {b.strides[::-1]}")
-    if not tma_ok(ops.a_major, a.shape, a.strides, a.ptr, eb) or not tma_ok(ops.b_major, b.shape, b.strides, b.ptr, eb):
-        return "16-byte aligned operands with a unit stride and 16-byte multiple row strides (TMA)"
+    copied = _copied(ops)
+    if copied is None:
+        return ("16-byte aligned operands with a unit stride and 16-byte multiple row strides (TMA), or f16 or "
+                "bf16 operands with a unit stride along one dimension")
     bt = ops.batch
-    if bt is not None and bt.count > 1 and any(s <= 0 or (s * eb) % 16 for s in (bt.a, bt.b)):
-        return (f"matrices of A and B a positive multiple of 16 bytes apart (TMA), got batch strides {bt.a} and "
-                f"{bt.b} elements")
+    if bt is not None and bt.count > 1:
+        for name, s in (("A", bt.a), ("B", bt.b)):
+            if s <= 0 or (name not in copied and (s * eb) % 16):
+                return (f"matrices of A and B a positive number of elements apart (a multiple of 16 bytes where "
+                        f"TMA reads them), got batch strides {bt.a} and {bt.b} elements")
     return None
+
+
+def _copied(ops):
+    """The operands of ``ops`` ("", "A", "B" or "AB") that the Hopper kernel's producer
+    warpgroup copies because TMA cannot read them (:func:`codegen.cute.copy_ok`), or None
+    where an operand is readable by neither."""
+    from .cute.gmem_copy import copy_ok
+    from .sm90.launch import tma_ok
+
+    out = ""
+    bt = ops.batch
+    for name, x, major in (("A", ops.a, ops.a_major), ("B", ops.b, ops.b_major)):
+        eb = x.etype.bits // 8
+        stride = (bt.a if name == "A" else bt.b) if bt is not None and bt.count > 1 else 0
+        if tma_ok(major, x.shape, x.strides, x.ptr, eb) and (stride * eb) % 16 == 0:
+            continue
+        if x.etype.name not in ("f16", "bf16") or not copy_ok(major, x.shape, x.strides, x.ptr, eb):
+            return None
+        out += name
+    return out
 
 
 def _row_major_c(ops, out_et):
@@ -714,6 +746,17 @@ def _row_major_c(ops, out_et):
         if view.c_strides[0] % 2 == 0 and view.c_ptr % (2 * out_et.bits // 8) == 0:
             return view
     return views[0] if views else None
+
+
+def _copy_tile(cfg, view):
+    """``cfg`` with 128x128 tiles in place of 128x256 (a kernel that copies an operand keeps
+    every warpgroup at 168 registers, too few for 128 accumulator columns a thread): 6
+    stages, K split as :func:`codegen.config.split_k_for` says for them."""
+    from .config import split_k_for
+
+    sms = 132 if simulating() else _multiprocessors()
+    batch = view.batch.count if view.batch is not None else 1
+    return cfg.with_(bn=128, stages=6, split_k=split_k_for(view.M, view.N, view.K, cfg.bm, 128, cfg.bk, sms, batch))
 
 
 def _wgmma_config(config, kind, out, view, cc):

@@ -38,6 +38,7 @@ from .params import KernelParams
 from .smem import SharedStorage, smem_base
 from .pipeline import PipelineState, TmaPipeline, mbarrier_wait
 from .tma import TmaLoad, TmaStore, make_tma_load
+from .gmem_copy import GmemStageCopy, copy_ok, make_gmem_copy
 from .wgmma import WgmmaMMA, WgmmaRS, gmma_stage, make_wgmma, make_wgmma_rs
 from .mainloop import WgmmaMainloop
 from .scheduler import SchedulerParams, TileScheduler, WorkTile
@@ -64,7 +65,7 @@ __all__ = list(_TENSOR_FUNCTIONS) + list(_RENAMED) + list(_WARPGROUP_INTRINSICS)
     "SIMULATED", "CuteError", "ElementKind", "bfloat16", "activate", "device", "device_function", "device_object",
     "KernelParams",
     "SharedStorage", "smem_base", "PipelineState", "TmaPipeline", "mbarrier_wait", "TmaLoad", "TmaStore",
-    "make_tma_load", "WgmmaMMA", "WgmmaRS", "gmma_stage", "make_wgmma", "make_wgmma_rs", "WgmmaMainloop", "SchedulerParams", "TileScheduler",
+    "make_tma_load", "GmemStageCopy", "make_gmem_copy", "copy_ok", "WgmmaMMA", "WgmmaRS", "gmma_stage", "make_wgmma", "make_wgmma_rs", "WgmmaMainloop", "SchedulerParams", "TileScheduler",
     "WorkTile", "RegisterEpilogue", "TmaStoreEpilogue", "make_register_epilogue", "make_tma_store_epilogue",
     "BiasActivation", "make_bias_activation", "ElementwiseEpilogue", "make_elementwise_epilogue", "epilogue_alpha", "group_alpha",
     "OutputScale", "make_output_scale", "tma_store_fits",

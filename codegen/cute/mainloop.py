@@ -14,8 +14,16 @@ of A and B (:class:`~codegen.cute.tma.TmaLoad`) and a warpgroup MMA
   a tile's last k-tile, :meth:`WgmmaMainloop.mma_tail` waits for the last group and releases
   its stage.
 
+An operand that TMA cannot read (:class:`~codegen.cute.gmem_copy.GmemStageCopy` in place of
+its :class:`~codegen.cute.tma.TmaLoad`) is copied by the whole producer warpgroup: every
+producer thread then runs :meth:`WgmmaMainloop.load_unit` over a work unit's k-tiles,
+thread 0 alone issuing the TMA loads, and each commits its stores to the stage
+(``pipeline.copiers`` is 128). Where one operand is copied, its next k-tile's loads are in
+flight while this one's words are stored (two k-tiles of registers).
+
 The kernel's arguments ``p`` (a ``NamedTuple``) carry ``tmap_a``, ``tmap_b`` (the tensor
-maps' device addresses) and ``err`` (the error word of the bounded waits).
+maps' device addresses, or copy descriptors') and ``err`` (the error word of the bounded
+waits).
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from dataclasses import dataclass
 
 from .objects import device, device_object, late_import
 from .smem import smem_base
+
+(cuda, uint32) = late_import("numba", "cuda", "uint32")
 
 (cluster_ctarank, mapa_shared) = late_import("codegen.intrinsics", "cluster_ctarank", "mapa_shared")
 
@@ -57,32 +67,121 @@ class WgmmaMainloop:
     def multicast_b(self):
         return self.share == "B"
 
+    @property
+    def copies(self):
+        """Whether the producer warpgroup copies an operand (every producer thread loads)."""
+        return self.pipeline.copiers > 0
+
     @device
     def prepare_maps(self, p):
         """Producer, before its first load: both operands' tensor maps made visible to the
         TMA unit, then fetched (the fences first, so that the fetches overlap)."""
-        self.load_a.acquire(p.tmap_a)
-        self.load_b.acquire(p.tmap_b)
-        self.load_a.prefetch(p.tmap_a)
-        self.load_b.prefetch(p.tmap_b)
+        if cuda.threadIdx.x == 0:
+            self.load_a.acquire(p.tmap_a)
+            self.load_b.acquire(p.tmap_b)
+            self.load_a.prefetch(p.tmap_a)
+            self.load_b.prefetch(p.tmap_b)
 
     @device
     def load(self, p, state, work, kt):
         """Producer: k-tile ``kt`` of the tile of ``work`` (a :class:`WorkTile`: its corner
         and matrix of the batch) into the stage of ``state``; returns the next state."""
-        self.pipeline.producer_acquire(state, p.err)
-        bar = self.pipeline.full_barrier(state)
         base = smem_base()
         k0 = kt * self.bk
         la = work.l
         if self.grouped:               # every group's rows are rows of one A
             la = 0
-        self.load_a.load(p.tmap_a, base + self.a + state.stage * self.a_stage, work.m0, k0, la, bar)
+        sa = base + self.a + state.stage * self.a_stage
+        sb = base + self.b + state.stage * self.b_stage
+        bar = self.pipeline.full_barrier(state)
+        if self.copies:                # every producer thread: TMA from thread 0, copies from all
+            self.pipeline.producer_wait(state, p.err)
+            if cuda.threadIdx.x == 0:
+                self.pipeline.producer_expect(state)
+                if self.load_a.tma:
+                    self.load_a.load(p.tmap_a, sa, work.m0, k0, la, bar)
+                if self.load_b.tma:
+                    self.load_b.load(p.tmap_b, sb, work.n0, k0, work.l, bar)
+            if not self.load_a.tma:
+                self.load_a.load(p.tmap_a, sa, work.m0, k0, la, bar)
+            if not self.load_b.tma:
+                self.load_b.load(p.tmap_b, sb, work.n0, k0, work.l, bar)
+            self.pipeline.producer_commit(state)
+            return self.pipeline.advance(state)
+        self.pipeline.producer_acquire(state, p.err)
+        self.load_a.load(p.tmap_a, sa, work.m0, k0, la, bar)
         if self.multicast_b:
-            self.load_b.load_multicast(p.tmap_b, base + self.b + state.stage * self.b_stage, work.n0, k0, work.l,
-                                       bar, cluster_ctarank())
+            self.load_b.load_multicast(p.tmap_b, sb, work.n0, k0, work.l, bar, cluster_ctarank())
         else:
-            self.load_b.load(p.tmap_b, base + self.b + state.stage * self.b_stage, work.n0, k0, work.l, bar)
+            self.load_b.load(p.tmap_b, sb, work.n0, k0, work.l, bar)
+        return self.pipeline.advance(state)
+
+    @property
+    def copy_b(self):
+        """In a kernel that copies one operand: whether it is B (else A)."""
+        return not self.load_b.tma
+
+    @property
+    def copied(self):
+        """The copied operand's :class:`~codegen.cute.gmem_copy.GmemStageCopy` (one operand copied)."""
+        return self.load_b if self.copy_b else self.load_a
+
+    @property
+    def pipelined_copy(self):
+        """Whether exactly one operand is copied (its k-tiles are then fetched one ahead)."""
+        return self.load_a.tma != self.load_b.tma
+
+    @device
+    def load_unit(self, p, state, work):
+        """Producer warpgroup of a kernel that copies an operand: every k-tile of the unit of
+        ``work``; returns the next state. With one operand copied, the loads of k-tile
+        ``kt + 1`` are issued before k-tile ``kt`` waits for its stage and is stored."""
+        if not self.pipelined_copy:
+            for kt in range(work.kt0, work.kt1):
+                state = self.load(p, state, work, kt)
+            return state
+        ra = cuda.local.array(self.copied.buf_words, uint32)   # k-tiles kt0, kt0 + 2, ...
+        rb = cuda.local.array(self.copied.buf_words, uint32)   # k-tiles kt0 + 1, kt0 + 3, ...
+        self.fetch_copy(p, work, work.kt0, ra)
+        for kt in range(work.kt0, work.kt1, 2):
+            if kt + 1 < work.kt1:
+                self.fetch_copy(p, work, kt + 1, rb)
+            state = self.fill(p, state, work, kt, ra)
+            if kt + 1 < work.kt1:
+                if kt + 2 < work.kt1:
+                    self.fetch_copy(p, work, kt + 2, ra)
+                state = self.fill(p, state, work, kt + 1, rb)
+        return state
+
+    @device
+    def fetch_copy(self, p, work, kt, regs):
+        """Issue the copied operand's loads of k-tile ``kt`` of ``work`` into ``regs``."""
+        if self.copy_b:
+            self.copied.fetch(p.tmap_b, work.n0, kt * self.bk, work.l, regs)
+        else:
+            self.copied.fetch(p.tmap_a, work.m0, kt * self.bk, 0 if self.grouped else work.l, regs)
+
+    @device
+    def fill(self, p, state, work, kt, regs):
+        """k-tile ``kt`` into the stage of ``state``: once it is empty, thread 0 issues the other
+        operand's TMA loads and every thread stores its part of the copied one from ``regs``;
+        returns the next state."""
+        self.pipeline.producer_wait(state, p.err)
+        base = smem_base()
+        bar = self.pipeline.full_barrier(state)
+        if cuda.threadIdx.x == 0:
+            self.pipeline.producer_expect(state)
+            if self.copy_b:
+                self.load_a.load(p.tmap_a, base + self.a + state.stage * self.a_stage, work.m0, kt * self.bk,
+                                 0 if self.grouped else work.l, bar)
+            else:
+                self.load_b.load(p.tmap_b, base + self.b + state.stage * self.b_stage, work.n0, kt * self.bk,
+                                 work.l, bar)
+        if self.copy_b:
+            self.copied.store(regs, base + self.b + state.stage * self.b_stage)
+        else:
+            self.copied.store(regs, base + self.a + state.stage * self.a_stage)
+        self.pipeline.producer_commit(state)
         return self.pipeline.advance(state)
 
     @device

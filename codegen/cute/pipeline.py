@@ -14,7 +14,12 @@ waits for. As in CUTLASS's ``PipelineTmaAsync``:
 The producer starts at phase 1 (:meth:`TmaPipeline.producer_start`), as the phase before a
 fresh barrier's first, which is complete; it fills the first ``stages`` stages without
 asking (a wait that is sure to succeed still costs the time of one on the critical path
-of a kernel's start). Every wait is bounded (:func:`mbarrier_wait`): a lost arrival writes 1 to the
+of a kernel's start). Where the producer warpgroup's threads also fill a stage with ordinary
+stores (an operand TMA cannot read, :class:`~codegen.cute.gmem_copy.GmemStageCopy`), the
+full barrier waits for those ``copiers`` too: each waits for the empty stage
+(:meth:`TmaPipeline.producer_wait`), one expects the TMA bytes
+(:meth:`TmaPipeline.producer_expect`), and each commits its stores
+(:meth:`TmaPipeline.producer_commit`). Every wait is bounded (:func:`mbarrier_wait`): a lost arrival writes 1 to the
 kernel's error word after :data:`WAIT_TIMEOUT_NS` and goes on, instead of hanging the GPU.
 
 >>> pipe = TmaPipeline(stages=3, tx_bytes=49152, full=0, empty=24, arrivals=2)
@@ -32,9 +37,9 @@ from .objects import device, device_function, device_object, late_import
 from .smem import smem_base
 
 (cuda,) = late_import("numba", "cuda")
-(cluster_sync, fence_mbarrier_init, globaltimer, mbarrier_arrive, mbarrier_arrive_cluster, mbarrier_arrive_expect_tx,
- mbarrier_init, mbarrier_try_wait, st_global_b32) = late_import(
-    "codegen.intrinsics", "cluster_sync", "fence_mbarrier_init", "globaltimer", "mbarrier_arrive",
+(cluster_sync, fence_mbarrier_init, fence_proxy_async, globaltimer, mbarrier_arrive, mbarrier_arrive_cluster,
+ mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_try_wait, st_global_b32) = late_import(
+    "codegen.intrinsics", "cluster_sync", "fence_mbarrier_init", "fence_proxy_async", "globaltimer", "mbarrier_arrive",
     "mbarrier_arrive_cluster", "mbarrier_arrive_expect_tx", "mbarrier_init", "mbarrier_try_wait", "st_global_b32")
 
 __all__ = ["PipelineState", "TmaPipeline", "mbarrier_wait", "WAIT_TIMEOUT_NS"]
@@ -72,7 +77,8 @@ class TmaPipeline:
     ``full`` and ``empty`` of the shared storage (8 bytes a stage each); ``arrivals``:
     the consumer arrivals that empty a stage (one per consumer warpgroup, times the CTAs of
     a cluster that share it); ``cluster``: CTAs whose consumers release each other's stages
-    (2: each consumer arrives on its own CTA's empty barrier and the peer's)."""
+    (2: each consumer arrives on its own CTA's empty barrier and the peer's); ``copiers``:
+    producer threads that also fill each stage with ordinary stores (0: TMA fills it)."""
 
     stages: int
     tx_bytes: int
@@ -80,6 +86,7 @@ class TmaPipeline:
     empty: int
     arrivals: int
     cluster: int = 1
+    copiers: int = 0
 
     @device
     def init(self):
@@ -88,7 +95,7 @@ class TmaPipeline:
         if cuda.threadIdx.x == 0:
             base = smem_base()
             for s in range(self.stages):
-                mbarrier_init(base + self.full + 8 * s, 1)
+                mbarrier_init(base + self.full + 8 * s, 1 + self.copiers)
                 mbarrier_init(base + self.empty + 8 * s, self.arrivals)
             fence_mbarrier_init()
         if self.cluster > 1:
@@ -127,10 +134,26 @@ class TmaPipeline:
     def producer_acquire(self, state, err):
         """Wait until the stage is empty (the first ``stages`` fills are: no wait); then expect
         ``tx_bytes`` on its full barrier."""
-        base = smem_base()
+        self.producer_wait(state, err)
+        self.producer_expect(state)
+
+    @device
+    def producer_wait(self, state, err):
+        """Wait until the stage is empty (the first ``stages`` fills are: no wait)."""
         if state.count >= self.stages:
-            mbarrier_wait(base + self.empty + 8 * state.stage, state.phase, err)
-        mbarrier_arrive_expect_tx(base + self.full + 8 * state.stage, self.tx_bytes)
+            mbarrier_wait(smem_base() + self.empty + 8 * state.stage, state.phase, err)
+
+    @device
+    def producer_expect(self, state):
+        """Expect ``tx_bytes`` of TMA on the stage's full barrier (one arrival)."""
+        mbarrier_arrive_expect_tx(smem_base() + self.full + 8 * state.stage, self.tx_bytes)
+
+    @device
+    def producer_commit(self, state):
+        """A copier is done storing its part of the stage: its stores are made visible to
+        the async proxy (wgmma reads through it), then it arrives on the full barrier."""
+        fence_proxy_async()
+        mbarrier_arrive(smem_base() + self.full + 8 * state.stage)
 
     @device
     def consumer_wait(self, state, err):

@@ -137,6 +137,9 @@ class TmaLoad:
     swizzle_bytes: int
     half: tuple = None
 
+    #: Loaded by TMA (a :class:`~codegen.cute.gmem_copy.GmemStageCopy`'s is False).
+    tma = True
+
     @property
     def k_major(self):
         return self.major == "K"

@@ -78,6 +78,20 @@ def producer(p):
             state = MAINLOOP.load(p, state, work, kt)
 '''
 
+_PRODUCER_COPIES = '''
+
+@cuda.jit(device=True, inline="always")
+def producer(p):
+    """The producer warpgroup fills the stages of every k-tile of the CTA's work units: thread 0
+    issues the TMA loads, every thread copies its part of the operand TMA cannot read."""
+    MAINLOOP.prepare_maps(p)
+    state = PIPELINE.producer_start()
+    sched = SCHEDULER.params(p)
+    for unit in SCHEDULER.units(sched):
+        work = SCHEDULER.work(sched, unit)
+        state = MAINLOOP.load_unit(p, state, work)
+'''
+
 _CONSUMER_HEAD = '''
 
 @cuda.jit(device=True, inline="always")
@@ -147,14 +161,30 @@ _KERNEL = '''
     {pack}
     PIPELINE.init()  # every thread waits until the barriers exist
     if cuda.threadIdx.x < 128:  # warpgroup 0: the producer
-        setmaxnreg_dec({preg})
-        if cuda.threadIdx.x == 0:
-            producer(p)
+{producer}
     else:  # warpgroups 1..{consumers}: the consumers, 64 rows of the tile each
-        setmaxnreg_inc({creg})
-        consumer(p, (cuda.threadIdx.x >> 7) - 1)
+{consumer}
     PIPELINE.finish()
 '''
+
+_PRODUCER_TMA = '''        setmaxnreg_dec({preg})
+        if cuda.threadIdx.x == 0:
+            producer(p)'''
+
+_PRODUCER_COPY = '''        producer(p)  # thread 0 issues the TMA loads; every thread copies {copied}'''
+
+
+def _kernel_branches(plan):
+    """The producer's and the consumers' branches of the kernel: registers moved to the
+    consumers (``setmaxnreg``), one producer thread issuing TMA; or, where the producer
+    warpgroup copies an operand, every warpgroup at the launch's registers."""
+    parts = plan.device
+    copied = " and ".join(x.name for x in plan.operands if x.copied)
+    consumer = "        consumer(p, (cuda.threadIdx.x >> 7) - 1)"
+    if copied:
+        return _PRODUCER_COPY.format(copied=copied), consumer
+    return (_PRODUCER_TMA.format(preg=parts.producer_regs),
+            f"        setmaxnreg_inc({parts.consumer_regs})\n" + consumer)
 
 
 def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
@@ -177,7 +207,7 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
     lines = ["\n".join(_header(plan, epilogue, user) + _constants(plan, epi))]
     if user is not None:
         lines.append(_user_epilogue(plan, user))
-    lines.append(_PRODUCER)
+    lines.append(_PRODUCER if not any(x.copied for x in plan.operands) else _PRODUCER_COPIES)
     alpha_line = ("    alpha = float32(1.0)  # each tile's: group_alpha, its group's scales" if cfg.grouped else
                   "    alpha = epilogue_alpha(p)  # p.alpha times the scales the kernel reads (fp8)")
     head = _CONSUMER_HEAD.format(doc=_consumer_doc(plan, epilogue), clay=f"CLayout_64x{cfg.bn}", nreg=plan.acc_regs,
@@ -217,9 +247,10 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
                      + "".join("    " + ln + "\n" for ln in store.splitlines()))
         lines.append(head + _CONSUMER_TILE.format(store=store, finish=finish))
     args = gemm_args(user is not None)
+    producer, consumer = _kernel_branches(plan)
     lines.append(_KERNEL.format(def_line=args.def_line(KERNEL_NAME), pack=args.pack_line(),
-                                doc="The arguments: codegen.sm90.args.", preg=parts.producer_regs,
-                                creg=parts.consumer_regs, consumers=plan.consumers))
+                                doc="The arguments: codegen.sm90.args.", producer=producer, consumer=consumer,
+                                consumers=plan.consumers))
     return "\n\n\n".join(c.strip("\n") for c in lines) + "\n"
 
 
@@ -257,7 +288,8 @@ def _header(plan, epilogue, user=None):
         "from numba import cuda, float32, uint32  # noqa: F401",
         "",
         "from codegen.cute import (  # noqa: F401",
-        "    BiasActivation, OutputScale, RegisterEpilogue, SharedStorage, TileScheduler, TmaLoad, TmaPipeline, TmaStore,",
+        "    BiasActivation, GmemStageCopy, OutputScale, RegisterEpilogue, SharedStorage, TileScheduler, TmaLoad,",
+        "    TmaPipeline, TmaStore,",
         "    TmaStoreEpilogue, epilogue_alpha, group_alpha,",
         "    WgmmaMainloop, WgmmaMMA, setmaxnreg_dec, setmaxnreg_inc,",
         ")",
@@ -269,6 +301,13 @@ def _header(plan, epilogue, user=None):
     ]
 
 
+def _load_comment(x):
+    if x.copied:
+        return (f"{x.name} copied by the producer warpgroup into its stage {x.smem}: (rows, BK) -> offset, "
+                f"16-byte chunks along its contiguous dimension")
+    return f"TMA boxes of {x.name}'s stage {x.smem}: (rows, BK) -> offset"
+
+
 def _constants(plan, epi):
     parts, cfg, a, b = plan.device, plan.config, plan.a, plan.b
     names = {}
@@ -277,8 +316,8 @@ def _constants(plan, epi):
         ("STORAGE", parts.storage, "shared memory from a 1024-byte aligned base: stages of A and B, C staging, "
                                    "barriers"),
         ("PIPELINE", parts.pipeline, f"{cfg.stages} stages of A and B; a full and an empty mbarrier each"),
-        ("LOAD_A", parts.load_a, f"TMA boxes of A's stage {a.smem}: (rows, BK) -> offset"),
-        ("LOAD_B", parts.load_b, f"TMA boxes of B's stage {b.smem}: (rows, BK) -> offset"),
+        ("LOAD_A", parts.load_a, _load_comment(a)),
+        ("LOAD_B", parts.load_b, _load_comment(b)),
         ("MMA", parts.mma, f"wgmma m64n{cfg.bn}k{plan.instr_k}, descriptors from gmma_desc of the stages"),
         ("MAINLOOP", parts.mainloop, "the producer's loads and the consumers' MMAs over the pipeline"),
         ("SCHEDULER", parts.scheduler, "the CTA's work units and their tiles"),

@@ -29,13 +29,15 @@ class WgmmaKey:
     stride is odd, or whose address is not aligned to two elements).
     ``None`` is the plan's first choice: ``"tma"`` where C can take it, else ``"registers"``.
     ``user``: a user's element-wise epilogue (:class:`~codegen.epilogue_fn.EpilogueFunction`),
-    or None; such kernels are cached in memory only."""
+    or None; such kernels are cached in memory only. ``copy``: the operands ("A", "B", "AB")
+    that the producer warpgroup copies, TMA being unable to read them ("": none)."""
 
     config: object
     a_major: str = "K"
     b_major: str = "K"
     epilogue: str = None
     user: object = None
+    copy: str = ""
 
     def resolved(self):
         """This key with its epilogue named."""
@@ -81,7 +83,7 @@ def _base(key):
     key = key.resolved()
     hit = _MEM.get((key, None))
     if hit is None:
-        plan = make_wgmma_plan(key.config, key.a_major, key.b_major)
+        plan = make_wgmma_plan(key.config, key.a_major, key.b_major, key.copy)
         source = emit_wgmma_source(plan, key.epilogue, key.user)
         hit = _MEM[(key, None)] = CompiledWgmma(key, plan, source, K._module_path(source))
     return hit

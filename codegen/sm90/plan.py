@@ -20,7 +20,11 @@ pieces, each derived from layouts:
   same 128-byte swizzled atom (N playing K's part), and one TMA store per 64-column box
   writes it out (:func:`codegen.cute.make_tma_store_epilogue`);
 * the shared storage, the pipeline over it, the tile scheduler and the collective mainloop
-  that composes the loads and the MMAs (:class:`WgmmaKernelParts`).
+  that composes the loads and the MMAs (:class:`WgmmaKernelParts`);
+* an operand that TMA cannot read (``copy``: a row stride that is no multiple of 16 bytes)
+  fills the same stage by the producer warpgroup's loads and stores
+  (:func:`codegen.cute.make_gmem_copy`); such kernels take at most 128 columns a tile and
+  keep every warpgroup at the launch's registers (the copying producer needs them).
 
 >>> from codegen import GemmConfig
 >>> plan = make_wgmma_plan(GemmConfig.default("f16", arch=(9, 0)), "K", "MN")
@@ -52,7 +56,8 @@ class WgmmaOperand:
 
     ``smem``: ``(rows, BK) -> element offset`` of one stage; ``load``: its
     :class:`~codegen.cute.TmaLoad` (``box``, ``boxes``: per box, (stage byte offset, row
-    offset, k offset) of its corner); ``desc``: the descriptor fields; ``kblock_bytes``: the
+    offset, k offset) of its corner), or the :class:`~codegen.cute.GmemStageCopy` of an
+    operand that TMA cannot read; ``desc``: the descriptor fields; ``kblock_bytes``: the
     start-address step per instruction along K; ``consumer_bytes``: per consumer (A only:
     its 64 rows).
     """
@@ -82,6 +87,11 @@ class WgmmaOperand:
     @property
     def tnsp(self):
         return int(self.major == "MN")
+
+    @property
+    def copied(self):
+        """Whether the producer warpgroup copies it (TMA cannot read it)."""
+        return not self.load.tma
 
 
 @dataclass(frozen=True)
@@ -166,6 +176,11 @@ class WgmmaPlan:
         return 128 * self.acc_regs * 4
 
 
+#: The registers a thread of a kernel whose producer warpgroup copies an operand: every
+#: warpgroup keeps what the launch gives (no ``setmaxnreg``).
+COPY_REGS = 0
+
+
 def producer_regs(consumers, cluster=1):
     """The producer warpgroup's registers a thread (``setmaxnreg.dec``): 40 beside two
     consumer warpgroups (128 x (40 + 2 x 232) is what a CTA of 384 threads at 168 registers
@@ -183,23 +198,24 @@ def consumer_regs(consumers, cluster=1):
     return min(CONSUMER_REGS, (504 - producer_regs(consumers, cluster)) // consumers // 8 * 8)
 
 
-def _operand(name, major, rows, bk, et, instr_k, halves=False):
+def _operand(name, major, rows, bk, et, instr_k, halves=False, copy=False):
     from mma_atoms.gmma_smem import gmma_desc
 
-    from ..cute import gmma_stage, make_tma_load
+    from ..cute import gmma_stage, make_gmem_copy, make_tma_load
 
     smem = gmma_stage(et.name, major, rows, bk)                   # (rows,BK) -> offset
     inner = smem.inner if isinstance(smem, ComposedLayout) else smem
     ebytes = et.bits // 8
-    load = make_tma_load(name, et.name, major, smem, halves)
+    load = make_gmem_copy(name, et.name, major, smem) if copy else make_tma_load(name, et.name, major, smem, halves)
     desc = gmma_desc(smem, (64 if name == "A" else rows, instr_k), major, et.name)
     kblock_bytes = inner(0, instr_k) * ebytes if bk > instr_k else 0    # one instruction per k-tile: no step
     consumer_bytes = inner(64, 0) * ebytes if name == "A" and rows > 64 else 0
     return WgmmaOperand(name, major, rows, smem, size(inner) * ebytes, load, desc, kblock_bytes, consumer_bytes)
 
 
-def make_wgmma_plan(cfg, a_major="K", b_major="K"):
-    """Derive the Hopper plan of ``cfg`` (``cfg.path == "wgmma"``)."""
+def make_wgmma_plan(cfg, a_major="K", b_major="K", copy=""):
+    """Derive the Hopper plan of ``cfg`` (``cfg.path == "wgmma"``); ``copy``: the operands
+    ("A", "B", "AB") that the producer warpgroup copies, TMA being unable to read them."""
     from mma_atoms import get
 
     from ..cute import (make_bias_activation, make_output_scale, make_register_epilogue, make_tma_store_epilogue,
@@ -213,11 +229,15 @@ def make_wgmma_plan(cfg, a_major="K", b_major="K"):
     if et.bits != 16 and "MN" in (a_major, b_major):
         raise ValueError(f"make_wgmma_plan: wgmma reads {et.name} operands K-major only; got A {a_major}-major, "
                          f"B {b_major}-major")
+    if copy and (set(copy) - set("AB") or cfg.bn > 128 or cfg.cluster_m > 1 or cfg.grouped):
+        raise ValueError(f"make_wgmma_plan: copy={copy!r}: the producer warpgroup copies 'A', 'B' or 'AB', in tiles "
+                         f"of at most 128 columns, without clusters or groups; got {cfg.bm}x{cfg.bn} tiles, "
+                         f"cluster_m {cfg.cluster_m}, grouped {cfg.grouped}")
     instr_k = 32 // (et.bits // 8)                           # one instruction reads 32 bytes of K
     consumers = cfg.bm // 64                                 # a consumer warpgroup per 64 rows
     share = "B" if cfg.cluster_m > 1 else None               # a cluster's two CTAs: vertical neighbours
-    a = _operand("A", a_major, cfg.bm, cfg.bk, et, instr_k)
-    b = _operand("B", b_major, cfg.bn, cfg.bk, etb, instr_k, halves=share == "B")
+    a = _operand("A", a_major, cfg.bm, cfg.bk, et, instr_k, copy="A" in copy)
+    b = _operand("B", b_major, cfg.bn, cfg.bk, etb, instr_k, halves=share == "B", copy="B" in copy)
     atom = get(_atom_name(cfg.bn, instr_k, et.name, etb.name))
     if atom.shape_mnk != (64, cfg.bn, instr_k) or (atom.a_type, atom.b_type) != (et.name, etb.name):
         raise ValueError(f"wgmma plan: atom {atom.name} does not multiply {et.name} x {etb.name} 64x{cfg.bn}x{instr_k}")
@@ -256,12 +276,14 @@ def _kernel_parts(cfg, a, b, mma, consumers, share, tma_epi, reg_epi):
         regions.append(("c", consumers * tma_epi.consumer_bytes, 1024))
     regions += [("full", 8 * S, 8), ("empty", 8 * S, 8), ("tickets", 16, 4)]
     storage = SharedStorage(tuple(regions))
-    pipeline = TmaPipeline(S, a.stage_bytes + b.stage_bytes, storage.full, storage.empty, consumers * cluster, cluster)
+    tx = sum(x.stage_bytes for x in (a, b) if not x.copied)         # the bytes TMA brings a stage
+    copiers = 128 if a.copied or b.copied else 0                      # the producer warpgroup's threads
+    pipeline = TmaPipeline(S, tx, storage.full, storage.empty, consumers * cluster, cluster, copiers)
     mainloop = WgmmaMainloop(pipeline, a.load, b.load, mma, storage.a, storage.b, a.stage_bytes, b.stage_bytes,
                              a.consumer_bytes, cfg.bk, share, cfg.grouped)
     scheduler = TileScheduler(cfg.bm, cfg.bn, cfg.bk, cfg.group_m, cfg.split_k > 1, consumers, mma.acc_regs,
                               storage.tickets, cluster, cfg.grouped)
     if tma_epi is not None:
         tma_epi = replace(tma_epi, staging=storage.c)
-    return WgmmaKernelParts(storage, pipeline, a.load, b.load, mma, mainloop, scheduler, tma_epi, reg_epi,
-                            producer_regs(consumers, cluster), consumer_regs(consumers, cluster))
+    regs = (COPY_REGS, COPY_REGS) if copiers else (producer_regs(consumers, cluster), consumer_regs(consumers, cluster))
+    return WgmmaKernelParts(storage, pipeline, a.load, b.load, mma, mainloop, scheduler, tma_epi, reg_epi, *regs)
