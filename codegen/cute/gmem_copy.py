@@ -15,10 +15,11 @@ TMA boxes would, so the MMAs, descriptors and consumers do not change:
   that cover the run (``ld.global.nc.v4``), all issued before any is used, and shifts them
   into place by the line's offset in its 16-byte word (a funnel shift, the same for the
   whole run), then stores the chunks (``st.shared.v4``);
-* a run on the matrix's first or last line, or past its contiguous extent, takes a slower
-  path that checks each chunk: one inside the matrix is read as above, one at its edges
-  element by element, each element outside the extents a zero. So no read leaves the
-  matrix's bytes.
+* a run whose words would leave the matrix's bytes, or (K-major) that runs past the line's
+  end, takes a slower path that checks each chunk: one inside the matrix is read as above,
+  one at its edges element by element, each element outside the extents a zero. So no read
+  leaves the matrix's bytes. (An MN-major run may run past its line's end: those elements
+  feed only rows of the stage past the operand's rows, whose results are never stored.)
 
 The pipeline then needs every producer thread's arrival on the stage's full barrier after
 a proxy fence (:meth:`codegen.cute.TmaPipeline.producer_commit`): wgmma reads shared memory
@@ -227,8 +228,12 @@ class GmemStageCopy:
             at = ps * (self.words + 1)
             go = ps * self.pass_lines + t // self.line_threads + (row0 if self.k_major else k0)
             addr = start + (go * ld + gc) * eb
-            if gc + self.run_elems <= cext and go >= 1 and go <= oext - 2 and ld * eb >= 16:
-                a = addr & -16                                   # inside the matrix: whole words
+            a = addr & -16
+            # whole words where they lie inside the matrix's bytes and the run inside its line,
+            # or, MN-major, starting inside it: the elements past the line's end then feed only
+            # rows of the tile past the operand's rows (columns of C past N), never stored
+            inside = gc + self.run_elems <= cext or (not self.k_major and gc < cext)
+            if go < oext and inside and a >= start and a + 16 * (self.run + 1) <= end:
                 for i in range(self.run + 1):
                     v = ld_global_nc_v4_b32(a + 16 * i)
                     for j in range(4):
