@@ -11,14 +11,14 @@ TMA boxes would, so the MMAs, descriptors and consumers do not change:
   the stage layout's image of 16 bytes of one line (a row of a K-major operand, a k of an
   MN-major one; the 128-byte swizzle moves whole 16-byte chunks);
 * each of the 128 producer threads copies a run of ``run`` consecutive chunks of a line
-  (``128 / lines_per_pass`` threads a line): it reads the ``run + 1`` aligned 16-byte words
+  (:attr:`GmemStageCopy.line_threads` threads a line): it reads the ``run + 1`` aligned 16-byte words
   that cover the run (``ld.global.nc.v4``), all issued before any is used, and shifts them
   into place by the line's offset in its 16-byte word (a funnel shift, the same for the
   whole run), then stores the chunks (``st.shared.v4``);
 * a run whose words would leave the matrix's bytes, or (K-major) that runs past the line's
   end, takes a slower path that checks each chunk: one inside the matrix is read as above,
   one at its edges element by element, each element outside the extents a zero. So no read
-  leaves the matrix's bytes. (An MN-major run may run past its line's end: those elements
+  leaves the matrix's bytes. (An MN-major run may read past its line's end: those elements
   feed only rows of the stage past the operand's rows, whose results are never stored.)
 
 The pipeline then needs every producer thread's arrival on the stage's full barrier after
