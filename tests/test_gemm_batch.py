@@ -88,10 +88,10 @@ assert (codegen.gemm(Ab, Bb, config=cfg) == f64(Ab) @ f64(Bb)).all(), "mma.sync 
 # the Hopper kernel: one launch, the batch in the tile scheduler and the TMA maps' third mode
 W = dict(bm=64, bn=64, bk=32, stages=2, path="wgmma")
 for out_t, L, M, N, K, lb, lc, beta, split in (
-        ("f16", 3, 40, 64, 32, "N", "row", 0.0, 1),    # TMA store of C, a 3-D map
+        ("f16", 2, 40, 64, 32, "N", "row", 0.0, 1),    # TMA store of C, a 3-D map
         ("f32", 2, 40, 72, 64, "T", "row", 0.5, 1),    # C from registers, its batch stride; B K-major
         ("f16", 2, 72, 40, 32, "N", "col", 0.0, 1),    # column-major C: C^T = B^T @ A^T, batches swapped
-        ("f32", 3, 40, 40, 96, "N", "row", 0.0, 2)):   # split-K over the batch's tiles
+        ("f32", 3, 40, 40, 64, "N", "row", 0.0, 2)):   # split-K over the batch's tiles (three: one split)
     cfgw = GemmConfig("f16", out_t, split_k=split, **W)
     A, B = ints((L, M, K)), ints((L, K, N))
     if lb == "T":

@@ -278,7 +278,8 @@ cases = [(GemmConfig("f16", "f32", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 40, 64, 
          # (two 64-column boxes through two buffers; each CTA stores two tiles)
          (GemmConfig("f16", "f16", 64, 128, 64, 2, 4, 3, 8, 1, "wgmma"), 100, 200, 72, "N", 0.0),
          # four boxes a slice and two k-tiles: the previous tile's boxes after this one's MMAs
-         (GemmConfig("f16", "f16", 64, 256, 64, 2, 4, 2, 8, 1, "wgmma"), 130, 704, 72, "N", 0.0),
+         # (four tiles, two a CTA; the last column tile 8 wide)
+         (GemmConfig("f16", "f16", 64, 256, 64, 2, 4, 2, 8, 1, "wgmma"), 65, 264, 72, "N", 0.0),
          # BK 32: A's stage in the 64-byte swizzled atom (descriptor layout type 2), TMA likewise
          (GemmConfig("f16", "f16", 64, 64, 32, 2, 4, 3, 8, 1, "wgmma"), 40, 72, 104, "T", 0.0),
          # the same kernel with beta != 0 stores from registers
@@ -571,8 +572,8 @@ cases = [  # (config, M, N, K, B layout, beta); the simulator runs two CTAs
     (GemmConfig("f16", "f16", split_k=3, **W), 33, 56, 96, "N", 0.0),
     # two consumers, 4 parts asked of 3 k-tiles: 3 parts of one k-tile each
     (GemmConfig("f16", "f32", split_k=4, **dict(W, bm=128)), 100, 24, 72, "T", 0.5),
-    # nine tiles: eight whole (four waves), the ninth in 2 parts; TMA C
-    (GemmConfig("f16", "f16", split_k=2, **W), 130, 136, 64, "N", 0.0)]
+    # three tiles: two whole, the third in 2 parts of one k-tile each; TMA C
+    (GemmConfig("f16", "f16", split_k=2, **W), 130, 40, 64, "N", 0.0)]
 for cfg, M, N, K, lb, beta in cases:
     A = rng.integers(-3, 4, (M, K)).astype(np.float16)
     B = rng.integers(-3, 4, (K, N)).astype(np.float16)
@@ -586,7 +587,7 @@ for cfg, M, N, K, lb, beta in cases:
     tiles = -(-M // cfg.bm) * -(-N // cfg.bn)
     split_tiles = tiles - tiles // la.grid * la.grid          # those of the last, partial wave
     assert la.ws_bytes == 256 + split_tiles * la.splits * la.compiled.plan.consumers * la.compiled.plan.part_bytes
-    for rep in range(2):        # the counters the first launch used are zero again for the second
+    for rep in range(2 if cfg is cases[0][0] else 1):   # the counters the first launch used are zero again
         launch.C[...] = C0
         launch()
         launch._launcher.check()

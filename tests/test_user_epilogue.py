@@ -211,7 +211,8 @@ def lower(acc, m, n):          # a causal mask: m and n are C's coordinates
 cases = [  # f32 C from registers, alpha; a 16-bit C by TMA, overlapping the next tile; beta
     (GemmConfig("f16", "f32", 64, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 40, 72, 64, 0.5, 0.0, True),
     (GemmConfig("f16", "f16", 64, 64, 64, 2, 4, 3, 8, 1, "wgmma"), 100, 72, 72, 1.0, 0.0, False),
-    (GemmConfig("f16", "f32", 128, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 70, 40, 64, 1.0, -1.0, False)]
+    # B of 41 columns (82-byte rows): the producer warpgroup copies it; C of odd row stride
+    (GemmConfig("f16", "f32", 128, 64, 64, 2, 4, 2, 8, 1, "wgmma"), 70, 41, 64, 1.0, -1.0, False)]
 for cfg, M, N, K, alpha, beta, mask in cases:
     A = rng.integers(-3, 4, (M, K)).astype(np.float16)
     B = rng.integers(-3, 4, (K, N)).astype(np.float16)
@@ -234,8 +235,8 @@ for cfg, M, N, K, alpha, beta, mask in cases:
         err = float(np.abs(C - np.where(n <= m, 2.0 * prod / alpha, -1.0)).max())
         print("lower", M, N, K, err)
         assert err == 0.0, err
-# the mma.sync kernel (the simulator's default; on a GPU where TMA cannot read A or B, or C is
-# column-major): an odd N, a column-major f32 C and beta, in its element-wise epilogue
+# the mma.sync kernel (the simulator's default; on a GPU where an operand has no unit stride,
+# or C is column-major): an odd N, a column-major f32 C and beta, in its element-wise epilogue
 M, N, K = 20, 13, 24
 A = rng.integers(-3, 4, (M, K)).astype(np.float16)
 B = rng.integers(-3, 4, (K, N)).astype(np.float16)
