@@ -33,7 +33,7 @@ def test_every_chunk_goes_where_the_stage_layout_puts_it_once(dtype, major, rows
                 line0 = line if line0 is None else line0
                 assert line == line0                      # one line a run
                 elems = [stage(r, k + e) if major == "K" else stage(r + e, k) for e in range(cp.chunk)]
-                off = cp.smem_offset(r, k)
+                off = cp.smem(r, k)
                 assert elems == list(range(off, off + cp.chunk)) and off % cp.chunk == 0
                 seen[off:off + cp.chunk] += 1
     assert (seen == 1).all()

@@ -74,20 +74,11 @@ def copy_ok(major, shape, strides, ptr, ebytes):
     return strides[other] > 0 or shape[other] == 1
 
 
-def _flat_modes(layout):
-    """``((shape, stride), ...)`` of a layout mode's flattened sub-modes, colexicographic:
-    the coordinate ``x`` maps to ``sum((x // prod(shapes before)) % shape * stride)``."""
-    from layoutalg.inttuple import flatten
-
-    shape, stride = layout.shape, layout.stride
-    return tuple(zip(flatten(shape), flatten(stride))) if isinstance(shape, tuple) else ((shape, stride),)
-
-
 def make_gmem_copy(name, dtype, major, smem):
     """The producer warpgroup's copy into one stage ``smem`` ``(rows, BK) -> element offset``
     (a GMMA shared layout, :func:`codegen.cute.gmma_stage`) of an operand whose global
     layout is ``major`` ("K": rows K-contiguous; "MN": K rows of contiguous rows)."""
-    from layoutalg import ComposedLayout, size
+    from layoutalg import size
     from layoutalg.element_types import element_type
 
     eb = element_type(dtype, "make_gmem_copy").bits // 8
@@ -95,8 +86,7 @@ def make_gmem_copy(name, dtype, major, smem):
         raise ValueError(f"make_gmem_copy: {name} of {dtype}: copies take 2- or 4-byte elements")
     if major not in ("K", "MN"):
         raise ValueError(f"make_gmem_copy: major must be 'K' or 'MN', got {major!r}")
-    inner, sw = (smem.inner, smem.outer) if isinstance(smem, ComposedLayout) else (smem, None)
-    rows, bk = size(inner[0]), size(inner[1])
+    rows, bk = size(smem.shape[0]), size(smem.shape[1])
     chunk = 16 // eb
     cont, lines = (bk, rows) if major == "K" else (rows, bk)
     line_chunks = cont // chunk
@@ -106,26 +96,20 @@ def make_gmem_copy(name, dtype, major, smem):
             or lines % (THREADS // (line_chunks // run)):
         raise ValueError(f"make_gmem_copy: {name}'s stage {rows}x{bk} does not cut into runs of 16-byte chunks, "
                          f"{THREADS} threads a pass")
-    swz = (sw.bits, sw.base, sw.shift) if sw is not None and sw.bits else (0, 0, 0)
-    return GmemStageCopy(name, eb, major, rows, bk, _flat_modes(inner[0]), _flat_modes(inner[1]), swz, run)
+    return GmemStageCopy(name, eb, major, smem, run)
 
 
 @device_object
 @dataclass(frozen=True)
 class GmemStageCopy:
-    """One operand's stage copied by the producer warpgroup. ``row_modes``, ``k_modes``: the
-    stage layout's flattened modes ``(shape, stride)`` along rows and K (element offsets);
-    ``swizzle``: its swizzle ``(bits, base, shift)`` on element offsets ((0, 0, 0): none);
-    ``run``: consecutive chunks of a line a thread copies in each pass."""
+    """One operand's stage copied by the producer warpgroup. ``smem``: the stage layout
+    ``(rows, BK) -> element offset`` (swizzled), evaluated in the kernel at each chunk's
+    corner; ``run``: consecutive chunks of a line a thread copies in each pass."""
 
     name: str
     elem_bytes: int
     major: str
-    rows: int
-    bk: int
-    row_modes: tuple
-    k_modes: tuple
-    swizzle: tuple
+    smem: object
     run: int
 
     #: Not loaded by TMA: the producer warpgroup's threads copy it.
@@ -134,6 +118,18 @@ class GmemStageCopy:
     @property
     def k_major(self):
         return self.major == "K"
+
+    @property
+    def rows(self):
+        from layoutalg import size
+
+        return size(self.smem.shape[0])
+
+    @property
+    def bk(self):
+        from layoutalg import size
+
+        return size(self.smem.shape[1])
 
     @property
     def chunk(self):
@@ -179,12 +175,6 @@ class GmemStageCopy:
         line = ps * self.pass_lines + t // self.line_threads
         c = ((t % self.line_threads) * self.run + i) * self.chunk
         return (line, c) if self.k_major else (c, line)
-
-    def smem_offset(self, row, k):
-        """Element offset in the stage of ``(row, k)``: the stage layout (swizzled)."""
-        off = _eval(self.row_modes, row) + _eval(self.k_modes, k)
-        bits, base, shift = self.swizzle
-        return off ^ ((off >> shift) & (((1 << bits) - 1) << base)) if bits else off
 
     # -- device ------------------------------------------------------------------------
 
@@ -260,9 +250,9 @@ class GmemStageCopy:
                 lo, hi = _shifted(blk, at + 4 * i, s)
                 c = ((t % self.line_threads) * self.run + i) * self.chunk
                 if self.k_major:
-                    off = self.stage_offset(line, c)
+                    off = self.smem(line, c)
                 else:
-                    off = self.stage_offset(c, line)
+                    off = self.smem(c, line)
                 st_shared_v4_b32(dst + off * eb, uint32(lo & uint64(0xFFFFFFFF)), uint32(lo >> uint64(32)),
                                  uint32(hi & uint64(0xFFFFFFFF)), uint32(hi >> uint64(32)))
 
@@ -297,25 +287,6 @@ class GmemStageCopy:
                     else:
                         blk[at + i] = ld_global_b32(addr + 4 * i)
 
-    @device
-    def stage_offset(self, row, k):
-        """:meth:`smem_offset` in a kernel: the row and k modes, then the swizzle."""
-        off = 0
-        x = row
-        for i in range(len(self.row_modes)):
-            s, d = self.row_modes[i]
-            off += (x % s) * d
-            x //= s
-        x = k
-        for i in range(len(self.k_modes)):
-            s, d = self.k_modes[i]
-            off += (x % s) * d
-            x //= s
-        bits, base, shift = self.swizzle
-        if bits:
-            off ^= (off >> shift) & (((1 << bits) - 1) << base)
-        return off
-
     def tensor_map(self, ptr, shape, strides, simulated=False, batch=(1, 0)):
         """The copy descriptor of an operand ``(rows, K)`` with element ``strides`` at
         ``ptr``, ``batch`` ``(L, element stride)`` matrices: in place of a tensor map, the
@@ -335,14 +306,6 @@ class GmemStageCopy:
 
             return arr, register_global(arr)
         return arr.tobytes()
-
-
-def _eval(modes, x):
-    off = 0
-    for s, d in modes:
-        off += (x % s) * d
-        x //= s
-    return off
 
 
 @device_function

@@ -68,28 +68,20 @@ _PRODUCER = '''
 
 @cuda.jit(device=True, inline="always")
 def producer(p):
-    """One thread issues the TMA loads of every k-tile of the CTA's work units."""
+    """{doc}"""
     MAINLOOP.prepare_maps(p)
     state = PIPELINE.producer_start()
     sched = SCHEDULER.params(p)
     for unit in SCHEDULER.units(sched):
         work = SCHEDULER.work(sched, unit)
-        for kt in range(work.kt0, work.kt1):
+{loads}'''
+
+#: The producer's loads of a work unit: one thread's TMA loads, k-tile by k-tile; or, where the
+#: producer warpgroup copies an operand, every thread's (thread 0 issuing the TMA loads).
+_TMA_LOADS = '''        for kt in range(work.kt0, work.kt1):
             state = MAINLOOP.load(p, state, work, kt)
 '''
-
-_PRODUCER_COPIES = '''
-
-@cuda.jit(device=True, inline="always")
-def producer(p):
-    """The producer warpgroup fills the stages of every k-tile of the CTA's work units: thread 0
-    issues the TMA loads, every thread copies its part of the operand TMA cannot read."""
-    MAINLOOP.prepare_maps(p)
-    state = PIPELINE.producer_start()
-    sched = SCHEDULER.params(p)
-    for unit in SCHEDULER.units(sched):
-        work = SCHEDULER.work(sched, unit)
-        state = MAINLOOP.load_unit(p, state, work)
+_COPY_LOADS = '''        state = MAINLOOP.load_unit(p, state, work)  # every thread; a copied operand a k-tile ahead
 '''
 
 _CONSUMER_HEAD = '''
@@ -207,7 +199,13 @@ def emit_wgmma_source(plan: WgmmaPlan, epilogue=None, user=None):
     lines = ["\n".join(_header(plan, epilogue, user) + _constants(plan, epi))]
     if user is not None:
         lines.append(_user_epilogue(plan, user))
-    lines.append(_PRODUCER if not any(x.copied for x in plan.operands) else _PRODUCER_COPIES)
+    if any(x.copied for x in plan.operands):
+        lines.append(_PRODUCER.format(loads=_COPY_LOADS, doc="The producer warpgroup fills the stages of every "
+                                      "k-tile of the CTA's work units: thread 0\n    issues the TMA loads, every "
+                                      "thread copies its part of the operand TMA cannot read."))
+    else:
+        lines.append(_PRODUCER.format(loads=_TMA_LOADS, doc="One thread issues the TMA loads of every k-tile of the "
+                                      "CTA's work units."))
     alpha_line = ("    alpha = float32(1.0)  # each tile's: group_alpha, its group's scales" if cfg.grouped else
                   "    alpha = epilogue_alpha(p)  # p.alpha times the scales the kernel reads (fp8)")
     head = _CONSUMER_HEAD.format(doc=_consumer_doc(plan, epilogue), clay=f"CLayout_64x{cfg.bn}", nreg=plan.acc_regs,
