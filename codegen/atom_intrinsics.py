@@ -35,7 +35,8 @@ WGMMA_SHAPES = tuple((n, t, ".".join(ab), k) for n in (64, 128, 256)
                                                ("tf32", ("tf32", "tf32"), 8),
                                                ("e4m3", ("e4m3", "e4m3"), 32), ("e5m2", ("e5m2", "e5m2"), 32),
                                                ("e4m3_e5m2", ("e4m3", "e5m2"), 32),
-                                               ("e5m2_e4m3", ("e5m2", "e4m3"), 32)))
+                                               ("e5m2_e4m3", ("e5m2", "e4m3"), 32))) + tuple(
+    (n, t, f"{t}.{t}", 16) for n in range(80, 256, 16) if n != 128 for t in ("f16", "bf16"))   # attention's key tiles
 
 #: (N, input type, PTX input types "A.B", K) of the wgmma intrinsics with A from registers
 #: (the RS form: 16-bit inputs, K = 16, f32 accumulators).

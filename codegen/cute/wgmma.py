@@ -28,6 +28,13 @@ from .objects import device, device_object, late_import
 
 __all__ = ["WgmmaMMA", "WgmmaRS", "desc_hi", "gmma_stage", "kblock_offsets", "make_wgmma", "make_wgmma_rs"]
 
+#: Instructions a loop of a k-tile's group issues: :meth:`WgmmaMMA.mma` is four such loops, of
+#: at most 16 instructions in all. NVVM unrolls one loop over all of them only while the loop
+#: is small (8 m64n128 instructions, not 8 m64n176: their 88 accumulators each way make the
+#: body long); a loop left rolled indexes the offsets at run time and ptxas serializes the
+#: wgmma (C7517: the accumulators are not the same registers in every iteration).
+ISSUE = 4
+
 
 def gmma_stage(dtype, major, rows, bk):
     """One pipeline stage of a wgmma operand, ``(rows, BK) -> element offset``: CuTe's GMMA
@@ -83,11 +90,17 @@ def make_wgmma(a_type, b_type, bn, sa, sb, a_major, b_major):
     inner_a = sa.inner if isinstance(sa, ComposedLayout) else sa
     inner_b = sb.inner if isinstance(sb, ComposedLayout) else sb
     bk = size(inner_a[1])
+    _check_kblocks("make_wgmma", bk // instr_k)
     da = gmma_desc(sa, (64, instr_k), a_major, a_type)
     db = gmma_desc(sb, (bn, instr_k), b_major, b_type)
     return WgmmaMMA(wgmma_name(bn, wgmma_input_name(a_type, b_type), instr_k), bn // 2, bk // instr_k,
                     desc_hi(da), desc_hi(db), kblock_offsets(inner_a, ea, instr_k, bk),
                     kblock_offsets(inner_b, eb, instr_k, bk), int(a_major == "MN"), int(b_major == "MN"))
+
+
+def _check_kblocks(op, kblocks):
+    if kblocks > 4 * ISSUE:
+        raise ValueError(f"{op}: a k-tile of {kblocks} instructions; one wgmma group issues at most {4 * ISSUE}")
 
 
 def kblock_offsets(inner, etype, instr_k, bk):
@@ -147,12 +160,21 @@ class WgmmaMMA:
         so a tile never zeroes its accumulators. Returns the accumulators, in flight."""
         acc = acc_fence(acc)
         wgmma_fence()
-        for kb in range(self.kblocks):
+        acc = self.issue(acc, a, b, first, 0)                            # (see ISSUE: four loops, not one)
+        acc = self.issue(acc, a, b, first, ISSUE)
+        acc = self.issue(acc, a, b, first, 2 * ISSUE)
+        acc = self.issue(acc, a, b, first, 3 * ISSUE)
+        wgmma_commit()
+        return acc
+
+    @device
+    def issue(self, acc, a, b, first, k0):
+        """Instructions ``k0`` to ``k0 + ISSUE - 1`` of :meth:`mma` (those below ``kblocks``)."""
+        for kb in range(k0, min(k0 + ISSUE, self.kblocks)):
             da = self.desc_a + (((a + self.a_offs[kb]) & 0x3FFFF) >> 4)   # start: 16-byte units, 14 bits
             db = self.desc_b + (((b + self.b_offs[kb]) & 0x3FFFF) >> 4)
             scale = 0 if first and kb == 0 else 1
             acc = self.op(acc, da, db, scale, self.tnsp_a, self.tnsp_b)
-        wgmma_commit()
         return acc
 
     @device
@@ -194,6 +216,7 @@ def make_wgmma_rs(a_type, bn, sb, b_major, bk):
     if et.bits != 16:
         raise ValueError(f"make_wgmma_rs: A from registers is 16-bit here (f16, bf16), got {a_type}")
     inner_b = sb.inner if isinstance(sb, ComposedLayout) else sb
+    _check_kblocks("make_wgmma_rs", bk // 16)
     db = gmma_desc(sb, (bn, 16), b_major, a_type)
     return WgmmaRS(wgmma_rs_name(bn, a_type), bn // 2, bk // 16, desc_hi(db),
                    kblock_offsets(inner_b, et, 16, bk), int(b_major == "MN"))
@@ -230,11 +253,20 @@ class WgmmaRS:
         ``acc``. One wgmma group, committed; the accumulators are in flight."""
         acc = acc_fence(acc)
         wgmma_fence()
-        for kb in range(self.kblocks):
+        acc = self.issue(acc, a, b, first, 0)                            # (see ISSUE: four loops, not one)
+        acc = self.issue(acc, a, b, first, ISSUE)
+        acc = self.issue(acc, a, b, first, 2 * ISSUE)
+        acc = self.issue(acc, a, b, first, 3 * ISSUE)
+        wgmma_commit()
+        return acc
+
+    @device
+    def issue(self, acc, a, b, first, k0):
+        """Instructions ``k0`` to ``k0 + ISSUE - 1`` of :meth:`mma` (those below ``kblocks``)."""
+        for kb in range(k0, min(k0 + ISSUE, self.kblocks)):
             db = self.desc_b + (((b + self.b_offs[kb]) & 0x3FFFF) >> 4)
             scale = 0 if first and kb == 0 else 1
             acc = self.op(acc, a[4 * kb], a[4 * kb + 1], a[4 * kb + 2], a[4 * kb + 3], db, scale, self.tnsp_b)
-        wgmma_commit()
         return acc
 
     @device
