@@ -58,8 +58,8 @@ def test_generated_kernels_compile_to_the_ptx_numba_gives(which, monkeypatch):
 
 
 def test_numbas_state_is_left_as_it_was():
-    """The call-type and value-type memos and the plain error text last one compilation,
-    also one that fails."""
+    """The call-type and value-type memos, the plain error text, the garbage collector's pause,
+    the liveness and the SSA rewrite last one compilation, also one that fails."""
     from numba.core import errors as core_errors
     from numba.core.types.functions import BaseFunction
     from numba.cuda import float32
@@ -68,9 +68,14 @@ def test_numbas_state_is_left_as_it_was():
 
     from codegen.numba_ptx import kernel_ptx
 
+    import gc
+
+    from numba.cuda.core import analysis, ssa
+
     def state():
         return (BaseFunction.__dict__["get_call_type"], "resolve_value_type" in vars(cuda_target.typing_context),
-                [dict(vars(m.termcolor())) for m in (core_errors, cuda_errors)])
+                [dict(vars(m.termcolor())) for m in (core_errors, cuda_errors)], gc.isenabled(),
+                analysis.compute_live_map, ssa._run_ssa, ssa._run_block_rewrite)
 
     before = state()
 
@@ -107,3 +112,36 @@ def test_what_the_short_pipeline_does_not_serve_compiles_through_numbas():
     for fn in (closure, libdevice):
         ours = kernel_ptx(fn, (float32[::1],), (8, 0))
         assert _same(ours, numba_kernel_ptx(fn, (float32[::1],), (8, 0)))
+
+
+class _CFG:
+    def __init__(self, succ):
+        self.succ = succ
+        self.pred = {b: [a for a in succ if b in succ[a]] for b in succ}
+
+    def successors(self, b):
+        return [(s, None) for s in self.succ[b]]
+
+    def predecessors(self, b):
+        return [(p, None) for p in self.pred[b]]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_liveness_is_numbas(seed):
+    """The short pipeline's compute_live_map gives numba's maps on random control-flow graphs
+    (loops, unreachable blocks, self edges) with random uses and definitions."""
+    import random
+
+    pytest.importorskip("numba")
+    from numba.cuda.core import analysis
+
+    from codegen.numba_ptx import _compute_live_map
+
+    rnd = random.Random(seed)
+    labels = sorted(rnd.sample(range(0, 400, 2), rnd.randint(1, 30)))
+    succ = {b: sorted(set(rnd.sample(labels, rnd.randint(0, min(3, len(labels)))))) for b in labels}
+    names = [f"v{i}" for i in range(rnd.randint(1, 40))]
+    use = {b: set(rnd.sample(names, rnd.randint(0, min(5, len(names))))) for b in labels}
+    defs = {b: set(rnd.sample(names, rnd.randint(0, min(5, len(names))))) for b in labels}
+    blocks = {b: None for b in labels}
+    assert _compute_live_map(_CFG(succ), blocks, use, defs) == analysis.compute_live_map(_CFG(succ), blocks, use, defs)

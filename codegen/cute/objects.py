@@ -516,7 +516,11 @@ def _callee_ir(inline_worker, fn):
             _BUILDING.pop()
             flags.enable_ssa = ssa
     out = base.copy()
-    out.blocks = {label: copy.deepcopy(blk) for label, blk in base.blocks.items()}
+    # each block copied on its own, as before, but the scope (every variable of the function)
+    # copied once for the call site rather than once for each of its blocks
+    scopes = {id(blk.scope): blk.scope for blk in base.blocks.values()}
+    fresh = {k: copy.deepcopy(sc) for k, sc in scopes.items()}
+    out.blocks = {label: copy.deepcopy(blk, dict(fresh)) for label, blk in base.blocks.items()}
     return out
 
 
