@@ -1,20 +1,20 @@
 """Attention's forward pass on Hopper (sm_90a): FlashAttention 3's structure, composed of
 :mod:`codegen.cute`'s pieces (the GEMM's TMA loads, mbarrier pipelines and ``wgmma``).
 
-A tile is :data:`BM` = 128 queries of one head (and batch), against the keys :data:`BN` =
-128 at a time. Without ``causal`` the kernel is persistent: a CTA an SM walks the tiles
+A tile is ``bm`` queries of one head (and batch), 64 a consumer warpgroup, against the
+keys ``bn`` at a time (:data:`TILES`, by head dim and ``causal``). Without ``causal`` the kernel is persistent: a CTA an SM walks the tiles
 ``gridDim.x`` apart, its producer loading the next tile while the consumers store O; with
 ``causal`` (tiles of unequal work) a CTA takes one tile and the hardware hands out the next.
-Three warpgroups:
+Its warpgroups:
 
 * warpgroup 0 is the producer: one thread loads a tile's Q and then, per key tile, K
   and V by TMA (rank-4 tensor maps over ``(d, seq, heads, batch)``, any strides TMA takes),
   each into a two-stage pipeline of its own, so that ``S = Q K^T`` of a tile starts before
   its V has arrived;
-* warpgroups 1 and 2 are consumers, 64 queries each: ``S = Q K^T`` on ``wgmma`` with both
-  operands in shared memory (m64n128k16, ``d / 16`` instructions), the online softmax on
-  ``S``'s accumulators (``CLayout_64x128``), and ``O += P V`` on ``wgmma`` with ``P`` from
-  registers (the RS form: m64n``d``k16, 8 instructions): the accumulators of columns
+* warpgroups 1 to ``bm / 64`` are consumers, 64 queries each: ``S = Q K^T`` on ``wgmma``
+  with both operands in shared memory (m64n``bn``k16, ``d / 16`` instructions), the online
+  softmax on ``S``'s accumulators (``CLayout_64xbn``), and ``O += P V`` on ``wgmma`` with
+  ``P`` from registers (the RS form: m64n``d``k16, ``bn / 16`` instructions): the accumulators of columns
   ``16 kb .. 16 kb + 15`` of S are, in order, the A fragment (``ALayout_64x16``) of k-block
   ``kb``, checked for every thread when a kernel is built (:func:`derive_hopper_ownership`),
   so ``P`` is S's registers rounded to 16 bits, pairwise packed.
@@ -22,8 +22,9 @@ Three warpgroups:
 Each consumer overlaps the softmax of a tile with the MMAs (FlashAttention 3's
 intra-warpgroup pipelining): it issues ``S(kt) = Q K(kt)^T`` and ``O += P(kt-1) V(kt-1)``
 together, waits for ``S(kt)`` only, computes its softmax while ``P V`` runs, then waits for
-``O`` and rescales it. And the two consumers take turns to issue their MMAs (FlashAttention
-3's ping-pong, two named barriers): one's softmax runs while the other's MMAs do.
+``O`` and rescales it. And the consumers take turns to issue their MMAs, in a ring
+(FlashAttention 3's ping-pong, a named barrier each): one's softmax runs while another's
+MMAs do.
 
 Rows past ``seq_q`` and keys past ``seq_k`` are zero-filled by TMA; the scores of keys past
 ``seq_k`` and, with ``causal``, of keys after the query (top-left aligned) are masked to
@@ -46,18 +47,20 @@ from .cute.params import KernelParams
     "codegen.intrinsics", "ex2_approx_f32", "cvt_f16x2_f32", "cvt_bf16x2_f32", "st_global_b32", "acc_to_array",
     "acc_from_array", "named_barrier_sync", "named_barrier_arrive")
 
-__all__ = ["HopperAttention", "make_hopper_attention", "derive_hopper_ownership", "check_error", "HOPPER_ARGS", "BM", "BN"]
+__all__ = ["HopperAttention", "make_hopper_attention", "derive_hopper_ownership", "check_error", "HOPPER_ARGS",
+           "TILES", "BN"]
 
-BM = 128                    # queries a CTA: two consumer warpgroups of 64
-BN = 128                    # keys a tile
+BN = 128                    # keys a tile, unless TILES says otherwise
+#: The tile of a kernel by (head dim, causal): queries a CTA (``bm``, 64 a consumer
+#: warpgroup) and keys a tile (``bn``).
+TILES = {(64, False): (192, 128), (64, True): (192, 128), (128, False): (128, 176), (128, True): (128, 176)}
 STAGES = 2                  # K and V pipelines' stages
-CONSUMERS = BM // 64
-THREADS = 128 * (1 + CONSUMERS)
-PRODUCER_REGS = 24          # setmaxnreg: the producer gives registers up, the consumers take them
-CONSUMER_REGS = 240
+#: setmaxnreg by consumer warpgroups: the producer's registers a thread (it gives them up)
+#: and a consumer's (they take them); 128 x (producer + consumers x consumer) <= 65536.
+REGS = {2: (24, 240), 3: (24, 160)}
 LOG2E = 1.4426950408889634
 PARTS = 4                   # independent chains a row for the softmax's maxima and sums
-TURN_BARRIER = 1            # named barriers 1, 2: consumer 0's and 1's turn to issue its MMAs
+TURN_BARRIER = 1            # named barriers 1, 2 (, 3): consumer 0's, 1's (, 2's) turn to issue its MMAs
 _ATOMS = {"f16": "F32F16F16", "bf16": "F32BF16BF16"}
 
 #: The kernel's arguments: the device addresses of Q's, K's and V's tensor maps, of O and of
@@ -68,7 +71,7 @@ HOPPER_ARGS = KernelParams("HopperAttentionArgs", tuple((n, "i64") for n in (
     ("qk", "f32"), ("err", "i64")))
 
 
-def derive_hopper_ownership(dtype, d):
+def derive_hopper_ownership(dtype, d, bn=BN):
     """What the consumers need to know of S's and O's accumulators, derived from the wgmma
     atoms' layouts and checked for every thread (:func:`codegen.flash_attention.derive_ownership`:
     the same rows a thread in S and O, P's A-operand registers S's accumulators in order, a
@@ -82,14 +85,14 @@ def derive_hopper_ownership(dtype, d):
 
     from .flash_attention import derive_ownership
 
-    mma_s = make_tiled_mma(f"SM90_64x{BN}x16_{_ATOMS[dtype]}_SS")
+    mma_s = make_tiled_mma(f"SM90_64x{bn}x16_{_ATOMS[dtype]}_SS")
     mma_o = make_tiled_mma(f"SM90_64x{d}x16_{_ATOMS[dtype]}_RS")
-    slot_s, slot_o, shuffles = derive_ownership(mma_s, mma_o, 64, d, bn=BN)
-    rows_s = mma_s.tv_C(Layout((64, BN), (1, 0)))                     # (T128,V(BN/2)) -> row
-    cols_s = mma_s.tv_C(Layout((64, BN), (0, 1)))                     # (T128,V(BN/2)) -> column
+    slot_s, slot_o, shuffles = derive_ownership(mma_s, mma_o, 64, d, bn=bn)
+    rows_s = mma_s.tv_C(Layout((64, bn), (1, 0)))                     # (T128,V(bn/2)) -> row
+    cols_s = mma_s.tv_C(Layout((64, bn), (0, 1)))                     # (T128,V(bn/2)) -> column
     rows_o = mma_o.tv_C(Layout((64, d), (1, 0)))                      # (T128,V(d/2)) -> row
     cols_o = mma_o.tv_C(Layout((64, d), (0, 1)))                      # (T128,V(d/2)) -> column
-    ns, no = BN // 2, d // 2                                           # accumulators a thread
+    ns, no = bn // 2, d // 2                                           # accumulators a thread
     if (coalesce(rows_o[0]), coalesce(cols_o[0])) != (coalesce(rows_s[0]), coalesce(cols_s[0])):
         raise ValueError("derive_hopper_ownership: S's and O's threads start at different rows or columns")
     for i in range(0, no, 2):                                          # O stored a pair of columns at a time
@@ -104,31 +107,42 @@ def derive_hopper_ownership(dtype, d):
                 col_s=coalesce(cols_s[1]), col_o=coalesce(cols_o[1]))
 
 
-def make_hopper_attention(dtype, d, causal):
+def make_hopper_attention(dtype, d, causal, bm=None, bn=None):
     """The :class:`HopperAttention` of ``dtype`` ("f16" or "bf16"), head dim ``d`` (64 or 128)
-    and ``causal``: shared layouts, TMA loads, pipelines and MMAs from the layouts."""
+    and ``causal``, of ``bm`` queries a CTA (128 or 192: two or three consumer warpgroups)
+    against ``bn`` keys a tile (a multiple of 16, 64 to 256), :data:`TILES` by default:
+    shared layouts, TMA loads, pipelines and MMAs from the layouts (a 192x128 tile: three
+    consumers of 160 registers, 512 threads; S 64 accumulators a thread, P 32 registers)."""
     from layoutalg import cosize
 
-    sq = cute.gmma_stage(dtype, "K", BM, d)                # (BM,d) -> offset: Sw<3,4,3> o 128-byte rows, d/64 blocks
-    sk = cute.gmma_stage(dtype, "K", BN, d)                # (BN,d) -> offset: the same for K
-    sv = cute.gmma_stage(dtype, "MN", d, BN)               # (d,BN) -> offset: V^T, d contiguous (V's rows)
+    dbm, dbn = TILES.get((d, bool(causal)), (128, BN))
+    bm, bn = dbm if bm is None else bm, dbn if bn is None else bn
+    if bm // 64 not in REGS or bm % 64:
+        raise ValueError(f"make_hopper_attention: bm {bm} queries a CTA; it must be 64 times one of "
+                         f"{', '.join(map(str, REGS))} consumer warpgroups")
+    if bn % 16 or not 64 <= bn <= 256:
+        raise ValueError(f"make_hopper_attention: bn {bn} keys a tile; it must be a multiple of 16 from 64 to 256")
+    sq = cute.gmma_stage(dtype, "K", bm, d)                # (bm,d) -> offset: Sw<3,4,3> o 128-byte rows, d/64 blocks
+    sk = cute.gmma_stage(dtype, "K", bn, d)                # (bn,d) -> offset: the same for K
+    sv = cute.gmma_stage(dtype, "MN", d, bn)               # (d,bn) -> offset: V^T, d contiguous (V's rows)
     q_bytes, k_bytes, v_bytes = (2 * cosize(x.inner) for x in (sq, sk, sv))
     storage = cute.SharedStorage((
         ("q", q_bytes, 1024), ("k", STAGES * k_bytes, 1024), ("v", STAGES * v_bytes, 1024),
         ("q_full", 8, 8), ("q_empty", 8, 8),
         ("k_full", 8 * STAGES, 8), ("k_empty", 8 * STAGES, 8), ("v_full", 8 * STAGES, 8), ("v_empty", 8 * STAGES, 8)))
-    own = derive_hopper_ownership(dtype, d)
+    own = derive_hopper_ownership(dtype, d, bn)
+    consumers = bm // 64
     return HopperAttention(
-        d=d, causal=bool(causal), bf16=dtype == "bf16",
+        d=d, causal=bool(causal), bf16=dtype == "bf16", bm=bm, bn=bn, consumers=consumers, regs=REGS[consumers],
         load_q=cute.make_tma_load("Q", dtype, "K", sq), load_k=cute.make_tma_load("K", dtype, "K", sk),
         load_v=cute.make_tma_load("V", dtype, "MN", sv),
-        mma_s=cute.make_wgmma(dtype, dtype, BN, sq, sk, "K", "K"),
-        mma_o=cute.make_wgmma_rs(dtype, d, sv, "MN", BN),
-        pipe_q=cute.TmaPipeline(1, q_bytes, storage.q_full, storage.q_empty, arrivals=CONSUMERS),
-        pipe_k=cute.TmaPipeline(STAGES, k_bytes, storage.k_full, storage.k_empty, arrivals=CONSUMERS),
-        pipe_v=cute.TmaPipeline(STAGES, v_bytes, storage.v_full, storage.v_empty, arrivals=CONSUMERS),
+        mma_s=cute.make_wgmma(dtype, dtype, bn, sq, sk, "K", "K"),
+        mma_o=cute.make_wgmma_rs(dtype, d, sv, "MN", bn),
+        pipe_q=cute.TmaPipeline(1, q_bytes, storage.q_full, storage.q_empty, arrivals=consumers),
+        pipe_k=cute.TmaPipeline(STAGES, k_bytes, storage.k_full, storage.k_empty, arrivals=consumers),
+        pipe_v=cute.TmaPipeline(STAGES, v_bytes, storage.v_full, storage.v_empty, arrivals=consumers),
         q_at=storage.q, k_at=storage.k, v_at=storage.v, k_bytes=k_bytes, v_bytes=v_bytes,
-        q_rows=2 * sq.inner(64, 0), smem=storage.nbytes, s_regs=BN // 2, o_regs=d // 2, p_regs=BN // 4, **own)
+        q_rows=2 * sq.inner(64, 0), smem=storage.nbytes, s_regs=bn // 2, o_regs=d // 2, p_regs=bn // 4, **own)
 
 
 @device_object
@@ -136,6 +150,8 @@ def make_hopper_attention(dtype, d, causal):
 class HopperAttention:
     """One kernel's pieces (:func:`make_hopper_attention`) and its stages as device methods.
 
+    ``bm``/``bn``: queries a CTA and keys a tile; ``consumers``: consumer warpgroups
+    (``bm / 64``); ``regs``: setmaxnreg's registers a thread, the producer's and a consumer's;
     ``load_q``/``load_k``/``load_v``: the TMA loads of a stage; ``mma_s``: ``S = Q K^T``
     (SS); ``mma_o``: ``O += P V`` (RS); ``pipe_q``/``pipe_k``/``pipe_v``: the pipelines;
     ``q_at``/``k_at``/``v_at``: the tiles' byte offsets in shared memory, ``k_bytes``/
@@ -146,6 +162,10 @@ class HopperAttention:
     d: int
     causal: bool
     bf16: bool                  # P and O rounded to bf16 (else f16)
+    bm: int
+    bn: int
+    consumers: int
+    regs: tuple
     load_q: object
     load_k: object
     load_v: object
@@ -175,6 +195,11 @@ class HopperAttention:
     col_s: object               # (V) -> column offset, in S
     col_o: object               # (V) -> column offset, in O
 
+    @property
+    def threads(self):
+        """Threads a CTA: the producer warpgroup and the consumers."""
+        return 128 * (1 + self.consumers)
+
     @device
     def init(self):
         self.pipe_q.init()
@@ -184,7 +209,7 @@ class HopperAttention:
     @device
     def tiles(self, p):
         """The launch's query tiles a head, and its tiles in all."""
-        n_m = (p.Sq + BM - 1) // BM
+        n_m = (p.Sq + self.bm - 1) // self.bm
         return n_m, n_m * p.B * p.H
 
     @device
@@ -197,10 +222,10 @@ class HopperAttention:
         if self.causal:
             mb = n_m - 1 - mb
         b = bh // p.H
-        m0 = mb * BM
-        n_kt = (p.Sk + BN - 1) // BN
+        m0 = mb * self.bm
+        n_kt = (p.Sk + self.bn - 1) // self.bn
         if self.causal:
-            n_kt = min(n_kt, (m0 + BM + BN - 1) // BN)                   # keys up to the tile's last query
+            n_kt = min(n_kt, (m0 + self.bm + self.bn - 1) // self.bn)                 # keys up to the tile's last query
         return b, bh - b * p.H, m0, n_kt
 
     @device
@@ -226,11 +251,11 @@ class HopperAttention:
             sq = self.pipe_q.advance(sq)
             for kt in range(n_kt):
                 self.pipe_k.producer_acquire(sk, p.err)
-                self.load_k.load_4d(p.tmap_k, base + self.k_at + sk.stage * self.k_bytes, kt * BN, 0, hk, b,
+                self.load_k.load_4d(p.tmap_k, base + self.k_at + sk.stage * self.k_bytes, kt * self.bn, 0, hk, b,
                                     self.pipe_k.full_barrier(sk))
                 sk = self.pipe_k.advance(sk)
                 self.pipe_v.producer_acquire(sv, p.err)
-                self.load_v.load_4d(p.tmap_v, base + self.v_at + sv.stage * self.v_bytes, 0, kt * BN, hk, b,
+                self.load_v.load_4d(p.tmap_v, base + self.v_at + sv.stage * self.v_bytes, 0, kt * self.bn, hk, b,
                                     self.pipe_v.full_barrier(sv))       # V^T: (d, key)
                 sv = self.pipe_v.advance(sv)
 
@@ -252,19 +277,23 @@ class HopperAttention:
         the scale is applied in the exponent's FFMA (``qk > 0``: the maximum of the scaled
         scores is the scaled maximum). Each loop unrolls: the accumulators stay registers."""
         neg = float32(-math.inf)
-        if (kt + 1) * BN > Sk or (self.causal and (kt + 1) * BN > wg_row0 + 1):
-            keys = Sk - kt * BN - key0                                   # this thread's keys inside Sk
-            diag = row0 - kt * BN - key0                                 # its last key not after row slot 0
-            for i in range(self.s_regs):
-                c = self.col_s(i)
-                if c >= keys or (self.causal and c > diag + self.row_v(i)):
-                    s[i] = neg                                           # past Sk, or after the query
+        if (kt + 1) * self.bn > Sk or (self.causal and (kt + 1) * self.bn > wg_row0 + 1):
+            keys = Sk - kt * self.bn - key0                              # this thread's keys inside Sk
+            diag = row0 - kt * self.bn - key0                                # its last key not after row slot 0
+            for g in range(self.s_regs // 4):
+                for e in range(4):
+                    i = 4 * g + e
+                    c = self.col_s(i)
+                    if c >= keys or (self.causal and c > diag + self.row_v(i)):
+                        s[i] = neg                                       # past Sk, or after the query
         part = cuda.local.array(8, float32)                              # (ROWS,PARTS) -> partial max, then sum
         for q in range(self.rows * PARTS):
             part[q] = neg
-        for i in range(self.s_regs):
-            q = self.slot_s(i) * PARTS + (i // 4) % PARTS
-            part[q] = max(part[q], s[i])
+        for g in range(self.s_regs // 4):                                # (loops over S nest a group of 4
+            for e in range(4):                                           # inside: NVVM unrolls them fully)
+                i = 4 * g + e
+                q = self.slot_s(i) * PARTS + g % PARTS
+                part[q] = max(part[q], s[i])
         mx = cuda.local.array(2, float32)
         for r in range(self.rows):
             q = r * PARTS
@@ -277,11 +306,13 @@ class HopperAttention:
             m[r] = mx[r]
         for q in range(self.rows * PARTS):
             part[q] = float32(0.0)
-        for i in range(self.s_regs):
-            e = ex2_approx_f32(cuda.fma(s[i], qk, -mx[self.slot_s(i)]))   # one FFMA, one MUFU.EX2
-            s[i] = e
-            q = self.slot_s(i) * PARTS + (i // 4) % PARTS
-            part[q] += e
+        for g in range(self.s_regs // 4):
+            for e in range(4):
+                i = 4 * g + e
+                x = ex2_approx_f32(cuda.fma(s[i], qk, -mx[self.slot_s(i)]))   # one FFMA, one MUFU.EX2
+                s[i] = x
+                q = self.slot_s(i) * PARTS + g % PARTS
+                part[q] += x
         for r in range(self.rows):
             q = r * PARTS
             l[r] = l[r] * alpha[r] + ((part[q] + part[q + 1]) + (part[q + 2] + part[q + 3]))
@@ -298,23 +329,32 @@ class HopperAttention:
 
     @device
     def rescale(self, acc, o, alpha):
-        """O's accumulators times their row's ``alpha``."""
+        """O's accumulators times their row's ``alpha`` (always: skipping it where no row's
+        maximum grew measured 2-5% slower, benchmarks/RESULTS.md)."""
         acc_to_array(acc, o)
         for i in range(self.o_regs):
             o[i] *= alpha[self.slot_o(i)]
         return acc_from_array(o, self.o_regs)
 
     @device
+    def turn_first(self, c):
+        """At a tile's start, the last consumer passes the first turn to consumer 0."""
+        if c == self.consumers - 1:
+            named_barrier_arrive(TURN_BARRIER, 256)
+
+    @device
     def turn_wait(self, c):
-        """Wait until it is consumer ``c``'s turn to issue MMAs (the other consumer passed it)."""
+        """Wait until it is consumer ``c``'s turn to issue MMAs (the one before it in the ring
+        passed it)."""
         named_barrier_sync(TURN_BARRIER + c, 256)
 
     @device
     def turn_pass(self, c, last):
-        """Pass the turn to the other consumer (consumer 1's ``last`` turn passes nothing: the
-        other has none left; consumer 0's first turn was passed to it at the start)."""
-        if not (last and c == 1):
-            named_barrier_arrive(TURN_BARRIER + 1 - c, 256)
+        """Pass the turn to the next consumer in the ring (the last consumer's ``last`` turn
+        of a tile passes nothing: the others have none left; consumer 0's first turn is
+        passed by :meth:`turn_first`)."""
+        if not (last and c == self.consumers - 1):
+            named_barrier_arrive(TURN_BARRIER + (c + 1) % self.consumers, 256)
 
     @device
     def consumer(self, p, c):
@@ -337,7 +377,7 @@ class HopperAttention:
         wg_row0 = m0 + c * 64                                            # the warpgroup's first query
         row0 = wg_row0 + self.row_t(tid)                 # the query of row slot 0
         key0 = self.col_t(tid)                           # the key of accumulator 0 in a tile
-        s = cuda.local.array(self.s_regs, float32)                       # S's accumulators (CLayout_64x128)
+        s = cuda.local.array(self.s_regs, float32)                       # S's accumulators (CLayout_64xbn)
         o = cuda.local.array(self.o_regs, float32)                       # O's, to rescale
         pr = cuda.local.array(self.p_regs, uint32)                       # P: A fragments, 4 registers a k-block
         m = cuda.local.array(2, float32)
@@ -347,8 +387,7 @@ class HopperAttention:
             m[r] = float32(-math.inf)
             l[r] = float32(0.0)
         self.pipe_q.consumer_wait(sq, p.err)
-        if c == 1:
-            named_barrier_arrive(TURN_BARRIER, 256)                      # consumer 0 issues first
+        self.turn_first(c)                                               # consumer 0 issues first
         self.pipe_k.consumer_wait(sk, p.err)
         self.turn_wait(c)
         acc_s = self.scores(qa, sk)                                      # S(0)
@@ -423,37 +462,40 @@ class HopperAttention:
 _KERNELS = {}
 
 
-def hopper_attention_kernel(dtype, d, causal):
+def hopper_attention_kernel(dtype, d, causal, bm=None, bn=None):
     """The compiled kernel (an :class:`~codegen.flash_attention.AttentionKernel`) of ``dtype``,
-    head dim ``d`` and ``causal``, built once."""
-    key = (dtype, d, bool(causal))
+    head dim ``d`` and ``causal``, of ``bm`` queries a CTA and ``bn`` keys a tile (default
+    :data:`TILES`), built once."""
+    dbm, dbn = TILES.get((d, bool(causal)), (128, BN))
+    key = (dtype, d, bool(causal), dbm if bm is None else bm, dbn if bn is None else bn)
     hit = _KERNELS.get(key)
     if hit is None:
         hit = _KERNELS[key] = _build(*key)
     return hit
 
 
-def _build(dtype, d, causal):
+def _build(dtype, d, causal, bm, bn):
     from .flash_attention import AttentionKernel
 
     cute.activate()
-    FA = make_hopper_attention(dtype, d, causal)
+    FA = make_hopper_attention(dtype, d, causal, bm, bn)
     Args = HOPPER_ARGS.tuple_class()
+    producer_regs, consumer_regs = FA.regs
 
     def attention_sm90(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err):
         p = Args(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err)
         FA.init()                                                        # every thread waits for the barriers
         if cuda.threadIdx.x < 128:                                       # warpgroup 0: the producer
-            cute.setmaxnreg_dec(PRODUCER_REGS)
+            cute.setmaxnreg_dec(producer_regs)
             if cuda.threadIdx.x == 0:
                 FA.producer(p)
-        else:                                                            # warpgroups 1, 2: the consumers
-            cute.setmaxnreg_inc(CONSUMER_REGS)
+        else:                                                            # warpgroups 1 on: the consumers
+            cute.setmaxnreg_inc(consumer_regs)
             FA.consumer(p, (cuda.threadIdx.x >> 7) - 1)
 
     kernel = cuda.jit(attention_sm90)
-    return AttentionKernel(dtype, d, causal, BM, kernel, THREADS, 1, FA.smem, args=HOPPER_ARGS, kind="sm90",
-                           pieces=FA, arch=(9, 0, "a"))      # wgmma, setmaxnreg: the architecture-specific target
+    return AttentionKernel(dtype, d, causal, bm, kernel, FA.threads, 1, FA.smem, args=HOPPER_ARGS, kind="sm90",
+                           pieces=FA, arch=(9, 0, "a"), bn=bn)  # wgmma, setmaxnreg: the architecture-specific target
 
 
 _MAX_MAPS = 1024
@@ -501,15 +543,15 @@ def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capturing=False):
               tmap_v=_tensor_map(fa.load_v, dv, (D, Sk), (1, dv.strides[2]), outer(dv), sim, keep, capturing),
               o=o.ptr, lse=lse, B=B, Sq=Sq, Sk=Sk, H=H, ratio=H // Hk, osb=o.strides[0], osh=o.strides[1],
               oss=o.strides[2], qk=scale * LOG2E, err=err)
-    grid = B * H * ((Sq + BM - 1) // BM)                               # a CTA a tile ...
+    grid = B * H * ((Sq + fa.bm - 1) // fa.bm)                         # a CTA a tile ...
     if not fa.causal:
         grid = min(grid, _multiprocessors(sim))                         # ... or one an SM, walking the tiles
     if sim:
-        kern.kernel[grid, THREADS, 0, kern.smem](*slots.python_values())
+        kern.kernel[grid, kern.threads, 0, kern.smem](*slots.python_values())
         if word[0]:                                                      # the launch is done: read the word
             raise RuntimeError("attention (sm90): a wait on an mbarrier timed out in the kernel")
         return
-    kern.function().launch(grid, THREADS, kern.smem, stream_handle, slots.pointers)
+    kern.function().launch(grid, kern.threads, kern.smem, stream_handle, slots.pointers)
 
 
 def check_error():

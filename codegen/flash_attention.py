@@ -100,7 +100,41 @@ def _coords(part, t, shape, block=None):
     frag = part(t, make_identity_tensor(shape))
     if block is not None:
         frag = frag[_, block, _]
+    fast = _coords_flat(frag, len(shape))
+    if fast is not None:
+        return fast
     return [tuple(frag[i]) for i in range(size(frag.layout))]
+
+
+def _coords_flat(frag, rank):
+    """``[tuple(frag[i]) for i in range(size(frag))]`` for a fragment of an identity tensor
+    whose layout is a plain layout of basis strides ``k@j`` (or 0): coordinate ``j`` is the
+    integer layout of the strides along ``j`` (:func:`layoutalg.numpy_eval.eval_layout`) plus
+    the origin's; None for anything else (the caller then indexes the tensor)."""
+    from layoutalg import Layout
+    from layoutalg.basis import ArithTuple, ScaledBasis, basis_value
+    from layoutalg.inttuple import flat_tuple
+    from layoutalg.numpy_eval import eval_layout
+    from layoutalg.tensor import CoordEngine
+
+    lay, eng = frag.layout, frag.engine
+    if type(lay) is not Layout or type(eng) is not CoordEngine:
+        return None
+    origin = basis_value(eng.origin if isinstance(eng.origin, ArithTuple) else
+                         ArithTuple.of(eng.origin) if isinstance(eng.origin, ScaledBasis) else None, rank)
+    shape, strides = flat_tuple(lay.shape), flat_tuple(lay.stride)
+    if not (isinstance(origin, tuple) and len(origin) == rank and all(type(x) is int for x in origin + shape)):
+        return None
+    if not all((type(d) is int and d == 0) or (type(d) is ScaledBasis and len(d.mode) == 1 and
+                                               0 <= d.mode[0] < rank and type(d.value) is int) for d in strides):
+        return None
+    along = [Layout(shape, tuple(0 if type(d) is int or d.mode[0] != j else d.value for d in strides))
+             for j in range(rank)]                                          # (i) -> coordinate j - origin's
+    n = 1
+    for x in shape:
+        n *= x
+    idx = np.arange(n)
+    return list(zip(*((eval_layout(a, idx) + o).tolist() for a, o in zip(along, origin))))
 
 
 def _shuffle_masks(tv_rows):
@@ -148,6 +182,7 @@ def derive_ownership(mma_s, mma_o, bm, d, bn=BN):
     p_part = lambda t, x: mma_o.get_slice(t).partition_A(x)          # noqa: E731
     o_part = lambda t, x: mma_o.get_slice(t).partition_C(x)          # noqa: E731
     holders = {}
+    values = {}                                                        # a layout's values, listed once
     for t in range(mma_s.size):
         s = _coords(s_part, t, (bm, bn))
         o = _coords(o_part, t, (bm, d))
@@ -156,10 +191,10 @@ def derive_ownership(mma_s, mma_o, bm, d, bn=BN):
             raise ValueError(f"derive_ownership: thread {t} holds rows {rows} of S and {o_rows} of O; the softmax "
                              f"needs the same {cosize(slot_s)} rows")
         for frag, slot, name in ((s, slot_s, "S"), (o, slot_o, "O")):
-            if [rows.index(r) for r, _ in frag] != [slot(i) for i in range(len(frag))]:
+            if [rows.index(r) for r, _ in frag] != _values(slot, len(frag), values):
                 raise ValueError(f"derive_ownership: thread {t}'s {name} fragment does not place its rows as "
                                  f"{slot} says")
-        if [s[first(j)] for j in range(len(rows))] != [min(c for c in s if c[0] == r) for r in rows]:
+        if [s[j] for j in _values(first, len(rows), values)] != [min(c for c in s if c[0] == r) for r in rows]:
             raise ValueError(f"derive_ownership: thread {t}'s leftmost element of a row is not {first} of the slot")
         for m in range(slot_s.shape[1]):                                # each row block: P[_,m,_] is S[_,m,_]
             if _coords(p_part, t, (bm, bn), m) != _coords(s_part, t, (bm, bn), m):
@@ -173,6 +208,15 @@ def derive_ownership(mma_s, mma_o, bm, d, bn=BN):
             raise ValueError(f"derive_ownership: row {r} is held by threads {sorted(ts)}, not a lane and its "
                              f"shfl_xor partners {shuffles}")
     return slot_s, slot_o, shuffles
+
+
+def _values(layout, n, memo):
+    """``[layout(i) for i in range(n)]``, computed once per layout and ``n`` (in ``memo``)."""
+    key = (id(layout), n)
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = (layout, [layout(i) for i in range(n)])
+    return hit[1]
 
 
 def _xor_span(masks):
@@ -209,6 +253,7 @@ class AttentionKernel:
     kind: str = "sm80"          # "sm80": this module's mma.sync kernel; "sm90": codegen.attention_sm90's
     pieces: object = None       # the kernel's device objects (the Hopper kernel's HopperAttention)
     arch: tuple = None          # the compute capability it compiles for (None: the device's)
+    bn: int = 64                # keys a tile
 
     def __post_init__(self):
         import inspect
@@ -222,7 +267,7 @@ class AttentionKernel:
 
     @property
     def key(self):
-        return self.kind, self.dtype, self.d, self.causal, self.bm, self.min_blocks
+        return self.kind, self.dtype, self.d, self.causal, self.bm, self.bn, self.min_blocks
 
     @property
     def bounds(self):

@@ -28,12 +28,14 @@ import math
 import numpy as np
 
 from codegen import cute  # (before numba: see codegen/_numpy_compat.py)
-from codegen.attention_sm90 import BM, HOPPER_ARGS, LOG2E, THREADS, make_hopper_attention
+from codegen.attention_sm90 import HOPPER_ARGS, LOG2E, make_hopper_attention
 from codegen.cute.launch import require_device
 from numba import cuda
 
 D, CAUSAL = 64, True
-FA = make_hopper_attention("f16", D, CAUSAL)           # the layouts, loads, pipelines and MMAs
+FA = make_hopper_attention("f16", D, CAUSAL, bm=128, bn=128)   # the layouts, loads, pipelines and MMAs:
+                                                               # two consumer warpgroups, 128 keys a tile
+PRODUCER_REGS, CONSUMER_REGS = FA.regs                 # setmaxnreg's registers a thread
 Args = HOPPER_ARGS.tuple_class()                       # the kernel's arguments as one value
 
 
@@ -41,11 +43,11 @@ def hopper_attention(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, o
     p = Args(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err)
     FA.init()                                          # the mbarriers, then every thread waits
     if cuda.threadIdx.x < 128:                         # warpgroup 0: the producer
-        cute.setmaxnreg_dec(24)                        # gives registers up ...
+        cute.setmaxnreg_dec(PRODUCER_REGS)             # gives registers up ...
         if cuda.threadIdx.x == 0:
             FA.producer(p)
-    else:                                              # warpgroups 1, 2: the consumers
-        cute.setmaxnreg_inc(240)                       # ... and they take them
+    else:                                              # warpgroups 1 on: the consumers
+        cute.setmaxnreg_inc(CONSUMER_REGS)             # ... and they take them
         FA.consumer(p, (cuda.threadIdx.x >> 7) - 1)
 
 
@@ -82,14 +84,14 @@ def launch(q, k, v, o):
     err = np.zeros(1, np.int32) if sim else cuda.to_device(np.zeros(1, np.int32))
     args = (tq, tk, tv, _address(o, keep), 0, B, Sq, Sk, H, H // Hk, H * Sq * D, Sq * D, D,
             np.float32(LOG2E / math.sqrt(D)), _address(err, keep))
-    grid = B * H * -(-Sq // BM)                        # causal: a CTA a tile of 128 queries
+    grid = B * H * -(-Sq // FA.bm)                     # causal: a CTA a tile of bm queries
     if sim:
-        cuda.jit(hopper_attention)[grid, THREADS, 0, FA.smem](*args)
+        cuda.jit(hopper_attention)[grid, FA.threads, 0, FA.smem](*args)
         return int(err[0])
     from codegen.cute.launch import allow_dynamic_shared
 
     kern = allow_dynamic_shared(cuda.jit(hopper_attention), nbytes=FA.smem, signature=HOPPER_ARGS.signature())
-    kern[grid, THREADS, 0, FA.smem](*args)
+    kern[grid, FA.threads, 0, FA.smem](*args)
     cuda.synchronize()
     return int(err.copy_to_host()[0])
 

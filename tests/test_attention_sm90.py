@@ -13,16 +13,17 @@ from test_attention import REFERENCE
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.mark.parametrize("dtype", ["f16", "bf16"])
-@pytest.mark.parametrize("d", [64, 128])
-def test_the_layouts_place_every_accumulator_where_the_wgmma_puts_it(dtype, d):
+@pytest.mark.parametrize("dtype,d,bn", [("f16", 64, 128), ("bf16", 64, 128), ("f16", 128, 128), ("bf16", 128, 176),
+                                        ("f16", 128, 144)])
+def test_the_layouts_place_every_accumulator_where_the_wgmma_puts_it(dtype, d, bn):
     """row_t(t) + row_v(v) and col_t(t) + col_s(v) (col_o(v)) are the row and column of
-    accumulator v of thread t in CLayout_64xN, for S (N = BN) and O (N = d); a thread's two
+    accumulator v of thread t in CLayout_64xN, for S (N = bn) and O (N = d); a thread's two
     row slots are its rows; P's A fragments are S's accumulators in order (ALayout_64x16)."""
-    from codegen.attention_sm90 import BN, derive_hopper_ownership
+    from codegen.attention_sm90 import derive_hopper_ownership
     from mma_atoms.mma_sm90 import ALAYOUT_64x16, clayout_64xn
 
-    own = derive_hopper_ownership(dtype, d)
+    BN = bn
+    own = derive_hopper_ownership(dtype, d, bn)
     for n, col_v in ((BN, own["col_s"]), (d, own["col_o"])):
         clay = clayout_64xn(n)                                           # (T128,V) -> m + 64 n
         for t in range(128):
@@ -38,13 +39,16 @@ def test_the_layouts_place_every_accumulator_where_the_wgmma_puts_it(dtype, d):
 
 @pytest.mark.parametrize("dtype,d,causal", [("f16", 64, False), ("bf16", 128, True)])
 def test_the_kernel_compiles_offline_to_registers(dtype, d, causal, tmp_path):
-    """The kernel's PTX (for sm_90a, on a machine without a GPU): S's and O's wgmma (SS and
-    RS forms) in the first tile and in the loop, TMA loads of rank 4, no local memory; ptxas
-    fits it without spills."""
+    """The kernel's PTX (for sm_90a, on a machine without a GPU), of its tile in TILES (three
+    consumer warpgroups at head dim 64, 176 keys a tile at 128): S's and O's wgmma (SS and RS
+    forms) in the first tile and in the loop, TMA loads of rank 4, no local memory; ptxas
+    fits it without spills and without serializing a wgmma."""
     pytest.importorskip("numba")
-    from codegen.attention_sm90 import BN, hopper_attention_kernel
+    from codegen.attention_sm90 import REGS, TILES, hopper_attention_kernel
 
+    bm, BN = TILES[d, causal]
     ptx = hopper_attention_kernel(dtype, d, causal).ptx((9, 0, "a"))
+    assert f"setmaxnreg.inc.sync.aligned.u32 {REGS[bm // 64][1]}" in ptx
     s_mma = f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.{dtype}.{dtype}"
     o_mma = f"wgmma.mma_async.sync.aligned.m64n{d}k16.f32.{dtype}.{dtype}"
     if d == BN:                                                                 # one form's text for both
@@ -64,7 +68,7 @@ def test_the_kernel_compiles_offline_to_registers(dtype, d, causal, tmp_path):
         stack, stores, loads = map(int, re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
                                                   r"(\d+) bytes spill loads", out).groups())
         assert stack == stores == loads == 0, out
-        assert "C7518" not in out, out                                          # no serialized wgmma
+        assert "C751" not in out, out              # no serialized wgmma, no wait ptxas had to insert
 
 
 SIM = r"""
@@ -118,3 +122,25 @@ def test_a_kernel_choice_is_checked():
     q = np.zeros((1, 1, 8, 64), np.float16)
     with pytest.raises(GemmError, match="kernel must be None, 'sm80' or 'sm90'"):
         attention(q, q, q, kernel="hopper")
+
+
+def test_fragment_coordinates_are_the_identity_tensors(monkeypatch):
+    """derive_ownership's coordinates of each fragment (the integer shortcut,
+    flash_attention._coords_flat) are the identity tensor's own, for every fragment the
+    Hopper layouts derive (two head dims, two key tiles)."""
+    from layoutalg import size
+
+    import codegen.flash_attention as fa
+    from codegen.attention_sm90 import derive_hopper_ownership
+
+    flat, seen = fa._coords_flat, []
+
+    def checked(frag, rank):
+        got = flat(frag, rank)
+        assert got == [tuple(frag[i]) for i in range(size(frag.layout))]
+        seen.append(frag)
+        return got
+    monkeypatch.setattr(fa, "_coords_flat", checked)
+    for d, bn in ((64, 128), (128, 176)):
+        derive_hopper_ownership("f16", d, bn)
+    assert len(seen) >= 512

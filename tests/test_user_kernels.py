@@ -207,7 +207,7 @@ def test_hopper_attention_tutorial_kernel_compiles_offline_for_sm90a(tmp_path):
     from codegen.numba_ptx import kernel_ptx
 
     ha = _load("hopper_attention")
-    text = kernel_ptx(ha.hopper_attention, ha.HOPPER_ARGS.signature(), (9, 0, "a"), (ha.THREADS, 1))
+    text = kernel_ptx(ha.hopper_attention, ha.HOPPER_ARGS.signature(), (9, 0, "a"), (ha.FA.threads, 1))
     assert ".target sm_90a" in text and "call." not in text and ".local" not in text
     assert text.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") == 2 * ha.D // 16    # S
     assert text.count("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") == 2 * 128 // 16     # O += P V
