@@ -21,8 +21,8 @@ Its warpgroups:
 
 Each consumer overlaps the softmax of a tile with the MMAs (FlashAttention 3's
 intra-warpgroup pipelining): it issues ``S(kt) = Q K(kt)^T`` and ``O += P(kt-1) V(kt-1)``
-together, waits for ``S(kt)`` only, computes its softmax while ``P V`` runs, then waits for
-``O`` and rescales it. And the consumers take turns to issue their MMAs, in a ring
+together, rescaling ``O`` to tile ``kt - 1``'s maxima between the two (under ``S``'s MMAs),
+waits for ``S(kt)`` only, computes its softmax while ``P V`` runs, then waits for ``O``. And the consumers take turns to issue their MMAs, in a ring
 (FlashAttention 3's ping-pong, a named barrier each): one's softmax runs while another's
 MMAs do.
 
@@ -404,6 +404,7 @@ class HopperAttention:
             self.pipe_v.consumer_wait(sv, p.err)
             self.turn_wait(c)
             acc_s = self.scores(qa, sk)                                  # S(kt) = Q K(kt)^T ...
+            acc_o = self.rescale(acc_o, o, alpha)                        # (O to tile kt-1's maxima, under S)
             acc_o = self.mma_o.mma(acc_o, pr, base + self.v_at + sv.stage * self.v_bytes, kt == 1)  # ... O += P V
             self.turn_pass(c, False)
             acc_s = self.mma_s.wait(acc_s, 1)                           # S(kt) is done; P V may run on
@@ -414,12 +415,12 @@ class HopperAttention:
             acc_o = self.mma_o.wait(acc_o, 0)
             self.pipe_v.consumer_release(sv, 0)
             sv = self.pipe_v.advance(sv)
-            acc_o = self.rescale(acc_o, o, alpha)
             self.pack(s, pr)
         self.pipe_q.consumer_release(sq, 0)                              # every S is done: Q's stage is free
         sq = self.pipe_q.advance(sq)
         self.pipe_v.consumer_wait(sv, p.err)
         self.turn_wait(c)
+        acc_o = self.rescale(acc_o, o, alpha)
         acc_o = self.mma_o.mma(acc_o, pr, base + self.v_at + sv.stage * self.v_bytes, n_kt == 1)
         self.turn_pass(c, True)
         acc_o = self.mma_o.wait(acc_o, 0)
