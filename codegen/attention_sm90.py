@@ -2,9 +2,10 @@
 :mod:`codegen.cute`'s pieces (the GEMM's TMA loads, mbarrier pipelines and ``wgmma``).
 
 A tile is ``bm`` queries of one head (and batch), 64 a consumer warpgroup, against the
-keys ``bn`` at a time (:data:`TILES`, by head dim and ``causal``). Without ``causal`` the kernel is persistent: a CTA an SM walks the tiles
-``gridDim.x`` apart, its producer loading the next tile while the consumers store O; with
-``causal`` (tiles of unequal work) a CTA takes one tile and the hardware hands out the next.
+keys ``bn`` at a time (:data:`TILES`, by head dim and ``causal``). Without ``causal`` the
+kernel is persistent: a CTA an SM walks the tiles ``gridDim.x`` apart, its producer loading
+the next tile while the consumers store O; with ``causal`` (tiles of unequal work) a CTA
+takes one tile and the hardware hands out the next.
 Its warpgroups:
 
 * warpgroup 0 is the producer: one thread loads a tile's Q and then, per key tile, K
@@ -14,17 +15,18 @@ Its warpgroups:
 * warpgroups 1 to ``bm / 64`` are consumers, 64 queries each: ``S = Q K^T`` on ``wgmma``
   with both operands in shared memory (m64n``bn``k16, ``d / 16`` instructions), the online
   softmax on ``S``'s accumulators (``CLayout_64xbn``), and ``O += P V`` on ``wgmma`` with
-  ``P`` from registers (the RS form: m64n``d``k16, ``bn / 16`` instructions): the accumulators of columns
-  ``16 kb .. 16 kb + 15`` of S are, in order, the A fragment (``ALayout_64x16``) of k-block
-  ``kb``, checked for every thread when a kernel is built (:func:`derive_hopper_ownership`),
-  so ``P`` is S's registers rounded to 16 bits, pairwise packed.
+  ``P`` from registers (the RS form: m64n``d``k16, ``bn / 16`` instructions): the
+  accumulators of columns ``16 kb .. 16 kb + 15`` of S are, in order, the A fragment
+  (``ALayout_64x16``) of k-block ``kb``, checked for every thread when a kernel is built
+  (:func:`derive_hopper_ownership`), so ``P`` is S's registers rounded to 16 bits, pairwise
+  packed.
 
 Each consumer overlaps the softmax of a tile with the MMAs (FlashAttention 3's
 intra-warpgroup pipelining): it issues ``S(kt) = Q K(kt)^T`` and ``O += P(kt-1) V(kt-1)``
 together, rescaling ``O`` to tile ``kt - 1``'s maxima between the two (under ``S``'s MMAs),
-waits for ``S(kt)`` only, computes its softmax while ``P V`` runs, then waits for ``O``. And the consumers take turns to issue their MMAs, in a ring
-(FlashAttention 3's ping-pong, a named barrier each): one's softmax runs while another's
-MMAs do.
+waits for ``S(kt)`` only, computes its softmax while ``P V`` runs, then waits for ``O``. And
+the consumers take turns to issue their MMAs, in a ring (FlashAttention 3's ping-pong, a
+named barrier each): one's softmax runs while another's MMAs do.
 
 Rows past ``seq_q`` and keys past ``seq_k`` are zero-filled by TMA; the scores of keys past
 ``seq_k`` and, with ``causal``, of keys after the query (top-left aligned) are masked to
@@ -55,6 +57,7 @@ BN = 128                    # keys a tile, unless TILES says otherwise
 #: warpgroup) and keys a tile (``bn``).
 TILES = {(64, False): (192, 128), (64, True): (192, 128), (128, False): (128, 176), (128, True): (128, 176)}
 STAGES = 2                  # K and V pipelines' stages
+SMEM_MAX = 227 * 1024       # dynamic shared memory a CTA (sm_90)
 #: setmaxnreg by consumer warpgroups: the producer's registers a thread (it gives them up)
 #: and a consumer's (they take them); 128 x (producer + consumers x consumer) <= 65536.
 REGS = {2: (24, 240), 3: (24, 160)}
@@ -130,6 +133,9 @@ def make_hopper_attention(dtype, d, causal, bm=None, bn=None):
         ("q", q_bytes, 1024), ("k", STAGES * k_bytes, 1024), ("v", STAGES * v_bytes, 1024),
         ("q_full", 8, 8), ("q_empty", 8, 8),
         ("k_full", 8 * STAGES, 8), ("k_empty", 8 * STAGES, 8), ("v_full", 8 * STAGES, 8), ("v_empty", 8 * STAGES, 8)))
+    if storage.nbytes > SMEM_MAX:
+        raise ValueError(f"make_hopper_attention: a {bm}x{bn} tile at head dim {d} takes {storage.nbytes} bytes of "
+                         f"shared memory (Q, and two stages of K and V); a CTA has {SMEM_MAX}")
     own = derive_hopper_ownership(dtype, d, bn)
     consumers = bm // 64
     return HopperAttention(

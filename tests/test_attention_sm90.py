@@ -144,3 +144,13 @@ def test_fragment_coordinates_are_the_identity_tensors(monkeypatch):
     for d, bn in ((64, 128), (128, 176)):
         derive_hopper_ownership("f16", d, bn)
     assert len(seen) >= 512
+
+
+@pytest.mark.parametrize("bm,bn,d,match", [(256, 128, 64, "bm 256 queries"), (128, 100, 64, "bn 100 keys"),
+                                           (128, 272, 64, "bn 272 keys"),
+                                           (192, 256, 128, "312400 bytes of shared memory")])
+def test_a_tile_the_kernel_cannot_take_is_refused_by_name(bm, bn, d, match):
+    from codegen.attention_sm90 import make_hopper_attention
+
+    with pytest.raises(ValueError, match=match):
+        make_hopper_attention("f16", d, False, bm, bn)
