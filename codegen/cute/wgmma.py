@@ -28,11 +28,13 @@ from .objects import device, device_object, late_import
 
 __all__ = ["WgmmaMMA", "WgmmaRS", "desc_hi", "gmma_stage", "kblock_offsets", "make_wgmma", "make_wgmma_rs"]
 
-#: Instructions a loop of a k-tile's group issues: :meth:`WgmmaMMA.mma` is four such loops, of
-#: at most 16 instructions in all. NVVM unrolls one loop over all of them only while the loop
-#: is small (8 m64n128 instructions, not 8 m64n176: their 88 accumulators each way make the
-#: body long); a loop left rolled indexes the offsets at run time and ptxas serializes the
-#: wgmma (C7517: the accumulators are not the same registers in every iteration).
+#: Instructions a loop of a k-tile's group issues: :meth:`WgmmaMMA.mma` is up to four such
+#: loops, of at most 16 instructions in all, each after the first only where ``kblocks`` needs
+#: it (a constant condition: the kernel is not built with the others, which cost compile
+#: time). NVVM unrolls one loop over all of them only while the loop is small (8 m64n128
+#: instructions, not 8 m64n176: their 88 accumulators each way make the body long); a loop
+#: left rolled indexes the offsets at run time and ptxas serializes the wgmma (C7517: the
+#: accumulators are not the same registers in every iteration).
 ISSUE = 4
 
 
@@ -161,9 +163,12 @@ class WgmmaMMA:
         acc = acc_fence(acc)
         wgmma_fence()
         acc = self.issue(acc, a, b, first, 0)                            # (see ISSUE: four loops, not one)
-        acc = self.issue(acc, a, b, first, ISSUE)
-        acc = self.issue(acc, a, b, first, 2 * ISSUE)
-        acc = self.issue(acc, a, b, first, 3 * ISSUE)
+        if self.kblocks > ISSUE:
+            acc = self.issue(acc, a, b, first, ISSUE)
+        if self.kblocks > 2 * ISSUE:
+            acc = self.issue(acc, a, b, first, 2 * ISSUE)
+        if self.kblocks > 3 * ISSUE:
+            acc = self.issue(acc, a, b, first, 3 * ISSUE)
         wgmma_commit()
         return acc
 
@@ -254,9 +259,12 @@ class WgmmaRS:
         acc = acc_fence(acc)
         wgmma_fence()
         acc = self.issue(acc, a, b, first, 0)                            # (see ISSUE: four loops, not one)
-        acc = self.issue(acc, a, b, first, ISSUE)
-        acc = self.issue(acc, a, b, first, 2 * ISSUE)
-        acc = self.issue(acc, a, b, first, 3 * ISSUE)
+        if self.kblocks > ISSUE:
+            acc = self.issue(acc, a, b, first, ISSUE)
+        if self.kblocks > 2 * ISSUE:
+            acc = self.issue(acc, a, b, first, 2 * ISSUE)
+        if self.kblocks > 3 * ISSUE:
+            acc = self.issue(acc, a, b, first, 3 * ISSUE)
         wgmma_commit()
         return acc
 
