@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .objects import device, device_object, late_import
+from .objects import device, device_function, device_object, late_import
 
 (acc_fence, acc_from_array, acc_to_array, f32x_zero, wgmma_commit, wgmma_fence, wgmma_wait) = late_import(
     "codegen.intrinsics", "acc_fence", "acc_from_array", "acc_to_array", "f32x_zero", "wgmma_commit", "wgmma_fence",
@@ -100,6 +100,25 @@ def make_wgmma(a_type, b_type, bn, sa, sb, a_major, b_major):
                     kblock_offsets(inner_b, eb, instr_k, bk), int(a_major == "MN"), int(b_major == "MN"))
 
 
+@device_function
+def wgmma_group(mma, acc, a, b, first):
+    """One k-tile's wgmma group of ``mma`` (a :class:`WgmmaMMA` or :class:`WgmmaRS`): the
+    accumulators fenced, its ``kblocks`` instructions issued by ``mma.issue`` in loops of at
+    most :data:`ISSUE` (each after the first only where ``kblocks`` needs it), the group
+    committed. Returns the accumulators, in flight."""
+    acc = acc_fence(acc)
+    wgmma_fence()
+    acc = mma.issue(acc, a, b, first, 0)
+    if mma.kblocks > ISSUE:
+        acc = mma.issue(acc, a, b, first, ISSUE)
+    if mma.kblocks > 2 * ISSUE:
+        acc = mma.issue(acc, a, b, first, 2 * ISSUE)
+    if mma.kblocks > 3 * ISSUE:
+        acc = mma.issue(acc, a, b, first, 3 * ISSUE)
+    wgmma_commit()
+    return acc
+
+
 def _check_kblocks(op, kblocks):
     if kblocks > 4 * ISSUE:
         raise ValueError(f"{op}: a k-tile of {kblocks} instructions; one wgmma group issues at most {4 * ISSUE}")
@@ -160,17 +179,7 @@ class WgmmaMMA:
         """``acc += A @ B`` over one k-tile: A's rows at shared address ``a``, B's at ``b``;
         where ``first`` the k-tile's first instruction ignores ``acc`` (scale-d 0: D = A*B),
         so a tile never zeroes its accumulators. Returns the accumulators, in flight."""
-        acc = acc_fence(acc)
-        wgmma_fence()
-        acc = self.issue(acc, a, b, first, 0)                            # (see ISSUE: four loops, not one)
-        if self.kblocks > ISSUE:
-            acc = self.issue(acc, a, b, first, ISSUE)
-        if self.kblocks > 2 * ISSUE:
-            acc = self.issue(acc, a, b, first, 2 * ISSUE)
-        if self.kblocks > 3 * ISSUE:
-            acc = self.issue(acc, a, b, first, 3 * ISSUE)
-        wgmma_commit()
-        return acc
+        return wgmma_group(self, acc, a, b, first)
 
     @device
     def issue(self, acc, a, b, first, k0):
@@ -256,17 +265,7 @@ class WgmmaRS:
         """``acc += A @ B``: A the uint32 array ``a`` (instruction ``kb``'s four registers at
         ``4 kb``), B's rows at shared address ``b``; ``first``: the first instruction ignores
         ``acc``. One wgmma group, committed; the accumulators are in flight."""
-        acc = acc_fence(acc)
-        wgmma_fence()
-        acc = self.issue(acc, a, b, first, 0)                            # (see ISSUE: four loops, not one)
-        if self.kblocks > ISSUE:
-            acc = self.issue(acc, a, b, first, ISSUE)
-        if self.kblocks > 2 * ISSUE:
-            acc = self.issue(acc, a, b, first, 2 * ISSUE)
-        if self.kblocks > 3 * ISSUE:
-            acc = self.issue(acc, a, b, first, 3 * ISSUE)
-        wgmma_commit()
-        return acc
+        return wgmma_group(self, acc, a, b, first)
 
     @device
     def issue(self, acc, a, b, first, k0):
