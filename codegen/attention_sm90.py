@@ -43,14 +43,14 @@ from . import cute
 from .cute.objects import device, device_object, late_import
 from .cute.params import KernelParams
 
-(cuda, float32, uint32) = late_import("numba", "cuda", "float32", "uint32")
-(ex2_approx_f32, cvt_f16x2_f32, cvt_bf16x2_f32, st_global_b32, acc_to_array, acc_from_array, named_barrier_sync,
- named_barrier_arrive) = late_import(
-    "codegen.intrinsics", "ex2_approx_f32", "cvt_f16x2_f32", "cvt_bf16x2_f32", "st_global_b32", "acc_to_array",
-    "acc_from_array", "named_barrier_sync", "named_barrier_arrive")
+(cuda, float32, int64, uint32) = late_import("numba", "cuda", "float32", "int64", "uint32")
+(ex2_approx_f32, cvt_f16x2_f32, cvt_bf16x2_f32, st_global_b32, st_global_v2_b32, ld_global_nc_b64, u32_as_f32,
+ acc_to_array, acc_from_array, named_barrier_sync, named_barrier_arrive) = late_import(
+    "codegen.intrinsics", "ex2_approx_f32", "cvt_f16x2_f32", "cvt_bf16x2_f32", "st_global_b32", "st_global_v2_b32",
+    "ld_global_nc_b64", "u32_as_f32", "acc_to_array", "acc_from_array", "named_barrier_sync", "named_barrier_arrive")
 
-__all__ = ["HopperAttention", "make_hopper_attention", "derive_hopper_ownership", "check_error", "HOPPER_ARGS",
-           "TILES", "BN"]
+__all__ = ["HopperAttention", "make_hopper_attention", "derive_hopper_ownership", "check_error", "SplitKV",
+           "HOPPER_ARGS", "COMBINE_ARGS", "TILES", "BN"]
 
 BN = 128                    # keys a tile, unless TILES says otherwise
 #: The tile of a kernel by (head dim, causal): queries a CTA (``bm``, 64 a consumer
@@ -66,12 +66,73 @@ PARTS = 4                   # independent chains a row for the softmax's maxima 
 TURN_BARRIER = 1            # named barriers 1, 2 (, 3): consumer 0's, 1's (, 2's) turn to issue its MMAs
 _ATOMS = {"f16": "F32F16F16", "bf16": "F32BF16BF16"}
 
+#: Split-KV of a short last wave (:class:`SplitKV`): at most this many parts a tile, and at
+#: least this many key tiles a part.
+SPLITS_MAX = 16
+PART_MIN = 2
+
 #: The kernel's arguments: the device addresses of Q's, K's and V's tensor maps, of O and of
 #: the log-sum-exp (0: none); the batch, sequence lengths, query heads, query heads a kv head; O's
-#: element strides along batch, head and sequence; the scale times log2(e); the error word.
+#: element strides along batch, head and sequence; the scale times log2(e); the error word;
+#: the split-KV workspace (:class:`SplitKV`: the parts' partial results; 0: none), the tiles
+#: taken whole, the parts a split tile and the work units in all.
 HOPPER_ARGS = KernelParams("HopperAttentionArgs", tuple((n, "i64") for n in (
     "tmap_q", "tmap_k", "tmap_v", "o", "lse", "B", "Sq", "Sk", "H", "ratio", "osb", "osh", "oss")) + (
-    ("qk", "f32"), ("err", "i64")))
+    ("qk", "f32"), ("err", "i64"), ("ws", "i64"), ("whole", "i64"), ("splits", "i64"), ("units", "i64")))
+
+#: The combine kernel's arguments (:func:`combine_kernel`): the workspace, O and the
+#: log-sum-exp (0: none); the tiles taken whole, the parts a split tile, the split tiles, the
+#: query tiles a head, the query heads, ``Sq``; O's element strides along batch, head and sequence.
+COMBINE_ARGS = KernelParams("AttentionCombineArgs", tuple((n, "i64") for n in (
+    "ws", "o", "lse", "whole", "splits", "rest", "n_m", "H", "Sq", "osb", "osh", "oss")))
+
+
+@dataclass(frozen=True)
+class SplitKV:
+    """How a launch of ``tiles`` query tiles of ``key_tiles`` key tiles each runs on
+    ``sms`` multiprocessors, a CTA each: tiles ``[0, whole)`` are a work unit each (the full
+    waves of the persistent kernel); each of the ``rest`` tiles after them, a last wave at
+    most a third full, is cut along its keys into ``splits`` parts (at least three, at most
+    :data:`SPLITS_MAX`, of at least :data:`PART_MIN` key tiles), a unit each, so that the
+    last wave fills the GPU: ``units`` in all. A part writes its unnormalised O, its rows'
+    maxima and sums to a workspace, and :func:`combine_kernel` merges a tile's parts
+    (FlashAttention's split-KV and combine). ``splits == 1``: nothing is split.
+
+    A last wave half full is not split in two: measured on an H200, the halves' partial
+    results and the merge cost what the shorter wave saves (``benchmarks/RESULTS.md``).
+
+    >>> SplitKV.plan(4096, 132, 47)            # 31 full waves and 4 tiles: 4 x 16 parts
+    SplitKV(whole=4092, splits=16, units=4156)
+    >>> SplitKV.plan(4, 132, 47).units, SplitKV.plan(2176, 132, 12).splits, SplitKV.plan(3, 2, 3).splits
+    (64, 1, 1)
+    """
+
+    whole: int
+    splits: int
+    units: int
+
+    @classmethod
+    def plan(cls, tiles, sms, key_tiles):
+        whole = tiles // sms * sms
+        rest = tiles - whole
+        splits = min(sms // rest, key_tiles // PART_MIN, SPLITS_MAX) if rest else 1
+        if splits < 3:
+            return cls(tiles, 1, tiles)
+        return cls(whole, splits, whole + rest * splits)
+
+    @property
+    def rest(self):
+        """Tiles split."""
+        return (self.units - self.whole) // self.splits
+
+    def grid(self, sms):
+        """CTAs of the persistent launch."""
+        return min(self.units, sms)
+
+    def workspace_bytes(self, bm, d):
+        """Bytes of the parts' partial results: ``(PARTS,bm,d) -> float32`` O, then
+        ``(PARTS,bm) -> float32 x 2`` maxima and sums (:meth:`HopperAttention.store_part`)."""
+        return 0 if self.splits == 1 else (self.units - self.whole) * bm * (d + 2) * 4
 
 
 def derive_hopper_ownership(dtype, d, bn=BN):
@@ -213,26 +274,31 @@ class HopperAttention:
         self.pipe_v.init()
 
     @device
-    def tiles(self, p):
-        """The launch's query tiles a head, and its tiles in all."""
+    def tile(self, p, unit):
+        """Work unit ``unit`` of the launch (:class:`SplitKV`): its tile's batch, head and
+        first query, and the key tiles ``[kt0, kt1)`` it takes (all of them, or a part's).
+        A head's query tiles are consecutive (CTAs at work together share its K and V in
+        L2); with ``causal`` the longest come first (and none is split)."""
         n_m = (p.Sq + self.bm - 1) // self.bm
-        return n_m, n_m * p.B * p.H
-
-    @device
-    def tile(self, p, t, n_m):
-        """Tile ``t`` of the launch: its batch, head, first query and key tiles. A head's query
-        tiles are consecutive (CTAs at work together share its K and V in L2); with
-        ``causal`` the longest come first."""
+        n_kt = (p.Sk + self.bn - 1) // self.bn
+        t = unit
+        kt0 = int64(0)
+        kt1 = n_kt
+        if not self.causal and unit >= p.whole:                          # a part of a split tile
+            i = uint32(unit - p.whole) // uint32(p.splits)               # (32-bit divisions)
+            part = uint32(unit - p.whole) - i * uint32(p.splits)
+            t = p.whole + int64(i)
+            kt0 = int64(uint32(part * n_kt) // uint32(p.splits))
+            kt1 = int64(uint32((part + 1) * n_kt) // uint32(p.splits))
         bh = t // n_m
         mb = t - bh * n_m
         if self.causal:
             mb = n_m - 1 - mb
         b = bh // p.H
         m0 = mb * self.bm
-        n_kt = (p.Sk + self.bn - 1) // self.bn
         if self.causal:
-            n_kt = min(n_kt, (m0 + self.bm + self.bn - 1) // self.bn)                 # keys up to the tile's last query
-        return b, bh - b * p.H, m0, n_kt
+            kt1 = min(n_kt, (m0 + self.bm + self.bn - 1) // self.bn)                   # keys up to the tile's last query
+        return b, bh - b * p.H, m0, kt0, kt1
 
     @device
     def producer(self, p):
@@ -248,14 +314,13 @@ class HopperAttention:
         sq = self.pipe_q.producer_start()
         sk = self.pipe_k.producer_start()
         sv = self.pipe_v.producer_start()
-        n_m, total = self.tiles(p)
-        for t in range(cuda.blockIdx.x, total, cuda.gridDim.x):
-            b, h, m0, n_kt = self.tile(p, t, n_m)
+        for unit in range(cuda.blockIdx.x, p.units, cuda.gridDim.x):
+            b, h, m0, kt0, kt1 = self.tile(p, unit)
             hk = h // p.ratio
             self.pipe_q.producer_acquire(sq, p.err)                      # the consumers are done with Q
             self.load_q.load_4d(p.tmap_q, base + self.q_at, m0, 0, h, b, self.pipe_q.full_barrier(sq))
             sq = self.pipe_q.advance(sq)
-            for kt in range(n_kt):
+            for kt in range(kt0, kt1):
                 self.pipe_k.producer_acquire(sk, p.err)
                 self.load_k.load_4d(p.tmap_k, base + self.k_at + sk.stage * self.k_bytes, kt * self.bn, 0, hk, b,
                                     self.pipe_k.full_barrier(sk))
@@ -368,15 +433,15 @@ class HopperAttention:
         sq = self.pipe_q.consumer_start()
         sk = self.pipe_k.consumer_start()
         sv = self.pipe_v.consumer_start()
-        n_m, total = self.tiles(p)
-        for t in range(cuda.blockIdx.x, total, cuda.gridDim.x):
-            b, h, m0, n_kt = self.tile(p, t, n_m)
-            sq, sk, sv = self.attend(p, c, m0, n_kt, b, h, sq, sk, sv)
+        for unit in range(cuda.blockIdx.x, p.units, cuda.gridDim.x):
+            b, h, m0, kt0, kt1 = self.tile(p, unit)
+            sq, sk, sv = self.attend(p, c, unit, m0, kt0, kt1, b, h, sq, sk, sv)
 
     @device
-    def attend(self, p, c, m0, n_kt, b, h, sq, sk, sv):
-        """Consumer warpgroup ``c``'s 64 queries of one tile against its key tiles, then O (and
-        the log-sum-exp) to global memory. Returns the pipelines' states."""
+    def attend(self, p, c, unit, m0, kt0, kt1, b, h, sq, sk, sv):
+        """Consumer warpgroup ``c``'s 64 queries of work unit ``unit`` against its key tiles
+        ``[kt0, kt1)``, then O (and the log-sum-exp) to global memory, or a part's partial
+        result to the workspace (:meth:`store_part`). Returns the pipelines' states."""
         tid = cuda.threadIdx.x & 127
         base = cute.smem_base()
         qa = base + self.q_at + c * self.q_rows                         # this warpgroup's 64 rows of Q
@@ -396,22 +461,22 @@ class HopperAttention:
         self.turn_first(c)                                               # consumer 0 issues first
         self.pipe_k.consumer_wait(sk, p.err)
         self.turn_wait(c)
-        acc_s = self.scores(qa, sk)                                      # S(0)
+        acc_s = self.scores(qa, sk)                                      # S(kt0)
         self.turn_pass(c, False)
         acc_s = self.mma_s.wait(acc_s, 0)
         self.pipe_k.consumer_release(sk, 0)
         sk = self.pipe_k.advance(sk)
         acc_to_array(acc_s, s)
-        self.softmax(s, m, l, alpha, 0, key0, row0, wg_row0, p.Sk, p.qk)
+        self.softmax(s, m, l, alpha, kt0, key0, row0, wg_row0, p.Sk, p.qk)
         self.pack(s, pr)
         acc_o = self.mma_o.zero()
-        for kt in range(1, n_kt):
+        for kt in range(kt0 + 1, kt1):
             self.pipe_k.consumer_wait(sk, p.err)
             self.pipe_v.consumer_wait(sv, p.err)
             self.turn_wait(c)
             acc_s = self.scores(qa, sk)                                  # S(kt) = Q K(kt)^T ...
             acc_o = self.rescale(acc_o, o, alpha)                        # (O to tile kt-1's maxima, under S)
-            acc_o = self.mma_o.mma(acc_o, pr, base + self.v_at + sv.stage * self.v_bytes, kt == 1)  # ... O += P V
+            acc_o = self.mma_o.mma(acc_o, pr, base + self.v_at + sv.stage * self.v_bytes, kt == kt0 + 1)  # ... O += P V
             self.turn_pass(c, False)
             acc_s = self.mma_s.wait(acc_s, 1)                           # S(kt) is done; P V may run on
             self.pipe_k.consumer_release(sk, 0)
@@ -427,22 +492,46 @@ class HopperAttention:
         self.pipe_v.consumer_wait(sv, p.err)
         self.turn_wait(c)
         acc_o = self.rescale(acc_o, o, alpha)
-        acc_o = self.mma_o.mma(acc_o, pr, base + self.v_at + sv.stage * self.v_bytes, n_kt == 1)
+        acc_o = self.mma_o.mma(acc_o, pr, base + self.v_at + sv.stage * self.v_bytes, kt1 == kt0 + 1)
         self.turn_pass(c, True)
         acc_o = self.mma_o.wait(acc_o, 0)
         self.pipe_v.consumer_release(sv, 0)
         sv = self.pipe_v.advance(sv)
         acc_to_array(acc_o, o)
-        self.store(p, o, l, m, row0, key0, b, h)
+        if not self.causal and unit >= p.whole:
+            self.store_part(p, unit, o, m, l, row0 - m0, key0)
+        else:
+            self.store(p, o, l, m, row0, key0, b, h)
         return sq, sk, sv
+
+    @device
+    def row_sums(self, l):
+        """The rows' sums ``l`` across the threads that share the rows."""
+        for j in range(len(self.shuffles)):
+            for r in range(self.rows):
+                l[r] += cuda.shfl_xor_sync(0xFFFFFFFF, l[r], self.shuffles[j])
+
+    @device
+    def store_part(self, p, unit, o, m, l, row0, col0):
+        """A part of a split tile (:class:`SplitKV`): O's accumulators ``o`` as they are (not
+        divided by the sums), float32 at ``(part, row, column)`` of the workspace, and each
+        row's maximum and sum at ``(part, row)`` after them (by the threads of column 0);
+        ``row0``: the tile's row of row slot 0."""
+        self.row_sums(l)
+        u = unit - p.whole                                               # the part's index among the parts
+        ob = p.ws + u * (self.bm * self.d * 4)                           # (bm,d) -> float32, row-major
+        for i in range(0, self.o_regs, 2):
+            st_global_v2_b32(ob + 4 * ((row0 + self.row_v(i)) * self.d + col0 + self.col_o(i)), o[i], o[i + 1])
+        if col0 == 0:
+            mb = p.ws + (p.units - p.whole) * (self.bm * self.d * 4) + u * (self.bm * 8)   # (bm) -> (max, sum)
+            for r in range(self.rows):
+                st_global_v2_b32(mb + 8 * (row0 + self.slot_row[r]), m[r], l[r])
 
     @device
     def store(self, p, o, l, m, row0, col0, b, h):
         """O / l as 16-bit pairs into the rows inside ``Sq``; the log-sum-exp by the threads of
         column 0."""
-        for j in range(len(self.shuffles)):                              # the rows' sums across their threads
-            for r in range(self.rows):
-                l[r] += cuda.shfl_xor_sync(0xFFFFFFFF, l[r], self.shuffles[j])
+        self.row_sums(l)
         inv = cuda.local.array(2, float32)
         for r in range(self.rows):
             inv[r] = float32(1.0) / l[r] if l[r] > 0 else float32(0.0)
@@ -489,8 +578,9 @@ def _build(dtype, d, causal, bm, bn):
     Args = HOPPER_ARGS.tuple_class()
     producer_regs, consumer_regs = FA.regs
 
-    def attention_sm90(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err):
-        p = Args(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err)
+    def attention_sm90(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err, ws, whole, splits,
+                       units):
+        p = Args(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err, ws, whole, splits, units)
         FA.init()                                                        # every thread waits for the barriers
         if cuda.threadIdx.x < 128:                                       # warpgroup 0: the producer
             cute.setmaxnreg_dec(producer_regs)
@@ -503,6 +593,118 @@ def _build(dtype, d, causal, bm, bn):
     kernel = cuda.jit(attention_sm90)
     return AttentionKernel(dtype, d, causal, bm, kernel, FA.threads, 1, FA.smem, args=HOPPER_ARGS, kind="sm90",
                            pieces=FA, arch=(9, 0, "a"), bn=bn)  # wgmma, setmaxnreg: the architecture-specific target
+
+
+_COMBINE = {}
+COMBINE_THREADS = 128
+
+
+def combine_kernel(dtype, d, bm):
+    """The compiled kernel (an :class:`~codegen.flash_attention.AttentionKernel`) that merges
+    the parts of split tiles (:class:`SplitKV`) of ``bm`` queries at head dim ``d`` into O
+    (``dtype``) and the log-sum-exp: a thread a (split tile, row, pair of columns), the parts'
+    O weighted by ``2^(m_part - m)`` (``m`` the row's largest maximum) and divided by the
+    sums weighted alike."""
+    key = (dtype, d, bm)
+    hit = _COMBINE.get(key)
+    if hit is None:
+        hit = _COMBINE[key] = _build_combine(*key)
+    return hit
+
+
+def _build_combine(dtype, d, bm):
+    from .flash_attention import AttentionKernel
+
+    cute.activate()
+    bf16 = dtype == "bf16"
+    pairs = d // 2
+
+    def attention_combine(ws, o, lse, whole, splits, rest, n_m, H, Sq, osb, osh, oss):
+        idx = cuda.blockIdx.x * COMBINE_THREADS + cuda.threadIdx.x      # (rest,bm,d/2) -> thread
+        tr = idx // pairs
+        j = idx - tr * pairs                                             # the pair of columns
+        i = tr // bm                                                     # the split tile
+        r = tr - i * bm                                                  # its row
+        t = whole + i
+        bh = t // n_m
+        b = bh // H
+        h = bh - b * H
+        row = (t - bh * n_m) * bm + r
+        if i < rest and row < Sq:
+            first = i * splits                                           # the tile's first part
+            ml = ws + rest * splits * (bm * d * 4) + 8 * (first * bm + r)    # (parts,bm) -> (max, sum): part 0's
+            ob = ws + 4 * ((first * bm + r) * d + 2 * j)                 # (parts,bm,d) -> float32: part 0's
+            top = float32(-math.inf)
+            for k0 in range(0, splits, 4):                               # (four parts' loads at a time)
+                for e in range(4):
+                    if k0 + e < splits:
+                        top = max(top, u32_as_f32(ld_global_nc_b64(ml + 8 * bm * (k0 + e)) & 0xFFFFFFFF))
+            total = float32(0.0)
+            o0 = float32(0.0)
+            o1 = float32(0.0)
+            for k0 in range(0, splits, 4):
+                for e in range(4):
+                    if k0 + e < splits:
+                        w2 = ld_global_nc_b64(ml + 8 * bm * (k0 + e))
+                        x = ld_global_nc_b64(ob + 4 * bm * d * (k0 + e))
+                        w = ex2_approx_f32(u32_as_f32(w2 & 0xFFFFFFFF) - top)
+                        total += w * u32_as_f32(w2 >> 32)
+                        o0 += w * u32_as_f32(x & 0xFFFFFFFF)
+                        o1 += w * u32_as_f32(x >> 32)
+            inv = float32(1.0) / total if total > 0 else float32(0.0)
+            if bf16:
+                v = cvt_bf16x2_f32(o0 * inv, o1 * inv)
+            else:
+                v = cvt_f16x2_f32(o0 * inv, o1 * inv)
+            st_global_b32(o + 2 * (b * osb + h * osh + row * oss + 2 * j), v)
+            if lse != 0 and j == 0:
+                st_global_b32(lse + 4 * ((b * H + h) * Sq + row), (top + math.log2(total)) / float32(LOG2E))
+
+    return AttentionKernel(dtype, d, False, bm, cuda.jit(attention_combine), COMBINE_THREADS, args=COMBINE_ARGS,
+                           kind="sm90-combine")
+
+
+def _launch_combine(fa, dtype, split, o, lse, dims, stream_handle, sim, ws):
+    """Merge the split tiles' parts in the workspace ``ws`` into O and the log-sum-exp."""
+    B, H, Sq, _, _ = dims
+    kern = combine_kernel(dtype, fa.d, fa.bm)
+    slots = COMBINE_ARGS.slots()
+    slots.set(ws=ws, o=o.ptr, lse=lse, whole=split.whole, splits=split.splits, rest=split.rest,
+              n_m=(Sq + fa.bm - 1) // fa.bm, H=H, Sq=Sq, osb=o.strides[0], osh=o.strides[1], oss=o.strides[2])
+    grid = -(-split.rest * fa.bm * (fa.d // 2) // COMBINE_THREADS)
+    if sim:
+        kern.kernel[grid, COMBINE_THREADS](*slots.python_values())
+    else:
+        kern.function().launch(grid, COMBINE_THREADS, 0, stream_handle, slots.pointers)
+
+
+_WS = {}                    # (context, stream) -> (bytes, address): a stream's split-KV workspace
+
+
+def _workspace(nbytes, stream_handle, sim, keep, capturing):
+    """The address of a split-KV workspace of at least ``nbytes``: the stream's own (its
+    launches run in order, so one workspace serves them all), a larger one made when a launch
+    needs more (the smaller one is kept: a launch may still read it); in the simulator a
+    fresh one a launch. Nothing in it needs zeroing: each part writes all it reads."""
+    from . import driver
+    from .errors import GemmError
+
+    if sim:
+        import numpy as np
+
+        from .intrinsics.sim import register_global
+
+        arr = np.zeros(nbytes, np.uint8)
+        keep.append(arr)
+        return register_global(arr)
+    key = (driver.ensure_context(), stream_handle)
+    hit = _WS.get(key)
+    if hit is None or hit[0] < nbytes:
+        if capturing:
+            raise GemmError(f"attention: a split-KV workspace of {nbytes} bytes is new during a CUDA graph "
+                            f"capture, where it cannot be made; call attention once on these shapes before capturing")
+        hit = _WS[key] = (nbytes, driver.mem_alloc(nbytes))
+    return hit[1]
 
 
 _MAX_MAPS = 1024
@@ -550,15 +752,25 @@ def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capturing=False):
               tmap_v=_tensor_map(fa.load_v, dv, (D, Sk), (1, dv.strides[2]), outer(dv), sim, keep, capturing),
               o=o.ptr, lse=lse, B=B, Sq=Sq, Sk=Sk, H=H, ratio=H // Hk, osb=o.strides[0], osh=o.strides[1],
               oss=o.strides[2], qk=scale * LOG2E, err=err)
-    grid = B * H * ((Sq + fa.bm - 1) // fa.bm)                         # a CTA a tile ...
-    if not fa.causal:
-        grid = min(grid, _multiprocessors(sim))                         # ... or one an SM, walking the tiles
+    tiles = B * H * ((Sq + fa.bm - 1) // fa.bm)
+    if fa.causal:                                                        # a CTA a tile, longest first
+        split, grid = SplitKV(tiles, 1, tiles), tiles
+    else:                                                                # a CTA an SM, walking the units
+        sms = _multiprocessors(sim)
+        split = SplitKV.plan(tiles, sms, (Sk + fa.bn - 1) // fa.bn)
+        grid = split.grid(sms)
+    ws = 0
+    if split.splits > 1:
+        ws = _workspace(split.workspace_bytes(fa.bm, D), stream_handle, sim, keep, capturing)
+    slots.set(ws=ws, whole=split.whole, splits=split.splits, units=split.units)
     if sim:
         kern.kernel[grid, kern.threads, 0, kern.smem](*slots.python_values())
         if word[0]:                                                      # the launch is done: read the word
             raise RuntimeError("attention (sm90): a wait on an mbarrier timed out in the kernel")
-        return
-    kern.function().launch(grid, kern.threads, kern.smem, stream_handle, slots.pointers)
+    else:
+        kern.function().launch(grid, kern.threads, kern.smem, stream_handle, slots.pointers)
+    if split.splits > 1:
+        _launch_combine(fa, kern.dtype, split, o, lse, dims, stream_handle, sim, ws)
 
 
 def check_error():

@@ -250,7 +250,8 @@ class AttentionKernel:
     min_blocks: int = 1         # launch bounds: CTAs an SM the registers must allow
     smem: int = 0               # bytes of dynamic shared memory (0: the tiles are static, 48 KiB at most)
     args: object = None         # the kernel's KernelParams (None: ATTENTION_ARGS)
-    kind: str = "sm80"          # "sm80": this module's mma.sync kernel; "sm90": codegen.attention_sm90's
+    kind: str = "sm80"          # "sm80": this module's mma.sync kernel; "sm90": codegen.attention_sm90's (and
+                                # "sm90-combine" its merge of split tiles' parts)
     pieces: object = None       # the kernel's device objects (the Hopper kernel's HopperAttention)
     arch: tuple = None          # the compute capability it compiles for (None: the device's)
     bn: int = 64                # keys a tile

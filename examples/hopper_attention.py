@@ -39,8 +39,9 @@ PRODUCER_REGS, CONSUMER_REGS = FA.regs                 # setmaxnreg's registers 
 Args = HOPPER_ARGS.tuple_class()                       # the kernel's arguments as one value
 
 
-def hopper_attention(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err):
-    p = Args(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err)
+def hopper_attention(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err, ws, whole, splits,
+                     units):
+    p = Args(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err, ws, whole, splits, units)
     FA.init()                                          # the mbarriers, then every thread waits
     if cuda.threadIdx.x < 128:                         # warpgroup 0: the producer
         cute.setmaxnreg_dec(PRODUCER_REGS)             # gives registers up ...
@@ -82,9 +83,10 @@ def launch(q, k, v, o):
     tk = _device_map(FA.load_k.tensor_map_4d(_address(k, keep), (Sk, D), (D, 1), heads_batch(k), sim), keep)
     tv = _device_map(FA.load_v.tensor_map_4d(_address(v, keep), (D, Sk), (1, D), heads_batch(v), sim), keep)
     err = np.zeros(1, np.int32) if sim else cuda.to_device(np.zeros(1, np.int32))
+    grid = B * H * -(-Sq // FA.bm)                     # causal: a CTA a tile of bm queries ...
     args = (tq, tk, tv, _address(o, keep), 0, B, Sq, Sk, H, H // Hk, H * Sq * D, Sq * D, D,
-            np.float32(LOG2E / math.sqrt(D)), _address(err, keep))
-    grid = B * H * -(-Sq // FA.bm)                     # causal: a CTA a tile of bm queries
+            np.float32(LOG2E / math.sqrt(D)), _address(err, keep),
+            0, grid, 1, grid)                          # ... each whole: no split-KV workspace
     if sim:
         cuda.jit(hopper_attention)[grid, FA.threads, 0, FA.smem](*args)
         return int(err[0])

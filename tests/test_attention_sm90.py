@@ -81,14 +81,19 @@ import ml_dtypes
 cases = [
     # three query heads on one kv head (three tiles on the simulator's two CTAs: one walks two,
     # the pipelines running on from one tile to the next), q strided as (batch, seq, heads, d)
-    # memory, keys in two tiles (the second partial: the rescaled sums, the masked residue),
+    # memory, keys in three tiles (the last partial: the rescaled sums, the masked residue),
     # head dim 64
-    (np.float16, 1, 3, 1, 40, 150, 64, False, True),
+    # (the simulator's split-KV forced: the third tile in two parts, keys [0, 128) and
+    # [128, 300), merged by the combine kernel; on a GPU a last wave a third full splits)
+    (np.float16, 1, 3, 1, 40, 300, 64, False, True),
     # two query tiles (the second partial), causal (the diagonal tiles masked, the longest
     # tile first), bf16, head dim 128 (two 64-wide boxes a tile)
     (ml_dtypes.bfloat16, 1, 1, 1, 130, 140, 128, True, False),
 ][int(sys.argv[1])]
 dt, B, H, Hk, Sq, Sk, D, causal, strided = cases
+if not causal:
+    from codegen import attention_sm90 as a9
+    a9.SplitKV.plan = classmethod(lambda cls, tiles, sms, key_tiles: cls(tiles - 1, 2, tiles + 1))
 if strided:
     q = rng.standard_normal((B, Sq, H, D)).astype(dt).transpose(0, 2, 1, 3)
 else:
@@ -112,6 +117,32 @@ def test_the_kernel_runs_in_the_simulator(tmp_path, case):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=ROOT, LAYOUTALG_CACHE=str(tmp_path))
     r = subprocess.run([sys.executable, "-c", SIM, str(case)], capture_output=True, text=True, env=env, timeout=900)
     assert "ATTENTION OK" in r.stdout, r.stdout + r.stderr[-3000:]
+
+
+def test_split_kv_fills_a_short_last_wave():
+    """SplitKV.plan at every tile count to 1000 on four GPU sizes: the units are the whole
+    tiles and the parts of the rest; a split comes only where the last wave is at most a
+    third full, cuts each of its tiles into parts of at least PART_MIN key tiles that fit
+    one wave, and takes as many as fit; otherwise every tile is whole."""
+    from codegen.attention_sm90 import PART_MIN, SPLITS_MAX, SplitKV
+
+    split = 0
+    for sms in (2, 78, 114, 132):
+        for key_tiles in (1, 5, 6, 47, 200):
+            for tiles in range(1, 1000):
+                s = SplitKV.plan(tiles, sms, key_tiles)
+                rest = tiles % sms
+                fits = min(sms // rest, key_tiles // PART_MIN, SPLITS_MAX) if rest else 0
+                if s.splits == 1:
+                    assert (s.whole, s.units) == (tiles, tiles) and fits < 3, (tiles, sms, key_tiles, s)
+                    assert s.workspace_bytes(128, 64) == 0
+                    continue
+                split += 1
+                assert s.whole == tiles - rest and s.rest == rest and s.units == s.whole + rest * s.splits
+                assert s.splits == fits >= 3 and 3 * rest <= sms and rest * s.splits <= sms
+                assert key_tiles // s.splits >= PART_MIN and s.grid(sms) == min(s.units, sms)
+                assert s.workspace_bytes(128, 64) == rest * s.splits * 128 * 66 * 4
+    assert split > 1000
 
 
 def test_a_kernel_choice_is_checked():

@@ -70,7 +70,12 @@ def main(argv=None):
     rnd = random.Random(a.seed)
     cases = [("f16", 2, 8, 8, 1024, 1024, 64, False, False), ("f16", 2, 8, 8, 1024, 1024, 128, True, False),
              ("bf16", 1, 16, 4, 2000, 2000, 128, True, False), ("bf16", 1, 4, 1, 77, 300, 64, False, True),
-             ("f16", 3, 2, 2, 1, 513, 64, False, False), ("f16", 1, 2, 1, 4097, 4097, 128, True, True)]
+             ("f16", 3, 2, 2, 1, 513, 64, False, False), ("f16", 1, 2, 1, 4097, 4097, 128, True, True),
+             # split-KV on a 132-SM GPU (attention_sm90.SplitKV): a last wave of 4 tiles in 6 parts
+             # each; of 2 tiles in 4 (grouped, strided); 4 tiles in 2 (residues); 12 tiles, all
+             # split, in 5
+             ("f16", 1, 136, 136, 128, 2000, 128, False, False), ("bf16", 1, 134, 67, 192, 1000, 64, False, True),
+             ("f16", 2, 68, 68, 100, 700, 128, False, False), ("bf16", 1, 4, 2, 300, 1800, 128, False, False)]
     for _ in range(a.cases):
         Hk = rnd.choice([1, 2, 4])
         cases.append((rnd.choice(["f16", "bf16"]), rnd.randint(1, 3), Hk * rnd.choice([1, 2, 4]), Hk,
