@@ -2,10 +2,12 @@
 :mod:`codegen.cute`'s pieces (the GEMM's TMA loads, mbarrier pipelines and ``wgmma``).
 
 A tile is ``bm`` queries of one head (and batch), 64 a consumer warpgroup, against the
-keys ``bn`` at a time (:data:`TILES`, by head dim and ``causal``). Without ``causal`` the
-kernel is persistent: a CTA an SM walks the tiles ``gridDim.x`` apart, its producer loading
-the next tile while the consumers store O; with ``causal`` (tiles of unequal work) a CTA
-takes one tile and the hardware hands out the next.
+keys ``bn`` at a time (:data:`TILES`, by head dim and ``causal``). The kernel is
+persistent: a CTA an SM walks the work units ``gridDim.x`` apart, its producer loading the
+next unit while the consumers store O. Without ``causal`` a unit is a tile, or a part of a
+tile of a short last wave (:class:`SplitKV`); with ``causal`` (tiles of unequal work) the
+longest tiles come first, the CTAs walking the rounds forwards and backwards in turn
+(:meth:`HopperAttention.causal_tile`).
 Its warpgroups:
 
 * warpgroup 0 is the producer: one thread loads a tile's Q and then, per key tile, K
@@ -30,8 +32,7 @@ named barrier each): one's softmax runs while another's MMAs do.
 
 Rows past ``seq_q`` and keys past ``seq_k`` are zero-filled by TMA; the scores of keys past
 ``seq_k`` and, with ``causal``, of keys after the query (top-left aligned) are masked to
-``-inf`` in the tiles that need it. With ``causal`` the CTAs of the last query tiles (the
-longest) start first.
+``-inf`` in the tiles that need it.
 """
 
 from __future__ import annotations
@@ -278,7 +279,7 @@ class HopperAttention:
         """Work unit ``unit`` of the launch (:class:`SplitKV`): its tile's batch, head and
         first query, and the key tiles ``[kt0, kt1)`` it takes (all of them, or a part's).
         A head's query tiles are consecutive (CTAs at work together share its K and V in
-        L2); with ``causal`` the longest come first (and none is split)."""
+        L2); with ``causal`` (none split) the order is :meth:`causal_tile`'s."""
         n_m = (p.Sq + self.bm - 1) // self.bm
         n_kt = (p.Sk + self.bn - 1) // self.bn
         t = unit
@@ -290,15 +291,36 @@ class HopperAttention:
             t = p.whole + int64(i)
             kt0 = int64(uint32(part * n_kt) // uint32(p.splits))
             kt1 = int64(uint32((part + 1) * n_kt) // uint32(p.splits))
-        bh = t // n_m
-        mb = t - bh * n_m
         if self.causal:
-            mb = n_m - 1 - mb
+            bh, mb = self.causal_tile(p, unit, n_m)
+        else:
+            bh = t // n_m
+            mb = t - bh * n_m
         b = bh // p.H
         m0 = mb * self.bm
         if self.causal:
             kt1 = min(n_kt, (m0 + self.bm + self.bn - 1) // self.bn)                   # keys up to the tile's last query
         return b, bh - b * p.H, m0, kt0, kt1
+
+    @device
+    def causal_tile(self, p, unit, n_m):
+        """With ``causal``, unit ``unit``'s head (of all batches) and query tile: the tiles
+        ordered by length, longest first (the last query tile of every head, then the one
+        before, ...), and the persistent CTAs walk the rounds of ``gridDim.x`` units in
+        turn forwards and backwards, so that a CTA that took one of a round's longer tiles
+        takes one of the next round's shorter ones (a CTA a tile, the hardware handing out
+        the next, measured 2-7% slower at seq 8192 and half the speed at 2048,
+        ``benchmarks/RESULTS.md``)."""
+        heads = uint32(p.B * p.H)                                        # (32-bit divisions)
+        g = uint32(cuda.gridDim.x)
+        u = uint32(unit)
+        r = u // g                                                       # the round
+        first = r * g                                                    # its first unit
+        t = u
+        if r & 1:
+            t = first + min(g, uint32(n_m) * heads - first) - 1 - (u - first)   # backwards
+        level = t // heads
+        return int64(t - level * heads), n_m - 1 - int64(level)
 
     @device
     def producer(self, p):
@@ -753,12 +775,12 @@ def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capturing=False):
               o=o.ptr, lse=lse, B=B, Sq=Sq, Sk=Sk, H=H, ratio=H // Hk, osb=o.strides[0], osh=o.strides[1],
               oss=o.strides[2], qk=scale * LOG2E, err=err)
     tiles = B * H * ((Sq + fa.bm - 1) // fa.bm)
-    if fa.causal:                                                        # a CTA a tile, longest first
-        split, grid = SplitKV(tiles, 1, tiles), tiles
-    else:                                                                # a CTA an SM, walking the units
-        sms = _multiprocessors(sim)
+    sms = _multiprocessors(sim)                                          # a CTA an SM, walking the units
+    if fa.causal:                                                        # (causal: tiles of unequal work, none split)
+        split = SplitKV(tiles, 1, tiles)
+    else:
         split = SplitKV.plan(tiles, sms, (Sk + fa.bn - 1) // fa.bn)
-        grid = split.grid(sms)
+    grid = split.grid(sms)
     ws = 0
     if split.splits > 1:
         ws = _workspace(split.workspace_bytes(fa.bm, D), stream_handle, sim, keep, capturing)

@@ -86,9 +86,10 @@ cases = [
     # (the simulator's split-KV forced: the third tile in two parts, keys [0, 128) and
     # [128, 300), merged by the combine kernel; on a GPU a last wave a third full splits)
     (np.float16, 1, 3, 1, 40, 300, 64, False, True),
-    # two query tiles (the second partial), causal (the diagonal tiles masked, the longest
-    # tile first), bf16, head dim 128 (two 64-wide boxes a tile)
-    (ml_dtypes.bfloat16, 1, 1, 1, 130, 140, 128, True, False),
+    # two query heads on one kv head of two query tiles each (the second partial), causal (the
+    # diagonal tiles masked; the two longest tiles first, then the round backwards: each CTA
+    # takes a long tile and a short one), bf16, head dim 128 (two 64-wide boxes a tile)
+    (ml_dtypes.bfloat16, 1, 2, 1, 130, 140, 128, True, False),
 ][int(sys.argv[1])]
 dt, B, H, Hk, Sq, Sk, D, causal, strided = cases
 if not causal:
