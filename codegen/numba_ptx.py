@@ -96,7 +96,7 @@ def kernel_ptx(fn, sig, cc, launch_bounds=None):
     with global_compiler_lock:
         try:
             with _no_cyclic_gc(), _memoised_call_types(), _memoised_value_types(), _plain_error_text(), \
-                    _fast_liveness(), _sparse_ssa(), _target_device(cc):
+                    _fast_liveness(), _sparse_ssa(), _no_entry_vars(), _target_device(cc):
                 lib = _lower(fn, sig, tuple(cc), launch_bounds)
         except Exception:
             # not within what the short pipeline serves: numba's own pipeline compiles it,
@@ -281,6 +281,39 @@ def _compute_live_map(cfg, blocks, var_use_map, var_def_map):
             i = text.find("1", i + 1)
         out[b] = found
     return out
+
+
+@contextlib.contextmanager
+def _no_entry_vars():
+    """For the duration, numba's ``PostProcessor`` does not compute the variables available
+    at the entry of each block of a function that is not a generator.
+
+    The post-processor runs after most passes that change the IR (four times on the whole
+    inlined kernel, and for each callee's own IR); each time it sweeps the whole function
+    until nothing changes to find ``block_entry_vars``, which only the generator analysis
+    reads, and to do so builds the variables' use/def, liveness and dead maps.  Here it
+    canonicalises the CFG and installs the (lazy) variable lifetimes as numba does, and
+    inserts the ``del`` statements where asked, which computes the maps it needs then; a
+    generator is post-processed as numba does it."""
+    from numba.cuda.core import postproc, transforms
+
+    original = postproc.PostProcessor.run
+
+    def run(self, emit_dels=False, extend_lifetimes=False):
+        func_ir = self.func_ir
+        if func_ir.is_generator:
+            return original(self, emit_dels, extend_lifetimes)
+        func_ir.blocks = transforms.canonicalize_cfg(func_ir.blocks)
+        func_ir.variable_lifetime = postproc.VariableLifetime(func_ir.blocks)
+        func_ir.generator_info = None
+        if emit_dels:
+            self._insert_var_dels(extend_lifetimes=extend_lifetimes)
+
+    postproc.PostProcessor.run = run
+    try:
+        yield
+    finally:
+        postproc.PostProcessor.run = original
 
 
 @contextlib.contextmanager

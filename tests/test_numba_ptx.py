@@ -59,7 +59,7 @@ def test_generated_kernels_compile_to_the_ptx_numba_gives(which, monkeypatch):
 
 def test_numbas_state_is_left_as_it_was():
     """The call-type and value-type memos, the plain error text, the garbage collector's pause,
-    the liveness and the SSA rewrite last one compilation, also one that fails."""
+    the liveness, the SSA rewrite and the post-processor last one compilation, also one that fails."""
     from numba.core import errors as core_errors
     from numba.core.types.functions import BaseFunction
     from numba.cuda import float32
@@ -70,12 +70,12 @@ def test_numbas_state_is_left_as_it_was():
 
     import gc
 
-    from numba.cuda.core import analysis, ssa
+    from numba.cuda.core import analysis, postproc, ssa
 
     def state():
         return (BaseFunction.__dict__["get_call_type"], "resolve_value_type" in vars(cuda_target.typing_context),
                 [dict(vars(m.termcolor())) for m in (core_errors, cuda_errors)], gc.isenabled(),
-                analysis.compute_live_map, ssa._run_ssa, ssa._run_block_rewrite)
+                analysis.compute_live_map, ssa._run_ssa, ssa._run_block_rewrite, postproc.PostProcessor.run)
 
     before = state()
 
