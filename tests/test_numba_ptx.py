@@ -145,3 +145,36 @@ def test_the_liveness_is_numbas(seed):
     defs = {b: set(rnd.sample(names, rnd.randint(0, min(5, len(names))))) for b in labels}
     blocks = {b: None for b in labels}
     assert _compute_live_map(_CFG(succ), blocks, use, defs) == analysis.compute_live_map(_CFG(succ), blocks, use, defs)
+
+
+def test_the_callee_ir_copy_is_deepcopys():
+    """codegen.cute's copy of a callee's untyped IR is ``copy.deepcopy``'s: the same statements,
+    with every node and variable its own object, the scope copied once for all blocks."""
+    import copy
+
+    from numba.cuda.compiler import run_frontend
+
+    from codegen.cute import objects
+
+    def body(x, n):
+        s = 0
+        for i in range(n):
+            if i % 3 == 1:
+                s += x[i] * 2
+            else:
+                x[i] = (s, n)[0]
+        return s
+
+    objects._know_ir_classes()
+    func_ir = run_frontend(body)
+    scope = next(iter(func_ir.blocks.values())).scope
+    ours_scope, theirs_scope = objects._copy_ir(scope, {}), copy.deepcopy(scope)
+    for blk in func_ir.blocks.values():
+        ours = objects._copy_ir(blk, {id(scope): ours_scope})
+        theirs = copy.deepcopy(blk, {id(scope): theirs_scope})
+        assert [str(st) for st in ours.body] == [str(st) for st in theirs.body] and ours == theirs
+        assert ours.scope is ours_scope
+        for a, b in zip(ours.body, blk.body):
+            assert a is not b and a == b
+            for v, w in zip(a.list_vars(), b.list_vars()):
+                assert v is not w and v.scope is ours_scope

@@ -503,8 +503,7 @@ def _inline_always(func_ir, expr):
 
 def _callee_ir(inline_worker, fn):
     """A private copy of ``fn``'s untyped IR (numba's untyped passes, no inlining)."""
-    import copy
-
+    _know_ir_classes()
     base = _IR.get(fn)
     if base is None:
         flags = inline_worker.flags
@@ -519,9 +518,77 @@ def _callee_ir(inline_worker, fn):
     # each block copied on its own, as before, but the scope (every variable of the function)
     # copied once for the call site rather than once for each of its blocks
     scopes = {id(blk.scope): blk.scope for blk in base.blocks.values()}
-    fresh = {k: copy.deepcopy(sc) for k, sc in scopes.items()}
-    out.blocks = {label: copy.deepcopy(blk, dict(fresh)) for label, blk in base.blocks.items()}
+    fresh = {k: _copy_ir(sc, {}) for k, sc in scopes.items()}
+    out.blocks = {label: _copy_ir(blk, dict(fresh)) for label, blk in base.blocks.items()}
     return out
+
+
+def _copy_ir(x, memo):
+    """``copy.deepcopy(x, memo)`` for numba's untyped IR (blocks, statements, expressions,
+    scopes), in about a third of the time.
+
+    The same copy, but for two things deepcopy does generically: IR nodes (plain
+    ``__dict__`` objects) are rebuilt from their copied attributes directly, and source
+    locations (``ir.Loc``, never changed in place) and other immutable leaves are shared
+    rather than copied, as ``ir.Var``'s and ``ir.Const``'s own ``__deepcopy__`` already share
+    theirs.  Anything else goes to ``copy.deepcopy`` with the same memo."""
+    import copy
+
+    cls = type(x)
+    if cls in _SHARED:
+        return x
+    y = memo.get(id(x))
+    if y is not None:
+        return y
+    if cls is list:
+        y = memo[id(x)] = []
+        y.extend([_copy_ir(v, memo) for v in x])
+    elif cls is dict:
+        y = memo[id(x)] = {}
+        for k, v in x.items():
+            y[_copy_ir(k, memo)] = _copy_ir(v, memo)
+    elif cls is tuple:
+        y = tuple([_copy_ir(v, memo) for v in x])
+        if all(a is b for a, b in zip(x, y)):
+            y = x
+        memo[id(x)] = y
+    elif cls in _NODES:
+        y = memo[id(x)] = object.__new__(cls)
+        y.__dict__.update({k: _copy_ir(v, memo) for k, v in x.__dict__.items()})
+    elif cls is _VAR:                   # ir.Var.__deepcopy__: the scope copied, the rest shared
+        y = memo[id(x)] = object.__new__(cls)
+        y.__dict__.update(x.__dict__)
+        y.scope = _copy_ir(x.scope, memo)
+    else:
+        return copy.deepcopy(x, memo)
+    return y
+
+
+def _know_ir_classes():
+    """Set :func:`_copy_ir`'s tables (once numba is imported): the leaves it shares, the IR
+    node classes it rebuilds, ``ir.Var``."""
+    global _SHARED, _NODES, _VAR
+    if _NODES is None:
+        _SHARED, _NODES, _VAR = _ir_classes()
+
+
+def _ir_classes():
+    """numba's IR classes as :func:`_copy_ir` treats them, checked to be what it assumes."""
+    import types
+
+    from numba.cuda.core import ir
+
+    shared = {str, int, float, bool, type(None), type, types.FunctionType, types.BuiltinFunctionType,
+              types.ModuleType, ir.Loc, ir.UndefinedType}
+    nodes = {ir.Assign, ir.Expr, ir.Jump, ir.Branch, ir.Return, ir.SetItem, ir.StaticSetItem, ir.SetAttr,
+             ir.Del, ir.Arg, ir.Block, ir.Scope, ir.VarMap, ir.Print, ir.Raise, ir.StaticRaise}
+    for c in nodes:                     # plain __dict__ objects that deepcopy rebuilds generically
+        assert not hasattr(c, "__slots__") and not hasattr(c, "__deepcopy__") and not hasattr(c, "__setstate__")
+    assert list(vars(ir.Var(None, "s", ir.Loc("f", 1)))) == ["scope", "name", "loc"]
+    return shared, nodes, ir.Var
+
+
+_SHARED = _NODES = _VAR = None
 
 
 def _inline_ir(caller_ir, block, i, callee_ir, freevars):
