@@ -25,7 +25,8 @@ such a kernel does not need:
    makes it look up every CUDA path, the toolkit's header folder included, for which
    cuda-pathfinder may start a Python subprocess (0.13 s of wall time on the CPU machine).
    A kernel that calls no libdevice function (``__nv_*``) compiles with NVVM alone, to
-   the same PTX; one that does compiles as numba compiles it.
+   the same PTX; one that does gets libdevice from the one path that names it
+   (:func:`_libdevice`).
 
 The memos and the plain messages last one compilation, under numba's compiler lock.
 Where numba-cuda is configured for debugging (``NUMBA_CUDA_DEBUGINFO``) or a kernel does
@@ -497,5 +498,28 @@ def _ptx(lib, cc):
     for ir in irs:
         cu.add_module(nvvm.llvm_replace(ir).encode("utf8"))
     if any("__nv_" in ir for ir in irs):              # declares a libdevice function
-        cu.lazy_add_module(nvvm.LibDevice().get())
+        cu.lazy_add_module(_libdevice())
     return cu.compile().decode().strip("\x00").strip()
+
+
+def _libdevice():
+    """libdevice's bitcode, the file numba-cuda's ``nvvm.LibDevice`` reads, read once.
+
+    numba-cuda finds it through ``get_cuda_paths()``, which finds every CUDA path the first
+    time it is asked, the toolkit's header folder included (80 ms of wall time on the CPU
+    machine, a subprocess of cuda-pathfinder's); the libdevice path alone is
+    ``cuda_paths._get_libdevice_path()``, the same function's answer, in a millisecond."""
+    if not _LIBDEVICE:
+        from numba.cuda import cuda_paths
+        from numba.cuda.cudadrv import nvvm
+
+        known = getattr(cuda_paths.get_cuda_paths, "_cached_result", None)
+        path = (known["libdevice"] if known else cuda_paths._get_libdevice_path()).info
+        if path is None:
+            return nvvm.LibDevice().get()               # numba-cuda's error for a missing file
+        with open(path, "rb") as f:
+            _LIBDEVICE.append(f.read())
+    return _LIBDEVICE[0]
+
+
+_LIBDEVICE = []
