@@ -1,5 +1,5 @@
 """The Hopper attention kernel's tiles (``bm`` queries a CTA, ``bn`` keys a tile) timed against
-the kernel ``codegen.attention`` runs and torch's cuDNN backend, interleaved in one run (an
+the kernel ``codegen.attention`` runs (``tile_for``'s) and torch's cuDNN backend, interleaved in one run (an
 sm_90 GPU with torch).
 
     python benchmarks/attention_tiles.py [--seqs 8192] [--dims 64,128] [--dtypes f16]
@@ -78,10 +78,10 @@ def case(B, H, S, D, dtype, causal, tiles, rounds=8):
     tdt = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
     g = torch.Generator(device="cuda").manual_seed(S + D)
     q, k, v = (torch.randn(B, H, S, D, device="cuda", generator=g, dtype=tdt) for _ in range(3))
-    dbm, dbn = a9.TILES[D, causal]
+    dbm, dbn = a9.tile_for(D, causal, S)                  # the tile codegen.attention runs at S keys
     key = (dtype, D, causal, dbm, dbn)
     default = name(dbm, dbn)
-    base_kernel = a9.hopper_attention_kernel(dtype, D, causal)
+    base_kernel = a9.hopper_attention_kernel(dtype, D, causal, dbm, dbn)
     base = codegen.attention(q, k, v, causal=causal)
 
     def variant(bm, bn):
@@ -129,13 +129,14 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--json", default=None)
     a = p.parse_args(argv)
-    from codegen.attention_sm90 import TILES
+    from codegen.attention_sm90 import tile_for
 
     tiles = parse_tiles(a.tiles)
     dims = [int(d) for d in a.dims.split(",")]
     dtypes = a.dtypes.split(",")
+    seqs = [int(s) for s in a.seqs.split(",")]
     kernels = [(dt, d, c, *t) for dt in dtypes for d in dims for c in (False, True)
-               for t in [TILES[d, c]] + tiles.get(d, [])]
+               for t in [tile_for(d, c, s) for s in seqs] + tiles.get(d, [])]
     compile_all(sorted(set(kernels)), a.jobs)
 
     import torch
@@ -146,7 +147,7 @@ def main(argv=None):
     res = {"device": torch.cuda.get_device_name(), "cases": []}
     for dt in dtypes:
         for D in dims:
-            for S in (int(s) for s in a.seqs.split(",")):
+            for S in seqs:
                 for causal in (False, True):
                     r = case(max(1, b0 * 8192 // S), h, S, D, dt, causal, tiles.get(D, []), a.rounds)
                     res["cases"].append(r)

@@ -772,7 +772,7 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, stream=None, 
                             f"it under torch.no_grad() or on detached tensors")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     hopper = _hopper(kernel, dq, scale)
-    kern = _hopper_kernel(dq.etype.name, D, causal) if hopper else attention_kernel(dq.etype.name, D, causal)
+    kern = _hopper_kernel(dq.etype.name, D, causal, Sk) if hopper else attention_kernel(dq.etype.name, D, causal)
     o = _new(q, dq, (B, H, Sq, D))
     lse = _new_lse(q, dq, (B, H, Sq)) if return_lse else None
     (_launch_hopper if hopper else _launch)(kern, (q, k, v, o, lse), xs, (B, H, Sq, Sk, Hk), scale, stream)
@@ -804,10 +804,11 @@ def _hopper(kernel, dq, scale):
     return cc == (9, 0)
 
 
-def _hopper_kernel(dtype, d, causal):
-    from .attention_sm90 import hopper_attention_kernel
+def _hopper_kernel(dtype, d, causal, seq_k):
+    """The Hopper kernel of the tile that pays at ``seq_k`` keys (:func:`~codegen.attention_sm90.tile_for`)."""
+    from .attention_sm90 import hopper_attention_kernel, tile_for
 
-    return hopper_attention_kernel(dtype, d, causal)
+    return hopper_attention_kernel(dtype, d, causal, *tile_for(d, causal, seq_k))
 
 
 def _launch_hopper(kern, arrays, xs, dims, scale, stream):

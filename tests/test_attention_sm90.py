@@ -92,8 +92,9 @@ cases = [
     (ml_dtypes.bfloat16, 1, 2, 1, 130, 140, 128, True, False),
 ][int(sys.argv[1])]
 dt, B, H, Hk, Sq, Sk, D, causal, strided = cases
+from codegen import attention_sm90 as a9
+a9.SHORT_KEYS = 0                                  # TILES' tile (192x128, 128x176), not the short one
 if not causal:
-    from codegen import attention_sm90 as a9
     a9.SplitKV.plan = classmethod(lambda cls, tiles, sms, key_tiles: cls(tiles - 1, 2, tiles + 1))
 if strided:
     q = rng.standard_normal((B, Sq, H, D)).astype(dt).transpose(0, 2, 1, 3)
@@ -144,6 +145,18 @@ def test_split_kv_fills_a_short_last_wave():
                 assert key_tiles // s.splits >= PART_MIN and s.grid(sms) == min(s.units, sms)
                 assert s.workspace_bytes(128, 64) == rest * s.splits * 128 * 66 * 4
     assert split > 1000
+
+
+def test_short_sequences_take_their_own_tile():
+    """tile_for: SHORT_TILES up to SHORT_KEYS keys where it names one, TILES otherwise and
+    above; every tile it names is one make_hopper_attention accepts."""
+    from codegen.attention_sm90 import SHORT_KEYS, SHORT_TILES, TILES, make_hopper_attention, tile_for
+
+    for (d, causal), tile in TILES.items():
+        for seq_k in (1, SHORT_KEYS // 2, SHORT_KEYS, SHORT_KEYS + 1, 8192):
+            want = SHORT_TILES.get((d, causal), tile) if seq_k <= SHORT_KEYS else tile
+            assert tile_for(d, causal, seq_k) == want, (d, causal, seq_k)
+            make_hopper_attention("f16", d, causal, *tile_for(d, causal, seq_k))
 
 
 def test_a_kernel_choice_is_checked():
