@@ -21,7 +21,8 @@ if not hasattr(np, "row_stack"):
 import torch, codegen
 from codegen.attention_sm90 import hopper_attention_kernel
 dt, d, causal = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
-q = torch.randn(1, 2, 2048, d, device="cuda", dtype={"f16": torch.float16, "bf16": torch.bfloat16}[dt])   # TILES' tile
+# TILES' tile (2048 keys), and none split (88 or 128 tiles, a last wave over a third full)
+q = torch.randn(1, 8, 2048, d, device="cuda", dtype={"f16": torch.float16, "bf16": torch.bfloat16}[dt])
 torch.cuda.synchronize()
 t0 = time.perf_counter()
 hopper_attention_kernel(dt, d, causal).function()

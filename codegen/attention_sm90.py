@@ -136,8 +136,8 @@ class SplitKV:
         return min(self.units, sms)
 
     def workspace_bytes(self, bm, d):
-        """Bytes of the parts' partial results: ``(PARTS,bm,d) -> float32`` O, then
-        ``(PARTS,bm) -> float32 x 2`` maxima and sums (:meth:`HopperAttention.store_part`)."""
+        """Bytes of the parts' partial results: ``(parts,bm,d) -> float32`` O, then
+        ``(parts,bm) -> float32 x 2`` maxima and sums (:meth:`HopperAttention.store_part`)."""
         return 0 if self.splits == 1 else (self.units - self.whole) * bm * (d + 2) * 4
 
 
@@ -342,8 +342,8 @@ class HopperAttention:
 
     @device
     def producer(self, p):
-        """One thread: for each of the CTA's tiles, Q's rows, then each key tile's K and V,
-        into their pipelines (the next tile's loads start while the consumers store O)."""
+        """One thread: for each of the CTA's work units, Q's rows, then each of its key tiles'
+        K and V, into their pipelines (the next unit's loads start while the consumers store O)."""
         self.load_q.acquire(p.tmap_q)                                   # the host-written maps, visible to TMA
         self.load_k.acquire(p.tmap_k)
         self.load_v.acquire(p.tmap_v)
@@ -721,14 +721,18 @@ def _launch_combine(fa, dtype, split, o, lse, dims, stream_handle, sim, ws):
 _WS = {}                    # (context, stream) -> (bytes, address): a stream's split-KV workspace
 
 
-def _workspace(nbytes, stream_handle, sim, keep, capturing):
-    """The address of a split-KV workspace of at least ``nbytes``: the stream's own (its
-    launches run in order, so one workspace serves them all), a larger one made when a launch
-    needs more (the smaller one is kept: a launch may still read it); in the simulator a
-    fresh one a launch. Nothing in it needs zeroing: each part writes all it reads."""
+def _workspace(nbytes, stream_handle, sim, keep, capture):
+    """The address of a split-KV workspace of at least ``nbytes``. On a GPU, the stream's
+    own, as the GEMM's split-K keeps one (its launches run in order, so one serves them all;
+    kernels on two streams may overlap), made once of the size any launch on ``sms``
+    multiprocessors can need (a split launch has at most one part an SM); during a CUDA
+    graph capture (``capture``, a :class:`codegen.host.GraphCapture`), memory of the
+    graph's own; in the simulator a fresh one a launch. Nothing in it needs zeroing: each
+    part writes all it reads."""
     from . import driver
-    from .errors import GemmError
 
+    if capture is not None:
+        return capture.alloc(nbytes)
     if sim:
         import numpy as np
 
@@ -739,11 +743,9 @@ def _workspace(nbytes, stream_handle, sim, keep, capturing):
         return register_global(arr)
     key = (driver.ensure_context(), stream_handle)
     hit = _WS.get(key)
-    if hit is None or hit[0] < nbytes:
-        if capturing:
-            raise GemmError(f"attention: a split-KV workspace of {nbytes} bytes is new during a CUDA graph "
-                            f"capture, where it cannot be made; call attention once on these shapes before capturing")
-        hit = _WS[key] = (nbytes, driver.mem_alloc(nbytes))
+    if hit is None or hit[0] < nbytes:               # (a larger one replaces it, kept: a launch may read it)
+        most = _multiprocessors(False) * 64 * max(REGS) * (max(d for d, _ in TILES) + 2) * 4
+        hit = _WS[key] = (max(nbytes, most), driver.mem_alloc(max(nbytes, most)))
     return hit[1]
 
 
@@ -776,10 +778,15 @@ def _tensor_map(load, x, shape, strides, outer, sim, keep, capturing):
     return hit
 
 
-def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capturing=False):
+def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capture=None):
     """Launch the Hopper kernel ``kern`` on the arrays described by ``xs`` (q, k, v), into the
-    output described by ``o`` and the log-sum-exp at address ``lse`` (0: none)."""
+    output described by ``o`` and the log-sum-exp at address ``lse`` (0: none), and, where
+    tiles are split (:class:`SplitKV`), the merge kernel after it; ``capture``: the CUDA
+    graph capture in progress (a :class:`codegen.host.GraphCapture`), or None."""
+    from .errors import GemmError
+
     B, H, Sq, Sk, Hk = dims
+    capturing = capture is not None
     dq, dk, dv = xs
     fa = kern.pieces
     D = fa.d
@@ -801,7 +808,11 @@ def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capturing=False):
     grid = split.grid(sms)
     ws = 0
     if split.splits > 1:
-        ws = _workspace(split.workspace_bytes(fa.bm, D), stream_handle, sim, keep, capturing)
+        if capturing and not combine_kernel(kern.dtype, D, fa.bm).loaded():
+            raise GemmError(f"attention: this shape (batch {B}, heads {H}, seq_q {Sq}, seq_k {Sk}) splits its last "
+                            f"wave, and the kernel that merges the parts is not loaded yet; it cannot be during a "
+                            f"CUDA graph capture: call attention once on this shape before capturing")
+        ws = _workspace(split.workspace_bytes(fa.bm, D), stream_handle, sim, keep, capture)
     slots.set(ws=ws, whole=split.whole, splits=split.splits, units=split.units)
     if sim:
         kern.kernel[grid, kern.threads, 0, kern.smem](*slots.python_values())

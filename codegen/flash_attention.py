@@ -830,16 +830,17 @@ def _launch_hopper(kern, arrays, xs, dims, scale, stream):
 
     with _on_device(xs[0]):
         handle = _stream_handle(stream, xs[0].kind, xs[0].device)
-        capturing = False
+        capture = None
         if xs[0].kind == "torch":
             import torch
 
-            capturing = torch.cuda.is_current_stream_capturing()
-            if capturing and not kern.loaded():
-                from .host import _refuse_in_capture
+            if torch.cuda.is_current_stream_capturing():
+                from .host import GraphCapture, _refuse_in_capture
 
-                _refuse_in_capture(q)
-        launch(kern, xs, do, _describe_lse(lse), dims, scale, handle, False, capturing)
+                if not kern.loaded():
+                    _refuse_in_capture(q)
+                capture = GraphCapture(handle, q.device, [])
+        launch(kern, xs, do, _describe_lse(lse), dims, scale, handle, False, capture)
 
 
 def _new(like, d, shape):

@@ -16,8 +16,9 @@ does is a method of one compile-time object, :func:`codegen.attention_sm90.make_
   64 queries, the online softmax overlapped with ``P V``, the two consumers taking turns.
 
 This file writes the kernel's entry (warp specialization and register reallocation), encodes
-the tensor maps and launches one CTA per tile of 128 queries with ``causal`` (a CTA an SM,
-walking the tiles, without).
+the tensor maps and launches one CTA per tile of 128 queries (the CTAs walk the tiles
+``gridDim.x`` apart, so ``codegen.attention``'s persistent grid of a CTA an SM runs the same
+kernel).
 
 Run it: ``python examples/hopper_attention.py`` (on an H100/H200, or with
 ``NUMBA_ENABLE_CUDASIM=1``, which runs the two CTAs of a small problem).

@@ -83,8 +83,9 @@ cases = [
     # the pipelines running on from one tile to the next), q strided as (batch, seq, heads, d)
     # memory, keys in three tiles (the last partial: the rescaled sums, the masked residue),
     # head dim 64
-    # (the simulator's split-KV forced: the third tile in two parts, keys [0, 128) and
-    # [128, 300), merged by the combine kernel; on a GPU a last wave a third full splits)
+    # (the simulator's split-KV forced: the second and third tiles in two parts each, keys
+    # [0, 128) and [128, 300), merged by the combine kernel; on a GPU a last wave a third
+    # full splits)
     (np.float16, 1, 3, 1, 40, 300, 64, False, True),
     # two query heads on one kv head of two query tiles each (the second partial), causal (the
     # diagonal tiles masked; the two longest tiles first, then the round backwards: each CTA
@@ -95,7 +96,7 @@ dt, B, H, Hk, Sq, Sk, D, causal, strided = cases
 from codegen import attention_sm90 as a9
 a9.SHORT_KEYS = 0                                  # TILES' tile (192x128, 128x176), not the short one
 if not causal:
-    a9.SplitKV.plan = classmethod(lambda cls, tiles, sms, key_tiles: cls(tiles - 1, 2, tiles + 1))
+    a9.SplitKV.plan = classmethod(lambda cls, tiles, sms, key_tiles: cls(tiles - 2, 2, tiles + 2))
 if strided:
     q = rng.standard_normal((B, Sq, H, D)).astype(dt).transpose(0, 2, 1, 3)
 else:
@@ -124,9 +125,13 @@ def test_the_kernel_runs_in_the_simulator(tmp_path, case):
 def test_split_kv_fills_a_short_last_wave():
     """SplitKV.plan at every tile count to 1000 on four GPU sizes: the units are the whole
     tiles and the parts of the rest; a split comes only where the last wave is at most a
-    third full, cuts each of its tiles into parts of at least PART_MIN key tiles that fit
-    one wave, and takes as many as fit; otherwise every tile is whole."""
+    third full, cuts each of its tiles into parts of at least PART_MIN key tiles, at most
+    SPLITS_MAX, that fit one wave, and takes as many as these allow; where no three parts
+    are allowed, every tile is whole."""
     from codegen.attention_sm90 import PART_MIN, SPLITS_MAX, SplitKV
+
+    def allowed(n, rest, sms, key_tiles):                # n parts a tile of the last wave
+        return rest * n <= sms and key_tiles // n >= PART_MIN and n <= SPLITS_MAX
 
     split = 0
     for sms in (2, 78, 114, 132):
@@ -134,15 +139,16 @@ def test_split_kv_fills_a_short_last_wave():
             for tiles in range(1, 1000):
                 s = SplitKV.plan(tiles, sms, key_tiles)
                 rest = tiles % sms
-                fits = min(sms // rest, key_tiles // PART_MIN, SPLITS_MAX) if rest else 0
                 if s.splits == 1:
-                    assert (s.whole, s.units) == (tiles, tiles) and fits < 3, (tiles, sms, key_tiles, s)
+                    assert (s.whole, s.units) == (tiles, tiles), (tiles, sms, key_tiles, s)
+                    assert not rest or not allowed(3, rest, sms, key_tiles), (tiles, sms, key_tiles)
                     assert s.workspace_bytes(128, 64) == 0
                     continue
                 split += 1
                 assert s.whole == tiles - rest and s.rest == rest and s.units == s.whole + rest * s.splits
-                assert s.splits == fits >= 3 and 3 * rest <= sms and rest * s.splits <= sms
-                assert key_tiles // s.splits >= PART_MIN and s.grid(sms) == min(s.units, sms)
+                assert s.splits >= 3 and 3 * rest <= sms and allowed(s.splits, rest, sms, key_tiles)
+                assert not allowed(s.splits + 1, rest, sms, key_tiles), (tiles, sms, key_tiles, s)
+                assert s.grid(sms) == min(s.units, sms)
                 assert s.workspace_bytes(128, 64) == rest * s.splits * 128 * 66 * 4
     assert split > 1000
 
