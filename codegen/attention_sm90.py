@@ -177,15 +177,16 @@ def derive_hopper_ownership(dtype, d, bn=BN):
                 col_s=coalesce(cols_s[1]), col_o=coalesce(cols_o[1]))
 
 
-def tile_for(d, causal, seq_k):
+def tile_for(d, causal, seq_k=None):
     """The tile ``(bm, bn)`` of the kernel that runs attention at head dim ``d`` with
-    ``seq_k`` keys: :data:`SHORT_TILES` at up to :data:`SHORT_KEYS` keys, else :data:`TILES`.
+    ``seq_k`` keys: :data:`SHORT_TILES` at up to :data:`SHORT_KEYS` keys, else (and for
+    ``seq_k`` None) :data:`TILES`.
 
     >>> tile_for(128, False, 8192), tile_for(128, False, 1024), tile_for(64, False, 512)
     ((128, 176), (128, 128), (192, 128))
     """
     key = (d, bool(causal))
-    if seq_k <= SHORT_KEYS and key in SHORT_TILES:
+    if seq_k is not None and seq_k <= SHORT_KEYS and key in SHORT_TILES:
         return SHORT_TILES[key]
     return TILES.get(key, (128, BN))
 
@@ -198,7 +199,7 @@ def make_hopper_attention(dtype, d, causal, bm=None, bn=None):
     consumers of 160 registers, 512 threads; S 64 accumulators a thread, P 32 registers)."""
     from layoutalg import cosize
 
-    dbm, dbn = TILES.get((d, bool(causal)), (128, BN))
+    dbm, dbn = tile_for(d, causal)
     bm, bn = dbm if bm is None else bm, dbn if bn is None else bn
     if bm // 64 not in REGS or bm % 64:
         raise ValueError(f"make_hopper_attention: bm {bm} queries a CTA; it must be 64 times one of "
@@ -602,7 +603,7 @@ def hopper_attention_kernel(dtype, d, causal, bm=None, bn=None):
     """The compiled kernel (an :class:`~codegen.flash_attention.AttentionKernel`) of ``dtype``,
     head dim ``d`` and ``causal``, of ``bm`` queries a CTA and ``bn`` keys a tile (default
     :data:`TILES`), built once."""
-    dbm, dbn = TILES.get((d, bool(causal)), (128, BN))
+    dbm, dbn = tile_for(d, causal)
     key = (dtype, d, bool(causal), dbm if bm is None else bm, dbn if bn is None else bn)
     hit = _KERNELS.get(key)
     if hit is None:

@@ -832,14 +832,11 @@ def _launch_hopper(kern, arrays, xs, dims, scale, stream):
         handle = _stream_handle(stream, xs[0].kind, xs[0].device)
         capture = None
         if xs[0].kind == "torch":
-            import torch
+            from .host import GraphCapture, _refuse_in_capture
 
-            if torch.cuda.is_current_stream_capturing():
-                from .host import GraphCapture, _refuse_in_capture
-
-                if not kern.loaded():
-                    _refuse_in_capture(q)
-                capture = GraphCapture(handle, q.device, [])
+            capture = GraphCapture.of(q, handle)
+            if capture is not None and not kern.loaded():
+                _refuse_in_capture(q)
         launch(kern, xs, do, _describe_lse(lse), dims, scale, handle, False, capture)
 
 
