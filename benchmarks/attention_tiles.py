@@ -68,11 +68,10 @@ def compile_all(kernels, jobs):
 
 def case(B, H, S, D, dtype, causal, tiles, rounds=8):
     import torch
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     import codegen
-    from bench_gemm import interleaved, median_ratio
+    from bench_attention import timed_with_cudnn
+    from bench_gemm import median_ratio
     from codegen import attention_sm90 as a9
 
     tdt = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
@@ -102,13 +101,7 @@ def case(B, H, S, D, dtype, causal, tiles, rounds=8):
             f = variant(*t)
             row[f"diff_{name(*t)}"] = (f().float() - base.float()).abs().max().item()
             calls[name(*t)] = f
-
-    def cudnn():
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    calls["cudnn"] = cudnn
-    flop = 4.0 * B * H * S * S * D / (2 if causal else 1)
-    tflops, times = interleaved(calls, flop, rounds)
+    tflops, times = timed_with_cudnn(calls, q, k, v, causal, rounds)
     row.update({f"{n}_tflops": t for n, t in tflops.items()})
     for n in calls:
         if n != "cudnn":

@@ -30,11 +30,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 import codegen  # noqa: E402
-from bench_gemm import interleaved, median_ratio, save_json  # noqa: E402
+from bench_attention import timed_with_cudnn  # noqa: E402
+from bench_gemm import median_ratio, save_json  # noqa: E402
 from codegen import flash_attention as fa  # noqa: E402
 
 
@@ -64,13 +63,7 @@ def case(B, H, S, D, dtype, causal, variants, rounds=8):
         f = with_variant(dtype, D, causal, bm, b)
         row[f"same_m{bm}b{b}"] = bool(torch.equal(f(q, k, v), base))
         calls[f"m{bm}b{b}"] = (lambda f=f: f(q, k, v))
-
-    def cudnn():
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    calls["cudnn"] = cudnn
-    flop = 4.0 * B * H * S * S * D / (2 if causal else 1)
-    tflops, times = interleaved(calls, flop, rounds)
+    tflops, times = timed_with_cudnn(calls, q, k, v, causal, rounds)
     row.update({f"{k}_tflops": v for k, v in tflops.items()})
     default = "m{}b{}".format(fa.BLOCK_M[D], fa.MIN_BLOCKS[D, fa.BLOCK_M[D]])
     for name in calls:

@@ -44,6 +44,19 @@ def _sdpa(backend, q, k, v, causal):
     return call
 
 
+def flop(B, H, S, D, causal):
+    """Floating-point operations of one attention call (``4 B H S^2 d``, halved for causal)."""
+    return 4.0 * B * H * S * S * D / (2 if causal else 1)
+
+
+def timed_with_cudnn(calls, q, k, v, causal, rounds):
+    """The named callables ``calls`` and torch's cuDNN backend (``"cudnn"``) on ``q``, ``k``,
+    ``v``, timed interleaved (:func:`bench_gemm.interleaved`): ``(TFLOP/s, times)`` by name."""
+    B, H, S, D = q.shape
+    calls = dict(calls, cudnn=_sdpa(BACKENDS["cudnn"], q, k, v, causal))
+    return interleaved(calls, flop(B, H, S, D, causal), rounds)
+
+
 def case(B, H, S, D, dtype, causal, rounds=8):
     g = torch.Generator(device="cuda").manual_seed(S + D)
     q, k, v = (torch.randn(B, H, S, D, device="cuda", generator=g, dtype=dtype) for _ in range(3))
@@ -62,8 +75,7 @@ def case(B, H, S, D, dtype, causal, rounds=8):
            "err_ours": (codegen.attention(q, k, v, causal=causal)[:1, :1].float() - ref).abs().max().item()}
     if "flash" in calls:
         row["err_flash"] = (calls["flash"]()[:1, :1].float() - ref).abs().max().item()
-    flop = 4.0 * B * H * S * S * D / (2 if causal else 1)
-    tflops, times = interleaved(calls, flop, rounds)
+    tflops, times = interleaved(calls, flop(B, H, S, D, causal), rounds)
     row.update({f"{k}_tflops": v for k, v in tflops.items()})
     for name in BACKENDS:
         if name in times:
