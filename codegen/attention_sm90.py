@@ -377,7 +377,7 @@ class HopperAttention:
         base = cute.smem_base()
         return self.mma_s.mma(self.mma_s.zero(), qa, base + self.k_at + sk.stage * self.k_bytes, True)
 
-    @device
+    @device(once=True)
     def softmax(self, s, m, l, alpha, kt, key0, row0, wg_row0, Sk, qk):
         """Key tile ``kt``'s scores ``s`` (S's accumulators), masked where they must be, into
         their exponentials ``2^(qk s - m)``; the rows' maxima ``m`` (scaled by ``qk`` > 0) and

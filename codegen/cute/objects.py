@@ -31,6 +31,11 @@ way CuTe DSL kernels use their ``cutlass.Constexpr`` objects::
   inline="always")`` functions. Methods of objects reached through attributes
   (``self.pipeline.advance(state)``) and objects passed to device methods as arguments are
   inlined the same way.
+* A method marked ``@device(once=True)`` (or a function ``@device_function(once=True)``) is
+  typed and lowered once, as a function of its own (for each object and argument types),
+  and NVVM inlines it at its call sites (numba's ``forceinline``): the PTX is the same, and
+  numba's work for a large method called at several sites, or a small one called at many,
+  is done once instead of at every site.
 * In numba's simulator (``NUMBA_ENABLE_CUDASIM=1``) kernels are Python: the same objects and
   the same method bodies run as they are, with the intrinsics' simulator twins.
 
@@ -67,20 +72,28 @@ _DONE = []
 _ACTIVATING = threading.RLock()
 
 
-def device(fn):
-    """Mark a method of a :func:`device_object` class as callable in kernels (inlined)."""
+def device(fn=None, *, once=False):
+    """Mark a method of a :func:`device_object` class as callable in kernels: inlined into
+    the kernel's IR where it is called, or, with ``once``, typed and lowered once per object
+    and argument types and inlined by NVVM (:func:`once_dispatcher`)."""
+    if fn is None:
+        return lambda f: device(f, once=once)
     fn._cute_device = True
+    fn._cute_once = bool(once)
     return fn
 
 
 class DeviceFunction:
     """A free function that kernels call, inlined where it is called: what
-    ``cuda.jit(device=True, inline="always")`` makes, without importing numba. Host code
-    (and numba's simulator) calls it as the plain function :attr:`py_func`."""
+    ``cuda.jit(device=True, inline="always")`` makes, without importing numba; with
+    ``once``, what ``cuda.jit(device=True, forceinline=True)`` makes (typed and lowered
+    once per argument types, inlined by NVVM). Host code (and numba's simulator) calls it as
+    the plain function :attr:`py_func`."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, once=False):
         functools.update_wrapper(self, fn)
         self.py_func = fn
+        self.once = bool(once)
         self._run = _simulated(fn) if SIMULATED else fn
 
     def __call__(self, *args, **kwargs):
@@ -90,9 +103,27 @@ class DeviceFunction:
         return f"<device function {self.__module__}.{self.__qualname__}>"
 
 
-def device_function(fn):
-    """Make ``fn`` a :class:`DeviceFunction`."""
-    return DeviceFunction(fn)
+def device_function(fn=None, *, once=False):
+    """Make ``fn`` a :class:`DeviceFunction` (``once``: see there)."""
+    if fn is None:
+        return lambda f: DeviceFunction(f, once)
+    return DeviceFunction(fn, once)
+
+
+_ONCE = {}
+
+
+def once_dispatcher(fn):
+    """The numba dispatcher that compiles ``fn`` (a ``once`` device method, ``self`` its first
+    argument, or function) as a device function of its own, marked for NVVM to inline: numba
+    types and lowers it once per argument types, and each call site is a call, where
+    inlining would copy its IR there."""
+    hit = _ONCE.get(fn)
+    if hit is None:
+        from numba import cuda
+
+        hit = _ONCE[fn] = cuda.jit(device=True, forceinline=True)(fn)
+    return hit
 
 
 def is_device_object(x):
@@ -269,7 +300,8 @@ def _install():
             return self.fn
 
     register_model(_FunctionType)(models.OpaqueModel)
-    typeof_impl.register(DeviceFunction)(lambda val, c: _FunctionType(val))
+    typeof_impl.register(DeviceFunction)(
+        lambda val, c: once_dispatcher(val.py_func)._numba_type_ if val.once else _FunctionType(val))
 
     @treg.register_attr
     class _Attrs(AttributeTemplate):
@@ -353,9 +385,29 @@ def _definition(func_ir, var):
         except KeyError:
             raise _NotStatic from None
         if isinstance(d, ir.Arg):
-            d = _assigned(func_ir, var.name)
+            try:
+                d = _assigned(func_ir, var.name)
+            except _NotStatic:                   # an argument of the function being compiled
+                d = _argument_object(d)
         var = d
     return var
+
+
+#: The argument types of the function whose calls are being inlined (``once`` methods take
+#: their object as an argument: its type holds it).
+_ARG_TYPES = [()]
+
+
+def _argument_object(arg):
+    """A constant of the device object that argument ``arg`` of the function being compiled
+    always is (its type says which); raises :class:`_NotStatic` for any other argument."""
+    from numba.cuda.core import ir
+
+    types = _ARG_TYPES[0]
+    ty = types[arg.index] if arg.index < len(types) else None
+    if not isinstance(ty, _DeviceObjectType):
+        raise _NotStatic
+    return ir.Const(ty.obj, arg.loc)
 
 
 def _assigned(func_ir, name):
@@ -453,10 +505,16 @@ def _patch_inliner():
     def _do_work(self, state, work_list, block, i, expr, inline_worker):
         if _BUILDING:                  # a callee's own IR: its calls are inlined where it lands
             return False
+        _ARG_TYPES[0] = tuple(state.args or ())
         hit = _method_call(state.func_ir, expr)
         if hit is not None:
             obj_var, fn, obj = hit
             i = _bind(block, i, expr, obj_var, fn, obj)
+            if getattr(fn, "_cute_once", False):   # a call of its dispatcher, the object its first argument
+                _call_once(state.func_ir, block, i, expr, fn)
+                if work_list is not None:  # (the rest of the block is looked at again)
+                    work_list.append(next((lb, b) for lb, b in state.func_ir.blocks.items() if b is block))
+                return True
         else:
             fn = _inline_always(state.func_ir, expr)
             if fn is None:
@@ -478,6 +536,19 @@ _BUILDING = []
 _IR = {}
 
 
+def _call_once(func_ir, block, i, expr, fn):
+    """Make ``expr`` (statement ``i`` of ``block``, its arguments bound by :func:`_bind`) call
+    ``fn``'s :func:`once_dispatcher`."""
+    from numba.cuda.core import ir
+
+    disp = once_dispatcher(fn)
+    var = ir.Var(block.scope, f"$cute_once_{fn.__name__}_{id(expr)}", expr.loc)
+    value = ir.Global(fn.__qualname__, disp, expr.loc)
+    block.body.insert(i, ir.Assign(value, var, expr.loc))
+    func_ir._definitions[var.name] = [value]
+    expr.func = var
+
+
 def _inline_always(func_ir, expr):
     """The Python function of an ``inline="always"`` device function that ``expr`` calls."""
     from numba.cuda.core import ir
@@ -494,7 +565,7 @@ def _inline_always(func_ir, expr):
     else:
         return None
     if isinstance(value, DeviceFunction):
-        return value.py_func
+        return None if value.once else value.py_func
     topt = getattr(value, "targetoptions", None)
     if not topt or topt.get("inline") != "always" or not hasattr(value, "py_func"):
         return None

@@ -57,7 +57,7 @@ class PipelineState(NamedTuple):
     count: int
 
 
-@device_function
+@device_function(once=True)
 def mbarrier_wait(addr, phase, err):
     """Wait until the phase of parity ``phase`` of the mbarrier at shared address ``addr`` has
     completed; after :data:`WAIT_TIMEOUT_NS` write 1 to the int32 at global address ``err``

@@ -26,7 +26,7 @@ __all__ = ["SharedStorage", "smem_base", "BASE_ALIGN"]
 BASE_ALIGN = 1024
 
 
-@device_function
+@device_function(once=True)
 def smem_base():
     """32-bit shared address of the kernel's dynamic shared memory, rounded up to
     :data:`BASE_ALIGN` (the launch asks for that much more)."""

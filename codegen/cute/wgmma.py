@@ -174,7 +174,7 @@ class WgmmaMMA:
         ignores them, see :meth:`mma`)."""
         return f32x_zero(self.acc_regs)
 
-    @device
+    @device(once=True)
     def mma(self, acc, a, b, first):
         """``acc += A @ B`` over one k-tile: A's rows at shared address ``a``, B's at ``b``;
         where ``first`` the k-tile's first instruction ignores ``acc`` (scale-d 0: D = A*B),
@@ -260,7 +260,7 @@ class WgmmaRS:
     def zero(self):
         return f32x_zero(self.acc_regs)
 
-    @device
+    @device(once=True)
     def mma(self, acc, a, b, first):
         """``acc += A @ B``: A the uint32 array ``a`` (instruction ``kb``'s four registers at
         ``4 kb``), B's rows at shared address ``b``; ``first``: the first instruction ignores
