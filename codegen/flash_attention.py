@@ -92,49 +92,28 @@ def columns_below(tXc, pX, extent):
             pX[m, k] = c[1] < extent
 
 
-def _coords(part, t, shape, block=None):
-    """Thread ``t``'s fragment of an identity tensor under ``part`` (``(V,BLOCKS,...)``; with
-    ``block``, its ``[_, block, _]`` slice): index -> (row, col)."""
-    from layoutalg import _, make_identity_tensor, size
-
-    frag = part(t, make_identity_tensor(shape))
-    if block is not None:
-        frag = frag[_, block, _]
-    fast = _coords_flat(frag, len(shape))
-    if fast is not None:
-        return fast
-    return [tuple(frag[i]) for i in range(size(frag.layout))]
-
-
-def _coords_flat(frag, rank):
-    """``[tuple(frag[i]) for i in range(size(frag))]`` for a fragment of an identity tensor
-    whose layout is a plain layout of basis strides ``k@j`` (or 0): coordinate ``j`` is the
-    integer layout of the strides along ``j`` (:func:`layoutalg.numpy_eval.eval_layout`) plus
-    the origin's; None for anything else (the caller then indexes the tensor)."""
-    from layoutalg import Layout
-    from layoutalg.basis import ArithTuple, ScaledBasis, basis_value
-    from layoutalg.inttuple import flat_tuple
+def _tv_coords(tv, rows):
+    """``(row, col)`` of every ``(thread, value)`` of ``tv`` (``(thread, value) -> m + rows n``,
+    a tiled MMA's whole-tile TV layout over a column-major tile of ``rows`` rows): two int64
+    arrays ``(threads, values)``, each thread's values in the order of its partition
+    (``tv_C`` agrees with ``get_slice(t).partition_C`` at every thread, and ``tv_A`` with
+    ``partition_A``: ``tests/test_tiled_mma.py``)."""
+    from layoutalg import size
     from layoutalg.numpy_eval import eval_layout
-    from layoutalg.tensor import CoordEngine
 
-    lay, eng = frag.layout, frag.engine
-    if type(lay) is not Layout or type(eng) is not CoordEngine:
-        return None
-    origin = basis_value(eng.origin if isinstance(eng.origin, ArithTuple) else
-                         ArithTuple.of(eng.origin) if isinstance(eng.origin, ScaledBasis) else None, rank)
-    shape, strides = flat_tuple(lay.shape), flat_tuple(lay.stride)
-    if not (isinstance(origin, tuple) and len(origin) == rank and all(type(x) is int for x in origin + shape)):
-        return None
-    if not all((type(d) is int and d == 0) or (type(d) is ScaledBasis and len(d.mode) == 1 and
-                                               0 <= d.mode[0] < rank and type(d.value) is int) for d in strides):
-        return None
-    along = [Layout(shape, tuple(0 if type(d) is int or d.mode[0] != j else d.value for d in strides))
-             for j in range(rank)]                                          # (i) -> coordinate j - origin's
-    n = 1
-    for x in shape:
-        n *= x
-    idx = np.arange(n)
-    return list(zip(*((eval_layout(a, idx) + o).tolist() for a, o in zip(along, origin))))
+    nt, nv = size(tv[0]), size(tv[1])
+    idx = eval_layout(tv, np.arange(nt * nv)).reshape(nv, nt).T        # colexicographic: thread fastest
+    return idx % rows, idx // rows
+
+
+def _block(a, tv, m):
+    """Of ``a`` (``(threads, values)`` by :func:`_tv_coords` of ``tv``, whose value mode is
+    ``(FrgV,(RestM,RestK))``), each thread's values of row block ``m``: the ``[_, m, _]``
+    slice of its fragment, in its order (colexicographic: FrgV fastest)."""
+    from layoutalg import size
+
+    frg, rest_m = size(tv[1][0]), size(tv[1][1][0])
+    return a.reshape(a.shape[0], -1, rest_m, frg)[:, :, m, :].reshape(a.shape[0], -1)   # (T,RestK,RestM,FrgV)
 
 
 def _shuffle_masks(tv_rows):
@@ -170,7 +149,7 @@ def derive_ownership(mma_s, mma_o, bm, d, bn=BN):
     accumulators in order, row block by row block (``P[_,m,_]`` is ``S[_,m,_]``, FlashAttention
     2's ``convert_layout_acc_Aregs``); a row's threads a lane and its ``shfl_xor`` partners.
     ``bn``: keys a tile (S's columns)."""
-    from layoutalg import Layout, cosize, make_layout, make_layout_like, right_inverse
+    from layoutalg import Layout, cosize, make_layout, make_layout_like, right_inverse, size
 
     tv_s = mma_s.tv_C(Layout((bm, bn), (1, 0)))                        # (thread,(MMA,(MMA_M,MMA_N))) -> row
     tv_o = mma_o.tv_C(Layout((bm, d), (1, 0)))                         # (thread,(MMA,(MMA_M,MMA_N))) -> row
@@ -178,45 +157,41 @@ def derive_ownership(mma_s, mma_o, bm, d, bn=BN):
                       for v in (tv_s[1], tv_o[1]))
     shuffles = _shuffle_masks(tv_s[0])                                 # thread (lane) -> row: its nullspace
     first = right_inverse(slot_s)                                      # (ROWS) -> S index: a row's leftmost
-    s_part = lambda t, x: mma_s.get_slice(t).partition_C(x)          # noqa: E731
-    p_part = lambda t, x: mma_o.get_slice(t).partition_A(x)          # noqa: E731
-    o_part = lambda t, x: mma_o.get_slice(t).partition_C(x)          # noqa: E731
+    # every thread's elements at once, from the whole-tile TV layouts (column-major tiles)
+    at_s = mma_s.tv_C(Layout((bm, bn)))                                # (thread,(MMA,(MMA_M,MMA_N))) -> m + bm n
+    at_p = mma_o.tv_A(Layout((bm, bn)))                                # (thread,(MMA,(MMA_M,MMA_K))) -> m + bm k
+    s_r, s_c = _tv_coords(at_s, bm)                                    # (T,V) -> row, key of S's accumulators
+    p_r, p_c = _tv_coords(at_p, bm)                                    # (T,V) -> row, key of P's registers
+    o_r, _ = _tv_coords(mma_o.tv_C(Layout((bm, d))), bm)               # (T,V) -> row of O's accumulators
+    slot_vals = {id(x): np.array([x(i) for i in range(size(x))]) for x in (slot_s, slot_o, first)}
     holders = {}
-    values = {}                                                        # a layout's values, listed once
     for t in range(mma_s.size):
-        s = _coords(s_part, t, (bm, bn))
-        o = _coords(o_part, t, (bm, d))
-        rows, o_rows = sorted({r for r, _ in s}), sorted({r for r, _ in o})
-        if len(rows) != cosize(slot_s) or o_rows != rows:
-            raise ValueError(f"derive_ownership: thread {t} holds rows {rows} of S and {o_rows} of O; the softmax "
-                             f"needs the same {cosize(slot_s)} rows")
-        for frag, slot, name in ((s, slot_s, "S"), (o, slot_o, "O")):
-            if [rows.index(r) for r, _ in frag] != _values(slot, len(frag), values):
+        rows, o_rows = np.unique(s_r[t]), np.unique(o_r[t])
+        if len(rows) != cosize(slot_s) or o_rows.tolist() != rows.tolist():
+            raise ValueError(f"derive_ownership: thread {t} holds rows {rows.tolist()} of S and {o_rows.tolist()} of "
+                             f"O; the softmax needs the same {cosize(slot_s)} rows")
+        for r, slot, name in ((s_r[t], slot_s, "S"), (o_r[t], slot_o, "O")):
+            if len(r) != size(slot) or not np.array_equal(np.searchsorted(rows, r), slot_vals[id(slot)]):
                 raise ValueError(f"derive_ownership: thread {t}'s {name} fragment does not place its rows as "
                                  f"{slot} says")
-        if [s[j] for j in _values(first, len(rows), values)] != [min(c for c in s if c[0] == r) for r in rows]:
+        leftmost = [s_c[t][s_r[t] == r].min() for r in rows]           # each row's first key
+        firsts = slot_vals[id(first)][:len(rows)]
+        if s_r[t][firsts].tolist() != rows.tolist() or s_c[t][firsts].tolist() != leftmost:
             raise ValueError(f"derive_ownership: thread {t}'s leftmost element of a row is not {first} of the slot")
-        for m in range(slot_s.shape[1]):                                # each row block: P[_,m,_] is S[_,m,_]
-            if _coords(p_part, t, (bm, bn), m) != _coords(s_part, t, (bm, bn), m):
-                raise ValueError(f"derive_ownership: thread {t}'s P (the A operand of O's MMA) is not S's registers "
-                                 f"in order (row block {m})")
-        for r in rows:
+        for r in rows.tolist():
             holders.setdefault(r, set()).add(t)
+    for m in range(slot_s.shape[1]):                                    # each row block: P[_,m,_] is S[_,m,_]
+        same = (_block(p_r, at_p, m) == _block(s_r, at_s, m)) & (_block(p_c, at_p, m) == _block(s_c, at_s, m))
+        if not same.all():
+            t = int(np.argmin(same.all(axis=1)))
+            raise ValueError(f"derive_ownership: thread {t}'s P (the A operand of O's MMA) is not S's registers "
+                             f"in order (row block {m})")
     for r, ts in holders.items():
         t0 = min(ts)
         if ts != {t0 ^ x for x in _xor_span(shuffles)}:
             raise ValueError(f"derive_ownership: row {r} is held by threads {sorted(ts)}, not a lane and its "
                              f"shfl_xor partners {shuffles}")
     return slot_s, slot_o, shuffles
-
-
-def _values(layout, n, memo):
-    """``[layout(i) for i in range(n)]``, computed once per layout and ``n`` (in ``memo``)."""
-    key = (id(layout), n)
-    hit = memo.get(key)
-    if hit is None:
-        hit = memo[key] = (layout, [layout(i) for i in range(n)])
-    return hit[1]
 
 
 def _xor_span(masks):

@@ -175,26 +175,39 @@ def test_a_kernel_choice_is_checked():
         attention(q, q, q, kernel="hopper")
 
 
-def test_fragment_coordinates_are_the_identity_tensors(monkeypatch):
-    """derive_ownership's coordinates of each fragment (the integer shortcut,
-    flash_attention._coords_flat) are the identity tensor's own, for every fragment the
-    Hopper layouts derive (two head dims, two key tiles)."""
-    from layoutalg import size
+@pytest.mark.parametrize("atoms,bm,d,bn", [(("SM90_64x128x16_F32F16F16_SS", "SM90_64x64x16_F32F16F16_RS"), 64, 64, 128),
+                                            (("SM90_64x176x16_F32BF16BF16_SS", "SM90_64x128x16_F32BF16BF16_RS"),
+                                             64, 128, 176),
+                                            ("SM80_16x8x16_F32F16F16F32_TN", 128, 64, 128)])
+def test_fragment_coordinates_are_the_partitions(atoms, bm, d, bn):
+    """derive_ownership's coordinates of every thread's elements (the whole-tile TV layouts
+    evaluated at once, flash_attention._tv_coords, and a row block of them, _block) are that
+    thread's partitions of the identity tensors, and their [_, m, _] slices: the Hopper
+    layouts (two head dims, two key tiles) and the mma.sync ones (two row blocks a warp)."""
+    from layoutalg import Layout, _, make_identity_tensor, make_tiled_mma, size
 
     import codegen.flash_attention as fa
-    from codegen.attention_sm90 import derive_hopper_ownership
 
-    flat, seen = fa._coords_flat, []
-
-    def checked(frag, rank):
-        got = flat(frag, rank)
-        assert got == [tuple(frag[i]) for i in range(size(frag.layout))]
-        seen.append(frag)
-        return got
-    monkeypatch.setattr(fa, "_coords_flat", checked)
-    for d, bn in ((64, 128), (128, 176)):
-        derive_hopper_ownership("f16", d, bn)
-    assert len(seen) >= 512
+    if isinstance(atoms, tuple):
+        mma_s, mma_o = (make_tiled_mma(a) for a in atoms)
+    else:
+        mma_s, mma_o = (make_tiled_mma(atoms, (4, 1, 1), (bm, n, 16)) for n in (bn, d))
+    at_s, at_p, at_o = mma_s.tv_C(Layout((bm, bn))), mma_o.tv_A(Layout((bm, bn))), mma_o.tv_C(Layout((bm, d)))
+    (s_r, s_c), (p_r, p_c), (o_r, o_c) = (fa._tv_coords(x, bm) for x in (at_s, at_p, at_o))
+    blocks = size(at_s[1][1][0])
+    assert blocks == (1 if isinstance(atoms, tuple) else 2)
+    listed = lambda f: [tuple(f[i]) for i in range(size(f.layout))]     # noqa: E731
+    for t in range(mma_s.size):
+        s = mma_s.get_slice(t).partition_C(make_identity_tensor((bm, bn)))
+        p = mma_o.get_slice(t).partition_A(make_identity_tensor((bm, bn)))
+        o = mma_o.get_slice(t).partition_C(make_identity_tensor((bm, d)))
+        for (r, c), frag in (((s_r, s_c), s), ((p_r, p_c), p), ((o_r, o_c), o)):
+            assert list(zip(r[t].tolist(), c[t].tolist())) == listed(frag)
+        for m in range(blocks):
+            assert list(zip(fa._block(s_r, at_s, m)[t].tolist(), fa._block(s_c, at_s, m)[t].tolist())) == \
+                listed(s[_, m, _])
+            assert list(zip(fa._block(p_r, at_p, m)[t].tolist(), fa._block(p_c, at_p, m)[t].tolist())) == \
+                listed(p[_, m, _])
 
 
 @pytest.mark.parametrize("bm,bn,d,match", [(256, 128, 64, "bm 256 queries"), (128, 100, 64, "bn 100 keys"),
