@@ -112,18 +112,50 @@ def device_function(fn=None, *, once=False):
 
 _ONCE = {}
 
+#: The compute capability numba compiles a ``once`` function for where it cannot ask a GPU
+#: (``compile_ptx`` on a machine without one): numba's device functions are compiled for the
+#: current device's, but the LLVM IR of these does not depend on it (intrinsics are inline
+#: PTX), and NVVM compiles it with the kernel, for the kernel's target.
+OFFLINE_CC = (8, 0)
+
 
 def once_dispatcher(fn):
     """The numba dispatcher that compiles ``fn`` (a ``once`` device method, ``self`` its first
     argument, or function) as a device function of its own, marked for NVVM to inline: numba
     types and lowers it once per argument types, and each call site is a call, where
-    inlining would copy its IR there."""
+    inlining would copy its IR there. It compiles without a GPU too (:data:`OFFLINE_CC`)."""
     hit = _ONCE.get(fn)
     if hit is None:
         from numba import cuda
 
         hit = _ONCE[fn] = cuda.jit(device=True, forceinline=True)(fn)
+        hit.compile_device = _offline(hit.compile_device)
     return hit
+
+
+def _offline(compile_device):
+    """``compile_device`` of a dispatcher, asking for the current device's compute capability
+    as numba does, and taking :data:`OFFLINE_CC` where there is no device to ask."""
+    from types import SimpleNamespace
+
+    import numba.cuda.dispatcher as dispatcher
+
+    def compile_offline(args, return_type=None):
+        asked = dispatcher.get_current_device
+
+        def current():
+            try:
+                return asked()
+            except Exception:                # no driver, or no GPU
+                return SimpleNamespace(compute_capability=OFFLINE_CC)
+
+        dispatcher.get_current_device = current
+        try:
+            return compile_device(args, return_type)
+        finally:
+            dispatcher.get_current_device = asked
+
+    return compile_offline
 
 
 def is_device_object(x):
