@@ -5,8 +5,11 @@ A tile is ``bm`` queries of one head (and batch), 64 a consumer warpgroup, again
 keys ``bn`` at a time (:data:`TILES`, by head dim and ``causal``). The kernel is
 persistent: a CTA an SM walks the work units ``gridDim.x`` apart, its producer loading the
 next unit while the consumers store O. Without ``causal`` a unit is a tile, or a part of a
-tile of a short last wave (:class:`SplitKV`); with ``causal`` (tiles of unequal work) the
-longest tiles come first, the CTAs walking the rounds forwards and backwards in turn
+tile of a short last wave (:class:`SplitKV`); with ``causal`` (tiles of unequal work) a
+CTA takes a head's query tiles in mirror pairs, the last and the first, the one before the
+last and the second, ... (:func:`mirror_pair`: pairs of equal work, the heads in order, so
+the CTAs at work share K and V in L2) at head dim 128, and at 64 the longest tiles of all
+heads first, walking the rounds forwards and backwards in turn
 (:meth:`HopperAttention.causal_tile`).
 Its warpgroups:
 
@@ -41,7 +44,7 @@ import math
 from dataclasses import dataclass
 
 from . import cute
-from .cute.objects import device, device_object, late_import
+from .cute.objects import device, device_function, device_object, late_import
 from .cute.params import KernelParams
 
 (cuda, float32, int64, uint32) = late_import("numba", "cuda", "float32", "int64", "uint32")
@@ -76,6 +79,50 @@ _ATOMS = {"f16": "F32F16F16", "bf16": "F32BF16BF16"}
 #: least this many key tiles a part.
 SPLITS_MAX = 16
 PART_MIN = 2
+
+#: Head dims whose ``causal`` tiles go in mirror pairs (:func:`mirror_pair`); the others
+#: longest first across heads. At d=128, seq 8192, the order longest first reads K and V of
+#: all heads at once from DRAM (42 % L2 hits, 2.5 TB/s), which holds the clock down; the
+#: pairs measured 1.11-1.15x faster there (1.08x at 2048), and 0.87-0.95x at d=64
+#: (``benchmarks/RESULTS.md``).
+PAIRED = (128,)
+
+
+def pair_units(heads, n_m, grid):
+    """With mirror pairs (:func:`mirror_pair`), the work units of ``heads`` heads of ``n_m``
+    query tiles on ``grid`` CTAs: two rounds of ``grid`` units for every ``grid`` pairs (a
+    head has ``ceil(n_m / 2)`` pairs; units past the last pair, or the second of a head's
+    middle tile, are empty).
+
+    >>> pair_units(64, 64, 132), pair_units(2, 2, 2), pair_units(1, 3, 4)
+    (4224, 4, 8)
+    """
+    pairs = heads * ((n_m + 1) // 2)
+    return 2 * grid * -(-pairs // grid)
+
+
+@device_function
+def mirror_pair(unit, grid, n_m, heads):
+    """Work unit ``unit`` of the mirror-pair order: ``(head, query tile)``, the query tile -1
+    where the unit is empty. The units of rounds ``2k`` and ``2k + 1`` of CTA ``c`` (units
+    ``c + grid * round``) are the two tiles of pair ``k * grid + c``: query tiles ``n_m - 1 - i``
+    then ``i`` of a head, ``i`` from 0, heads in order; two tiles of ``n_m + 1`` key tiles
+    (of ``bm`` keys) in all, so every CTA's work is the same. 32-bit arithmetic.
+
+    >>> [tuple(map(int, mirror_pair(u, 2, 3, 1))) for u in range(8)]      # after codegen.cute.activate()
+    [(0, 2), (0, 1), (0, 0), (0, -1), (1, -1), (1, -1), (1, -1), (1, -1)]
+    """
+    g = uint32(grid)
+    u = uint32(unit)
+    r = u // g                                                           # the round
+    q = (r >> 1) * g + (u - r * g)                                       # the pair
+    half = uint32((n_m + 1) // 2)                                        # pairs a head
+    head = q // half
+    i = int64(q - head * half)
+    mb = i if r & 1 else n_m - 1 - i
+    if head >= uint32(heads) or (r & 1 and i == n_m - 1 - i):            # past the last pair; a middle tile's twin
+        mb = int64(-1)
+    return int64(head), mb
 
 #: The kernel's arguments: the device addresses of Q's, K's and V's tensor maps, of O and of
 #: the log-sum-exp (0: none); the batch, sequence lengths, query heads, query heads a kv head; O's
@@ -296,7 +343,8 @@ class HopperAttention:
     @device
     def tile(self, p, unit):
         """Work unit ``unit`` of the launch (:class:`SplitKV`): its tile's batch, head and
-        first query, and the key tiles ``[kt0, kt1)`` it takes (all of them, or a part's).
+        first query, and the key tiles ``[kt0, kt1)`` it takes (all of them, or a part's; none
+        for an empty unit).
         A head's query tiles are consecutive (CTAs at work together share its K and V in
         L2); with ``causal`` (none split) the order is :meth:`causal_tile`'s."""
         n_m = (p.Sq + self.bm - 1) // self.bm
@@ -319,17 +367,21 @@ class HopperAttention:
         m0 = mb * self.bm
         if self.causal:
             kt1 = min(n_kt, (m0 + self.bm + self.bn - 1) // self.bn)                   # keys up to the tile's last query
+            if mb < 0:                                                   # an empty unit (mirror pairs)
+                kt1 = int64(0)
         return b, bh - b * p.H, m0, kt0, kt1
 
     @device
     def causal_tile(self, p, unit, n_m):
-        """With ``causal``, unit ``unit``'s head (of all batches) and query tile: the tiles
-        ordered by length, longest first (the last query tile of every head, then the one
-        before, ...), and the persistent CTAs walk the rounds of ``gridDim.x`` units in
-        turn forwards and backwards, so that a CTA that took one of a round's longer tiles
-        takes one of the next round's shorter ones (a CTA a tile, the hardware handing out
-        the next, measured 2-7% slower at seq 8192 and half the speed at 2048,
-        ``benchmarks/RESULTS.md``)."""
+        """With ``causal``, unit ``unit``'s head (of all batches) and query tile (-1: none):
+        at a head dim of :data:`PAIRED`, :func:`mirror_pair`'s; else the tiles ordered by
+        length, longest first (the last query tile of every head, then the one before, ...),
+        and the persistent CTAs walk the rounds of ``gridDim.x`` units in turn forwards and
+        backwards, so that a CTA that took one of a round's longer tiles takes one of the
+        next round's shorter ones (a CTA a tile, the hardware handing out the next, measured
+        2-7% slower at seq 8192 and half the speed at 2048, ``benchmarks/RESULTS.md``)."""
+        if self.d in PAIRED:
+            return mirror_pair(unit, cuda.gridDim.x, n_m, p.B * p.H)
         heads = uint32(p.B * p.H)                                        # (32-bit divisions)
         g = uint32(cuda.gridDim.x)
         u = uint32(unit)
@@ -357,6 +409,8 @@ class HopperAttention:
         sv = self.pipe_v.producer_start()
         for unit in range(cuda.blockIdx.x, p.units, cuda.gridDim.x):
             b, h, m0, kt0, kt1 = self.tile(p, unit)
+            if kt1 == kt0:                                               # an empty unit
+                continue
             hk = h // p.ratio
             self.pipe_q.producer_acquire(sq, p.err)                      # the consumers are done with Q
             self.load_q.load_4d(p.tmap_q, base + self.q_at, m0, 0, h, b, self.pipe_q.full_barrier(sq))
@@ -476,6 +530,8 @@ class HopperAttention:
         sv = self.pipe_v.consumer_start()
         for unit in range(cuda.blockIdx.x, p.units, cuda.gridDim.x):
             b, h, m0, kt0, kt1 = self.tile(p, unit)
+            if kt1 == kt0:                                               # an empty unit
+                continue
             sq, sk, sv = self.attend(p, c, unit, m0, kt0, kt1, b, h, sq, sk, sv)
 
     @device
@@ -802,11 +858,16 @@ def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capture=None):
               oss=o.strides[2], qk=scale * LOG2E, err=err)
     tiles = B * H * ((Sq + fa.bm - 1) // fa.bm)
     sms = _multiprocessors(sim)                                          # a CTA an SM, walking the units
-    if fa.causal:                                                        # (causal: tiles of unequal work, none split)
+    if fa.causal and D in PAIRED:                                        # (causal: tiles of unequal work, none split)
+        n_m = (Sq + fa.bm - 1) // fa.bm
+        grid = min(sms, B * H * ((n_m + 1) // 2))                        # a CTA a pair at most
+        split = SplitKV(tiles, 1, pair_units(B * H, n_m, grid))
+    elif fa.causal:
         split = SplitKV(tiles, 1, tiles)
+        grid = split.grid(sms)
     else:
         split = SplitKV.plan(tiles, sms, (Sk + fa.bn - 1) // fa.bn)
-    grid = split.grid(sms)
+        grid = split.grid(sms)
     ws = 0
     if split.splits > 1:
         if capturing and not combine_kernel(kern.dtype, D, fa.bm).loaded():

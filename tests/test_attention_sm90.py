@@ -88,8 +88,8 @@ cases = [
     # full splits)
     (np.float16, 1, 3, 1, 40, 300, 64, False, True),
     # two query heads on one kv head of two query tiles each (the second partial), causal (the
-    # diagonal tiles masked; the two longest tiles first, then the round backwards: each CTA
-    # takes a long tile and a short one), bf16, head dim 128 (two 64-wide boxes a tile)
+    # diagonal tiles masked; mirror pairs at head dim 128: each CTA a head's last tile, then
+    # its first), bf16, head dim 128 (two 64-wide boxes a tile)
     (ml_dtypes.bfloat16, 1, 2, 1, 130, 140, 128, True, False),
 ][int(sys.argv[1])]
 dt, B, H, Hk, Sq, Sk, D, causal, strided = cases
@@ -151,6 +151,33 @@ def test_split_kv_fills_a_short_last_wave():
                 assert s.grid(sms) == min(s.units, sms)
                 assert s.workspace_bytes(128, 64) == rest * s.splits * 128 * 66 * 4
     assert split > 1000
+
+
+def test_mirror_pairs_take_every_tile_once_and_even_work_a_cta():
+    """mirror_pair over pair_units' units, at every head count to 9, query tiles to 12 and
+    grids to 9 (and the H200's 132 CTAs): each tile of each head once, and the rest empty;
+    a CTA's units of rounds 2k and 2k+1 the last-but-i and the i-th tile of one head, so
+    every CTA's pairs take n_m + 1 tiles' keys; the example of the docstring."""
+    from codegen import cute
+    from codegen.attention_sm90 import mirror_pair, pair_units
+
+    cute.activate()                                       # (numba's integer types, on the host)
+    at = lambda u, g, n_m, heads: tuple(map(int, mirror_pair(u, g, n_m, heads)))   # noqa: E731
+    assert [at(u, 2, 3, 1) for u in range(8)] == [(0, 2), (0, 1), (0, 0), (0, -1), (1, -1), (1, -1), (1, -1), (1, -1)]
+    cases = [(h, n, g) for h in range(1, 10) for n in range(1, 13) for g in range(1, 10)] + [(64, 64, 132), (5, 43, 132)]
+    for heads, n_m, g in cases:
+        units = pair_units(heads, n_m, g)
+        assert units % (2 * g) == 0
+        got = [at(u, g, n_m, heads) for u in range(units)]
+        tiles = [t for t in got if t[1] >= 0]
+        assert sorted(tiles) == [(h, m) for h in range(heads) for m in range(n_m)], (heads, n_m, g)
+        for u in range(0, units, 2 * g):                  # a double round: each CTA's two units
+            for c in range(g):
+                (h1, m1), (h2, m2) = got[u + c], got[u + g + c]
+                if m1 >= 0 and m2 >= 0:
+                    assert h1 == h2 and m1 + m2 == n_m - 1 and m1 >= m2, (heads, n_m, g, u, c)
+                else:
+                    assert m2 < 0 and (m1 < 0 or m1 == (n_m - 1) // 2), (heads, n_m, g, u, c)   # a middle tile alone
 
 
 def test_short_sequences_take_their_own_tile():
