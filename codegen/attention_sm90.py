@@ -861,7 +861,8 @@ def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capture=None):
     if fa.causal and D in PAIRED:                                        # (causal: tiles of unequal work, none split)
         n_m = (Sq + fa.bm - 1) // fa.bm
         grid = min(sms, B * H * ((n_m + 1) // 2))                        # a CTA a pair at most
-        split = SplitKV(tiles, 1, pair_units(B * H, n_m, grid))
+        split = SplitKV(tiles, 1, pair_units(B * H, n_m, grid))        # (the grid is this, not split.grid:
+                                                                         # mirror_pair's rounds are of it)
     elif fa.causal:
         split = SplitKV(tiles, 1, tiles)
         grid = split.grid(sms)

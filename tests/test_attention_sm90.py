@@ -87,10 +87,11 @@ cases = [
     # [0, 128) and [128, 300), merged by the combine kernel; on a GPU a last wave a third
     # full splits)
     (np.float16, 1, 3, 1, 40, 300, 64, False, True),
-    # two query heads on one kv head of two query tiles each (the second partial), causal (the
-    # diagonal tiles masked; mirror pairs at head dim 128: each CTA a head's last tile, then
-    # its first), bf16, head dim 128 (two 64-wide boxes a tile)
-    (ml_dtypes.bfloat16, 1, 2, 1, 130, 140, 128, True, False),
+    # three query heads on one kv head of two query tiles each (the second partial), causal
+    # (the diagonal tiles masked; mirror pairs at head dim 128: each CTA a head's last tile,
+    # then its first, the third head's pair on the first CTA and two empty units on the
+    # second), bf16, head dim 128 (two 64-wide boxes a tile)
+    (ml_dtypes.bfloat16, 1, 3, 1, 130, 140, 128, True, False),
 ][int(sys.argv[1])]
 dt, B, H, Hk, Sq, Sk, D, causal, strided = cases
 from codegen import attention_sm90 as a9

@@ -80,7 +80,10 @@ def _body(ptx):
 
 
 @pytest.mark.parametrize("route", ["short", "numba"])
-def test_once_gives_the_ptx_of_inlining_and_types_each_function_once(route):
+def test_once_gives_the_ptx_of_inlining_and_types_each_function_once(route, monkeypatch):
+    from codegen.cute import objects
+
+    monkeypatch.setattr(objects, "_ONCE", {})             # each route compiles the once functions itself
     sig = "void(float32[::1])"
     if route == "short":
         inline, once = (kernel_ptx(k, sig, (8, 0)) for k in (k_inline, k_once))
@@ -96,3 +99,16 @@ def test_once_runs_as_python_on_the_host():
     assert squash_once(2.0) == 5.0
     assert STEPS.run_once(1.0, 10) == STEPS.run_inline(1.0, 10) == 1.875 ** 2 + 1      # 1 -> 1.5 -> 1.75 -> 1.875
     assert STEPS.run_once(1.0, 1) == 2.0                                              # clamped to 1
+
+
+def test_once_refuses_a_body_that_allocates_shared_memory():
+    def scratch(x):
+        buf = cuda.shared.array(32, "float32")
+        buf[0] = x
+        return buf[0]
+
+    with pytest.raises(ValueError, match=r"device_function\(once=True\): .*scratch allocates shared memory"):
+        device_function(once=True)(scratch)
+    with pytest.raises(ValueError, match=r"device\(once=True\): .*scratch allocates shared memory"):
+        device(once=True)(scratch)
+    assert device_function(scratch).py_func is scratch       # inlined, each call site its own

@@ -33,9 +33,15 @@ way CuTe DSL kernels use their ``cutlass.Constexpr`` objects::
   inlined the same way.
 * A method marked ``@device(once=True)`` (or a function ``@device_function(once=True)``) is
   typed and lowered once, as a function of its own (for each object and argument types),
-  and NVVM inlines it at its call sites (numba's ``forceinline``): the PTX is the same, and
-  numba's work for a large method called at several sites, or a small one called at many,
-  is done once instead of at every site.
+  and NVVM inlines it at its call sites (numba's ``forceinline``): numba's work for a large
+  method called at several sites, or a small one called at many, is done once instead of at
+  every site, and the PTX is the same where its body meets three conditions that inlining
+  does not ask for. (1) It is typed whole: a branch on a flag of the object or on a
+  constant argument is not dropped before typing, so every branch must type. (2) Its
+  arguments are run-time values, device objects excepted (their attributes stay
+  constants); a function passed as an argument does not type. (3) It allocates no shared
+  memory: one allocation would serve all its call sites (refused when it is marked). It is
+  compiled with numba's default options for a device function, not the kernel's.
 * In numba's simulator (``NUMBA_ENABLE_CUDASIM=1``) kernels are Python: the same objects and
   the same method bodies run as they are, with the intrinsics' simulator twins.
 
@@ -78,9 +84,20 @@ def device(fn=None, *, once=False):
     and argument types and inlined by NVVM (:func:`once_dispatcher`)."""
     if fn is None:
         return lambda f: device(f, once=once)
+    if once:
+        _no_shared(fn, "device")
     fn._cute_device = True
     fn._cute_once = bool(once)
     return fn
+
+
+def _no_shared(fn, how):
+    """Refuse a ``once`` body that allocates shared memory (by name: ``cuda.shared.array``,
+    ``make_shared_tensor``): compiled once, one allocation would serve all its call sites."""
+    names = set(fn.__code__.co_names)
+    if "shared" in names or "make_shared_tensor" in names:
+        raise ValueError(f"{how}(once=True): {fn.__qualname__} allocates shared memory, which one compilation "
+                         f"would share between all its call sites; inline it (once=False)")
 
 
 class DeviceFunction:
@@ -106,7 +123,9 @@ class DeviceFunction:
 def device_function(fn=None, *, once=False):
     """Make ``fn`` a :class:`DeviceFunction` (``once``: see there)."""
     if fn is None:
-        return lambda f: DeviceFunction(f, once)
+        return lambda f: device_function(f, once=once)
+    if once:
+        _no_shared(fn, "device_function")
     return DeviceFunction(fn, once)
 
 
@@ -141,19 +160,22 @@ def _offline(compile_device):
     import numba.cuda.dispatcher as dispatcher
 
     def compile_offline(args, return_type=None):
-        asked = dispatcher.get_current_device
+        from numba.cuda.core.compiler_lock import global_compiler_lock
 
-        def current():
+        with global_compiler_lock:           # (the swap is seen by no other compilation)
+            asked = dispatcher.get_current_device
+
+            def current():
+                try:
+                    return asked()
+                except Exception:            # no driver, or no GPU
+                    return SimpleNamespace(compute_capability=OFFLINE_CC)
+
+            dispatcher.get_current_device = current
             try:
-                return asked()
-            except Exception:                # no driver, or no GPU
-                return SimpleNamespace(compute_capability=OFFLINE_CC)
-
-        dispatcher.get_current_device = current
-        try:
-            return compile_device(args, return_type)
-        finally:
-            dispatcher.get_current_device = asked
+                return compile_device(args, return_type)
+            finally:
+                dispatcher.get_current_device = asked
 
     return compile_offline
 
