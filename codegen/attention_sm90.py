@@ -856,13 +856,13 @@ def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capture=None):
               tmap_v=_tensor_map(fa.load_v, dv, (D, Sk), (1, dv.strides[2]), outer(dv), sim, keep, capturing),
               o=o.ptr, lse=lse, B=B, Sq=Sq, Sk=Sk, H=H, ratio=H // Hk, osb=o.strides[0], osh=o.strides[1],
               oss=o.strides[2], qk=scale * LOG2E, err=err)
-    tiles = B * H * ((Sq + fa.bm - 1) // fa.bm)
+    n_m = (Sq + fa.bm - 1) // fa.bm
+    tiles = B * H * n_m
     sms = _multiprocessors(sim)                                          # a CTA an SM, walking the units
     if fa.causal and D in PAIRED:                                        # (causal: tiles of unequal work, none split)
-        n_m = (Sq + fa.bm - 1) // fa.bm
-        grid = min(sms, B * H * ((n_m + 1) // 2))                        # a CTA a pair at most
-        split = SplitKV(tiles, 1, pair_units(B * H, n_m, grid))        # (the grid is this, not split.grid:
-                                                                         # mirror_pair's rounds are of it)
+        grid = min(sms, B * H * ((n_m + 1) // 2))                        # a CTA a pair at most: mirror_pair's
+        units = pair_units(B * H, n_m, grid)                             # rounds are of this grid, not split.grid's
+        split = SplitKV(units, 1, units)
     elif fa.causal:
         split = SplitKV(tiles, 1, tiles)
         grid = split.grid(sms)

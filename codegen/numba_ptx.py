@@ -59,13 +59,13 @@ def numba_kernel_ptx(fn, sig, cc, launch_bounds=None):
     """numba-cuda's own route (``numba.cuda.compile_ptx``), for comparison and fallback."""
     from numba import cuda
 
-    with _target_device(cc):
+    with target_device(cc):
         ptx, _ = cuda.compile_ptx(fn, sig, cc=tuple(cc), launch_bounds=launch_bounds)
     return ptx
 
 
 @contextlib.contextmanager
-def _target_device(cc):
+def target_device(cc):
     """For the duration, device functions that numba compiles on the way (the overloads of
     ``cuda.shfl_xor_sync``, say) are compiled for ``cc``, the kernel's target, instead of
     asking the current device for its compute capability: a kernel compiles to PTX on a
@@ -98,7 +98,7 @@ def kernel_ptx(fn, sig, cc, launch_bounds=None):
         with _no_cyclic_gc():
             try:
                 with _memoised_call_types(), _memoised_value_types(), _plain_error_text(), _fast_liveness(), \
-                        _sparse_ssa(), _no_entry_vars(), _target_device(cc):
+                        _sparse_ssa(), _no_entry_vars(), target_device(cc):
                     lib = _lower(fn, sig, tuple(cc), launch_bounds)
             except Exception:
                 lib = None

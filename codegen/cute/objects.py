@@ -153,29 +153,22 @@ def once_dispatcher(fn):
 
 
 def _offline(compile_device):
-    """``compile_device`` of a dispatcher, asking for the current device's compute capability
-    as numba does, and taking :data:`OFFLINE_CC` where there is no device to ask."""
-    from types import SimpleNamespace
-
+    """``compile_device`` of a dispatcher for the compute capability numba would ask the
+    current device for (inside :func:`codegen.numba_ptx.kernel_ptx`, the kernel's target),
+    and :data:`OFFLINE_CC` where there is no device to ask."""
     import numba.cuda.dispatcher as dispatcher
+    from numba.cuda.core.compiler_lock import global_compiler_lock
+
+    from ..numba_ptx import target_device
 
     def compile_offline(args, return_type=None):
-        from numba.cuda.core.compiler_lock import global_compiler_lock
-
-        with global_compiler_lock:           # (the swap is seen by no other compilation)
-            asked = dispatcher.get_current_device
-
-            def current():
-                try:
-                    return asked()
-                except Exception:            # no driver, or no GPU
-                    return SimpleNamespace(compute_capability=OFFLINE_CC)
-
-            dispatcher.get_current_device = current
+        with global_compiler_lock:           # (the device query is swapped for no other compilation)
             try:
+                cc = dispatcher.get_current_device().compute_capability
+            except Exception:                # no driver, or no GPU
+                cc = OFFLINE_CC
+            with target_device(cc):
                 return compile_device(args, return_type)
-            finally:
-                dispatcher.get_current_device = asked
 
     return compile_offline
 
