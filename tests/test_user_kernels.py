@@ -283,6 +283,7 @@ def test_unswizzled_transpose_would_conflict():
 def _compile(fn, sig):
     from numba import cuda
 
+    cute.activate()                       # Layout and Swizzle typed in kernels (a test may run first)
     return cuda.compile_ptx(fn, sig, cc=(8, 0))
 
 
