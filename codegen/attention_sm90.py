@@ -504,9 +504,16 @@ class HopperAttention:
 
     @device
     def turn_first(self, c):
-        """At a tile's start, the last consumer passes the first turn to consumer 0."""
+        """Before the CTA's first unit, the last consumer passes the first turn to consumer 0."""
         if c == self.consumers - 1:
             named_barrier_arrive(TURN_BARRIER, 256)
+
+    @device
+    def turn_last(self, c):
+        """After the CTA's last unit, consumer 0 takes the turn the last consumer passed it
+        last, so that every arrival on a turn barrier is matched."""
+        if c == 0:
+            named_barrier_sync(TURN_BARRIER, 256)
 
     @device
     def turn_wait(self, c):
@@ -515,12 +522,12 @@ class HopperAttention:
         named_barrier_sync(TURN_BARRIER + c, 256)
 
     @device
-    def turn_pass(self, c, last):
-        """Pass the turn to the next consumer in the ring (the last consumer's ``last`` turn
-        of a tile passes nothing: the others have none left; consumer 0's first turn is
-        passed by :meth:`turn_first`)."""
-        if not (last and c == self.consumers - 1):
-            named_barrier_arrive(TURN_BARRIER + (c + 1) % self.consumers, 256)
+    def turn_pass(self, c):
+        """Pass the turn to the next consumer in the ring. The ring runs on from one unit to
+        the next (every consumer takes as many turns a unit), so consumer 0 issues a unit's
+        first MMAs as soon as the last consumer has issued its last ones of the unit before,
+        while that one waits for them and stores its O."""
+        named_barrier_arrive(TURN_BARRIER + (c + 1) % self.consumers, 256)
 
     @device
     def consumer(self, p, c):
@@ -528,11 +535,13 @@ class HopperAttention:
         sq = self.pipe_q.consumer_start()
         sk = self.pipe_k.consumer_start()
         sv = self.pipe_v.consumer_start()
+        self.turn_first(c)                                               # consumer 0 issues first
         for unit in range(cuda.blockIdx.x, p.units, cuda.gridDim.x):
             b, h, m0, kt0, kt1 = self.tile(p, unit)
             if kt1 == kt0:                                               # an empty unit
                 continue
             sq, sk, sv = self.attend(p, c, unit, m0, kt0, kt1, b, h, sq, sk, sv)
+        self.turn_last(c)
 
     @device
     def attend(self, p, c, unit, m0, kt0, kt1, b, h, sq, sk, sv):
@@ -555,11 +564,10 @@ class HopperAttention:
             m[r] = float32(-math.inf)
             l[r] = float32(0.0)
         self.pipe_q.consumer_wait(sq, p.err)
-        self.turn_first(c)                                               # consumer 0 issues first
         self.pipe_k.consumer_wait(sk, p.err)
         self.turn_wait(c)
         acc_s = self.scores(qa, sk)                                      # S(kt0)
-        self.turn_pass(c, False)
+        self.turn_pass(c)
         acc_s = self.mma_s.wait(acc_s, 0)
         self.pipe_k.consumer_release(sk, 0)
         sk = self.pipe_k.advance(sk)
@@ -574,7 +582,7 @@ class HopperAttention:
             acc_s = self.scores(qa, sk)                                  # S(kt) = Q K(kt)^T ...
             acc_o = self.rescale(acc_o, o, alpha)                        # (O to tile kt-1's maxima, under S)
             acc_o = self.mma_o.mma(acc_o, pr, base + self.v_at + sv.stage * self.v_bytes, kt == kt0 + 1)  # ... O += P V
-            self.turn_pass(c, False)
+            self.turn_pass(c)
             acc_s = self.mma_s.wait(acc_s, 1)                           # S(kt) is done; P V may run on
             self.pipe_k.consumer_release(sk, 0)
             sk = self.pipe_k.advance(sk)
@@ -590,7 +598,7 @@ class HopperAttention:
         self.turn_wait(c)
         acc_o = self.rescale(acc_o, o, alpha)
         acc_o = self.mma_o.mma(acc_o, pr, base + self.v_at + sv.stage * self.v_bytes, kt1 == kt0 + 1)
-        self.turn_pass(c, True)
+        self.turn_pass(c)
         acc_o = self.mma_o.wait(acc_o, 0)
         self.pipe_v.consumer_release(sv, 0)
         sv = self.pipe_v.advance(sv)
