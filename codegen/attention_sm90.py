@@ -570,6 +570,8 @@ class HopperAttention:
         self.turn_pass(c)
         acc_s = self.mma_s.wait(acc_s, 0)
         self.pipe_k.consumer_release(sk, 0)
+        if kt1 == kt0 + 1:                                               # the unit's last S is done:
+            self.pipe_q.consumer_release(sq, 0)                          # Q's stage is free for the next unit's
         sk = self.pipe_k.advance(sk)
         acc_to_array(acc_s, s)
         self.softmax(s, m, l, alpha, kt0, key0, row0, wg_row0, p.Sk, p.qk)
@@ -585,6 +587,8 @@ class HopperAttention:
             self.turn_pass(c)
             acc_s = self.mma_s.wait(acc_s, 1)                           # S(kt) is done; P V may run on
             self.pipe_k.consumer_release(sk, 0)
+            if kt == kt1 - 1:                                            # the unit's last S
+                self.pipe_q.consumer_release(sq, 0)
             sk = self.pipe_k.advance(sk)
             acc_to_array(acc_s, s)
             self.softmax(s, m, l, alpha, kt, key0, row0, wg_row0, p.Sk, p.qk)
@@ -592,8 +596,7 @@ class HopperAttention:
             self.pipe_v.consumer_release(sv, 0)
             sv = self.pipe_v.advance(sv)
             self.pack(s, pr)
-        self.pipe_q.consumer_release(sq, 0)                              # every S is done: Q's stage is free
-        sq = self.pipe_q.advance(sq)
+        sq = self.pipe_q.advance(sq)                                     # (released after the last S)
         self.pipe_v.consumer_wait(sv, p.err)
         self.turn_wait(c)
         acc_o = self.rescale(acc_o, o, alpha)
