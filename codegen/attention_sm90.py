@@ -115,10 +115,10 @@ def mirror_pair(unit, grid, n_m, heads):
     g = uint32(grid)
     u = uint32(unit)
     r = u // g                                                           # the round
-    q = (r >> 1) * g + (u - r * g)                                       # the pair
+    q = uint32((r >> 1) * g + (u - r * g))                               # the pair
     half = uint32((n_m + 1) // 2)                                        # pairs a head
     head = q // half
-    i = int64(q - head * half)
+    i = int64(uint32(q - head * half))
     mb = i if r & 1 else n_m - 1 - i
     if head >= uint32(heads) or (r & 1 and i == n_m - 1 - i):            # past the last pair; a middle tile's twin
         mb = int64(-1)
