@@ -3,14 +3,14 @@
 
 A tile is ``bm`` queries of one head (and batch), 64 a consumer warpgroup, against the
 keys ``bn`` at a time (:data:`TILES`, by head dim and ``causal``). The kernel is
-persistent: a CTA an SM walks the work units ``gridDim.x`` apart, its producer loading the
-next unit while the consumers store O. Without ``causal`` a unit is a tile, or a part of a
-tile of a short last wave (:class:`SplitKV`); with ``causal`` (tiles of unequal work) a
-CTA takes a head's query tiles in mirror pairs, the last and the first, the one before the
-last and the second, ... (:func:`mirror_pair`: pairs of equal work, the heads in order, so
-the CTAs at work share K and V in L2) at head dim 128, and at 64 the longest tiles of all
-heads first, walking the rounds forwards and backwards in turn
-(:meth:`HopperAttention.causal_tile`).
+persistent: a CTA an SM walks its work units, its producer loading the next unit while the
+consumers store O (:mod:`codegen.attention_schedule`). Without ``causal`` a unit is a tile,
+or a part of a tile of a short last wave (:class:`SplitKV`), ``gridDim.x`` apart; with
+``causal`` (tiles of unequal work) a CTA reads its tiles from a table planned on the host
+(:class:`CausalSchedule`): at head dim 128 a head's query tiles in mirror pairs, the last
+and the first, the one before the last and the second, ... (pairs of equal work, the heads
+in order, so the CTAs at work share K and V in L2), at 64 the longest tiles of all heads
+first, and the last rounds balanced tile by tile.
 Its warpgroups:
 
 * warpgroup 0 is the producer: one thread loads a tile's Q and then, per key tile, K
@@ -44,16 +44,18 @@ import math
 from dataclasses import dataclass
 
 from . import cute
-from .cute.objects import device, device_function, device_object, late_import
+from .attention_schedule import PART_MIN, SPLITS_MAX, CausalSchedule, SplitKV  # noqa: F401  (re-exported)
+from .cute.objects import device, device_object, late_import
 from .cute.params import KernelParams
 
 (cuda, float32, int64, uint32) = late_import("numba", "cuda", "float32", "int64", "uint32")
-(ex2_approx_f32, cvt_f16x2_f32, cvt_bf16x2_f32, st_global_b32, st_global_v2_b32, ld_global_nc_b64, u32_as_f32,
- acc_to_array, acc_from_array, named_barrier_sync, named_barrier_arrive) = late_import(
+(ex2_approx_f32, cvt_f16x2_f32, cvt_bf16x2_f32, st_global_b32, st_global_v2_b32, ld_global_b32, ld_global_nc_b64,
+ u32_as_f32, acc_to_array, acc_from_array, named_barrier_sync, named_barrier_arrive) = late_import(
     "codegen.intrinsics", "ex2_approx_f32", "cvt_f16x2_f32", "cvt_bf16x2_f32", "st_global_b32", "st_global_v2_b32",
-    "ld_global_nc_b64", "u32_as_f32", "acc_to_array", "acc_from_array", "named_barrier_sync", "named_barrier_arrive")
+    "ld_global_b32", "ld_global_nc_b64", "u32_as_f32", "acc_to_array", "acc_from_array", "named_barrier_sync",
+    "named_barrier_arrive")
 
-__all__ = ["HopperAttention", "make_hopper_attention", "derive_hopper_ownership", "check_error", "SplitKV",
+__all__ = ["HopperAttention", "make_hopper_attention", "derive_hopper_ownership", "check_error", "SplitKV", "CausalSchedule",
            "HOPPER_ARGS", "COMBINE_ARGS", "TILES", "BN"]
 
 BN = 128                    # keys a tile, unless TILES says otherwise
@@ -75,117 +77,30 @@ PARTS = 4                   # independent chains a row for the softmax's maxima 
 TURN_BARRIER = 1            # named barriers 1, 2 (, 3): consumer 0's, 1's (, 2's) turn to issue its MMAs
 _ATOMS = {"f16": "F32F16F16", "bf16": "F32BF16BF16"}
 
-#: Split-KV of a short last wave (:class:`SplitKV`): at most this many parts a tile, and at
-#: least this many key tiles a part.
-SPLITS_MAX = 16
-PART_MIN = 2
-
-#: Head dims whose ``causal`` tiles go in mirror pairs (:func:`mirror_pair`); the others
-#: longest first across heads. At d=128, seq 8192, the order longest first reads K and V of
+#: Head dims whose ``causal`` tiles go in mirror pairs (:meth:`CausalSchedule.plan`); the
+#: others longest first across heads. At d=128, seq 8192, the order longest first reads K and V of
 #: all heads at once from DRAM (42 % L2 hits, 2.5 TB/s), which holds the clock down; the
 #: pairs measured 1.11-1.15x faster there (1.08x at 2048), and 0.87-0.95x at d=64
 #: (``benchmarks/RESULTS.md``).
 PAIRED = (128,)
 
 
-def pair_units(heads, n_m, grid):
-    """With mirror pairs (:func:`mirror_pair`), the work units of ``heads`` heads of ``n_m``
-    query tiles on ``grid`` CTAs: two rounds of ``grid`` units for every ``grid`` pairs (a
-    head has ``ceil(n_m / 2)`` pairs; units past the last pair, or the second of a head's
-    middle tile, are empty).
-
-    >>> pair_units(64, 64, 132), pair_units(2, 2, 2), pair_units(1, 3, 4)
-    (4224, 4, 8)
-    """
-    pairs = heads * ((n_m + 1) // 2)
-    return 2 * grid * -(-pairs // grid)
-
-
-@device_function
-def mirror_pair(unit, grid, n_m, heads):
-    """Work unit ``unit`` of the mirror-pair order: ``(head, query tile)``, the query tile -1
-    where the unit is empty. The units of rounds ``2k`` and ``2k + 1`` of CTA ``c`` (units
-    ``c + grid * round``) are the two tiles of pair ``k * grid + c``: query tiles ``n_m - 1 - i``
-    then ``i`` of a head, ``i`` from 0, heads in order; two tiles of ``n_m + 1`` key tiles
-    (of ``bm`` keys) in all, so every CTA's work is the same. 32-bit arithmetic.
-
-    >>> [tuple(map(int, mirror_pair(u, 2, 3, 1))) for u in range(8)]      # after codegen.cute.activate()
-    [(0, 2), (0, 1), (0, 0), (0, -1), (1, -1), (1, -1), (1, -1), (1, -1)]
-    """
-    g = uint32(grid)
-    u = uint32(unit)
-    r = u // g                                                           # the round
-    q = uint32((r >> 1) * g + (u - r * g))                               # the pair
-    half = uint32((n_m + 1) // 2)                                        # pairs a head
-    head = q // half
-    i = int64(uint32(q - head * half))
-    mb = i if r & 1 else n_m - 1 - i
-    if head >= uint32(heads) or (r & 1 and i == n_m - 1 - i):            # past the last pair; a middle tile's twin
-        mb = int64(-1)
-    return int64(head), mb
-
 #: The kernel's arguments: the device addresses of Q's, K's and V's tensor maps, of O and of
 #: the log-sum-exp (0: none); the batch, sequence lengths, query heads, query heads a kv head; O's
 #: element strides along batch, head and sequence; the scale times log2(e); the error word;
 #: the split-KV workspace (:class:`SplitKV`: the parts' partial results; 0: none), the tiles
-#: taken whole, the parts a split tile and the work units in all.
+#: taken whole, the parts a split tile and the work units in all; with ``causal``, the
+#: address of the CTAs' tiles (:class:`CausalSchedule`'s table).
 HOPPER_ARGS = KernelParams("HopperAttentionArgs", tuple((n, "i64") for n in (
     "tmap_q", "tmap_k", "tmap_v", "o", "lse", "B", "Sq", "Sk", "H", "ratio", "osb", "osh", "oss")) + (
-    ("qk", "f32"), ("err", "i64"), ("ws", "i64"), ("whole", "i64"), ("splits", "i64"), ("units", "i64")))
+    ("qk", "f32"), ("err", "i64"), ("ws", "i64"), ("whole", "i64"), ("splits", "i64"), ("units", "i64"),
+    ("sched", "i64")))
 
 #: The combine kernel's arguments (:func:`combine_kernel`): the workspace, O and the
 #: log-sum-exp (0: none); the tiles taken whole, the parts a split tile, the split tiles, the
 #: query tiles a head, the query heads, ``Sq``; O's element strides along batch, head and sequence.
 COMBINE_ARGS = KernelParams("AttentionCombineArgs", tuple((n, "i64") for n in (
     "ws", "o", "lse", "whole", "splits", "rest", "n_m", "H", "Sq", "osb", "osh", "oss")))
-
-
-@dataclass(frozen=True)
-class SplitKV:
-    """How a launch of ``tiles`` query tiles of ``key_tiles`` key tiles each runs on
-    ``sms`` multiprocessors, a CTA each: tiles ``[0, whole)`` are a work unit each (the full
-    waves of the persistent kernel); each of the ``rest`` tiles after them, a last wave at
-    most a third full, is cut along its keys into ``splits`` parts (at least three, at most
-    :data:`SPLITS_MAX`, of at least :data:`PART_MIN` key tiles), a unit each, so that the
-    last wave fills the GPU: ``units`` in all. A part writes its unnormalised O, its rows'
-    maxima and sums to a workspace, and :func:`combine_kernel` merges a tile's parts
-    (FlashAttention's split-KV and combine). ``splits == 1``: nothing is split.
-
-    A last wave half full is not split in two: measured on an H200, the halves' partial
-    results and the merge cost what the shorter wave saves (``benchmarks/RESULTS.md``).
-
-    >>> SplitKV.plan(4096, 132, 47)            # 31 full waves and 4 tiles: 4 x 16 parts
-    SplitKV(whole=4092, splits=16, units=4156)
-    >>> SplitKV.plan(4, 132, 47).units, SplitKV.plan(2176, 132, 12).splits, SplitKV.plan(3, 2, 3).splits
-    (64, 1, 1)
-    """
-
-    whole: int
-    splits: int
-    units: int
-
-    @classmethod
-    def plan(cls, tiles, sms, key_tiles):
-        whole = tiles // sms * sms
-        rest = tiles - whole
-        splits = min(sms // rest, key_tiles // PART_MIN, SPLITS_MAX) if rest else 1
-        if splits < 3:
-            return cls(tiles, 1, tiles)
-        return cls(whole, splits, whole + rest * splits)
-
-    @property
-    def rest(self):
-        """Tiles split."""
-        return (self.units - self.whole) // self.splits
-
-    def grid(self, sms):
-        """CTAs of the persistent launch."""
-        return min(self.units, sms)
-
-    def workspace_bytes(self, bm, d):
-        """Bytes of the parts' partial results: ``(parts,bm,d) -> float32`` O, then
-        ``(parts,bm) -> float32 x 2`` maxima and sums (:meth:`HopperAttention.store_part`)."""
-        return 0 if self.splits == 1 else (self.units - self.whole) * bm * (d + 2) * 4
 
 
 def derive_hopper_ownership(dtype, d, bn=BN):
@@ -341,57 +256,45 @@ class HopperAttention:
         self.pipe_v.init()
 
     @device
+    def units(self, p):
+        """This CTA's work units: ``range(*self.units(p))``. Without ``causal``, every
+        ``gridDim.x``-th unit from ``blockIdx.x`` (:class:`SplitKV`'s); with it, the entries
+        of :class:`CausalSchedule`'s table that list the CTA's tiles."""
+        if self.causal:
+            c = cuda.blockIdx.x
+            return int64(ld_global_b32(p.sched + 4 * c)), int64(ld_global_b32(p.sched + 4 * c + 4)), 1
+        return cuda.blockIdx.x, p.units, cuda.gridDim.x
+
+    @device
     def tile(self, p, unit):
-        """Work unit ``unit`` of the launch (:class:`SplitKV`): its tile's batch, head and
-        first query, and the key tiles ``[kt0, kt1)`` it takes (all of them, or a part's; none
-        for an empty unit).
+        """Work unit ``unit`` of the launch (:meth:`units`): its tile's batch, head and first
+        query, and the key tiles ``[kt0, kt1)`` it takes (all of them, or a part's).
         A head's query tiles are consecutive (CTAs at work together share its K and V in
-        L2); with ``causal`` (none split) the order is :meth:`causal_tile`'s."""
+        L2); with ``causal`` (none split) the tile is the table's entry ``unit``
+        (:class:`CausalSchedule`)."""
         n_m = (p.Sq + self.bm - 1) // self.bm
         n_kt = (p.Sk + self.bn - 1) // self.bn
         t = unit
         kt0 = int64(0)
         kt1 = n_kt
-        if not self.causal and unit >= p.whole:                          # a part of a split tile
+        if self.causal:
+            t = int64(ld_global_b32(p.sched + 4 * unit))                 # head * n_m + query tile
+        elif unit >= p.whole:                                            # a part of a split tile
             i = uint32(unit - p.whole) // uint32(p.splits)               # (32-bit divisions)
             part = uint32(unit - p.whole) - i * uint32(p.splits)
             t = p.whole + int64(i)
             kt0 = int64(uint32(part * n_kt) // uint32(p.splits))
             kt1 = int64(uint32((part + 1) * n_kt) // uint32(p.splits))
         if self.causal:
-            bh, mb = self.causal_tile(p, unit, n_m)
+            bh = int64(uint32(t) // uint32(n_m))                         # (a 32-bit division)
         else:
             bh = t // n_m
-            mb = t - bh * n_m
+        mb = t - bh * n_m
         b = bh // p.H
         m0 = mb * self.bm
         if self.causal:
             kt1 = min(n_kt, (m0 + self.bm + self.bn - 1) // self.bn)                   # keys up to the tile's last query
-            if mb < 0:                                                   # an empty unit (mirror pairs)
-                kt1 = int64(0)
         return b, bh - b * p.H, m0, kt0, kt1
-
-    @device
-    def causal_tile(self, p, unit, n_m):
-        """With ``causal``, unit ``unit``'s head (of all batches) and query tile (-1: none):
-        at a head dim of :data:`PAIRED`, :func:`mirror_pair`'s; else the tiles ordered by
-        length, longest first (the last query tile of every head, then the one before, ...),
-        and the persistent CTAs walk the rounds of ``gridDim.x`` units in turn forwards and
-        backwards, so that a CTA that took one of a round's longer tiles takes one of the
-        next round's shorter ones (a CTA a tile, the hardware handing out the next, measured
-        2-7% slower at seq 8192 and half the speed at 2048, ``benchmarks/RESULTS.md``)."""
-        if self.d in PAIRED:
-            return mirror_pair(unit, cuda.gridDim.x, n_m, p.B * p.H)
-        heads = uint32(p.B * p.H)                                        # (32-bit divisions)
-        g = uint32(cuda.gridDim.x)
-        u = uint32(unit)
-        r = u // g                                                       # the round
-        first = r * g                                                    # its first unit
-        t = u
-        if r & 1:
-            t = first + min(g, uint32(n_m) * heads - first) - 1 - (u - first)   # backwards
-        level = t // heads
-        return int64(t - level * heads), n_m - 1 - int64(level)
 
     @device
     def producer(self, p):
@@ -407,9 +310,10 @@ class HopperAttention:
         sq = self.pipe_q.producer_start()
         sk = self.pipe_k.producer_start()
         sv = self.pipe_v.producer_start()
-        for unit in range(cuda.blockIdx.x, p.units, cuda.gridDim.x):
+        first, end, step = self.units(p)
+        for unit in range(first, end, step):
             b, h, m0, kt0, kt1 = self.tile(p, unit)
-            if kt1 == kt0:                                               # an empty unit
+            if kt1 == kt0:                                               # (never: see consumer)
                 continue
             hk = h // p.ratio
             self.pipe_q.producer_acquire(sq, p.err)                      # the consumers are done with Q
@@ -536,10 +440,11 @@ class HopperAttention:
         sk = self.pipe_k.consumer_start()
         sv = self.pipe_v.consumer_start()
         self.turn_first(c)                                               # consumer 0 issues first
-        for unit in range(cuda.blockIdx.x, p.units, cuda.gridDim.x):
+        first, end, step = self.units(p)
+        for unit in range(first, end, step):
             b, h, m0, kt0, kt1 = self.tile(p, unit)
-            if kt1 == kt0:                                               # an empty unit
-                continue
+            if kt1 == kt0:                                               # (never; the test tells the compiler
+                continue                                                 # so: measured 0.5-2 % faster)
             sq, sk, sv = self.attend(p, c, unit, m0, kt0, kt1, b, h, sq, sk, sv)
         self.turn_last(c)
 
@@ -687,8 +592,9 @@ def _build(dtype, d, causal, bm, bn):
     producer_regs, consumer_regs = FA.regs
 
     def attention_sm90(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err, ws, whole, splits,
-                       units):
-        p = Args(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err, ws, whole, splits, units)
+                       units, sched):
+        p = Args(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err, ws, whole, splits, units,
+                 sched)
         FA.init()                                                        # every thread waits for the barriers
         if cuda.threadIdx.x < 128:                                       # warpgroup 0: the producer
             cute.setmaxnreg_dec(producer_regs)
@@ -817,6 +723,47 @@ def _workspace(nbytes, stream_handle, sim, keep, capture):
     return hit[1]
 
 
+_SCHEDULES = {}              # (context, heads, n_m, bm, bn, key tiles, sms, paired) -> (grid, table's address)
+
+
+def _schedule(fa, heads, n_m, Sk, sms, sim, keep, capturing):
+    """The grid and the device address of the :class:`CausalSchedule` of ``heads`` heads of
+    ``n_m`` query tiles against ``Sk`` keys, made once a shape and context (as the tensor maps,
+    kept: a launch may read it); a new one is not made during a CUDA graph capture
+    (``capturing``), which a copy to the device would break."""
+    from . import driver
+    from .errors import GemmError
+
+    n_kt = (Sk + fa.bn - 1) // fa.bn
+    shape = (heads, n_m, fa.bm, fa.bn, n_kt, sms, fa.d in PAIRED)
+    if sim:
+        from .intrinsics.sim import register_global
+
+        s = _plan_schedule(*shape)
+        keep.append(s.table)
+        return s.grid, register_global(s.table)
+    key = (driver.ensure_context(),) + shape
+    hit = _SCHEDULES.get(key)
+    if hit is None:
+        if capturing:
+            raise GemmError(f"attention: the causal schedule of {heads} heads (batch x heads) of {n_m} query tiles is "
+                            f"new during a CUDA graph capture, where it cannot be copied to the device; call attention "
+                            f"once on this shape before capturing")
+        if len(_SCHEDULES) >= _MAX_MAPS:
+            _SCHEDULES.clear()             # (never freed, as the maps: a launch may read it)
+        s = _plan_schedule(*shape)
+        hit = _SCHEDULES[key] = (s.grid, driver.mem_alloc(s.table.nbytes))
+        driver.copy_to_device(hit[1], s.table.tobytes())
+    return hit
+
+
+def _plan_schedule(heads, n_m, bm, bn, n_kt, sms, paired):
+    """:meth:`CausalSchedule.plan` of a launch: query tile ``m`` takes the key tiles up to its
+    last query (top-left aligned), at most ``n_kt``."""
+    keys = [min(n_kt, ((m + 1) * bm + bn - 1) // bn) for m in range(n_m)]
+    return CausalSchedule.plan(heads, n_m, keys, sms, paired)
+
+
 _MAX_MAPS = 1024
 _MAPS = {}
 
@@ -870,13 +817,10 @@ def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capture=None):
     n_m = (Sq + fa.bm - 1) // fa.bm
     tiles = B * H * n_m
     sms = _multiprocessors(sim)                                          # a CTA an SM, walking the units
-    if fa.causal and D in PAIRED:                                        # (causal: tiles of unequal work, none split)
-        grid = min(sms, B * H * ((n_m + 1) // 2))                        # a CTA a pair at most: mirror_pair's
-        units = pair_units(B * H, n_m, grid)                             # rounds are of this grid, not split.grid's
-        split = SplitKV(units, 1, units)
-    elif fa.causal:
+    sched = 0
+    if fa.causal:                                                        # (tiles of unequal work, none split)
         split = SplitKV(tiles, 1, tiles)
-        grid = split.grid(sms)
+        grid, sched = _schedule(fa, B * H, n_m, Sk, sms, sim, keep, capturing)
     else:
         split = SplitKV.plan(tiles, sms, (Sk + fa.bn - 1) // fa.bn)
         grid = split.grid(sms)
@@ -887,7 +831,7 @@ def launch(kern, xs, o, lse, dims, scale, stream_handle, sim, capture=None):
                             f"wave, and the kernel that merges the parts is not loaded yet; it cannot be during a "
                             f"CUDA graph capture: call attention once on this shape before capturing")
         ws = _workspace(split.workspace_bytes(fa.bm, D), stream_handle, sim, keep, capture)
-    slots.set(ws=ws, whole=split.whole, splits=split.splits, units=split.units)
+    slots.set(ws=ws, whole=split.whole, splits=split.splits, units=split.units, sched=sched)
     if sim:
         kern.kernel[grid, kern.threads, 0, kern.smem](*slots.python_values())
         if word[0]:                                                      # the launch is done: read the word

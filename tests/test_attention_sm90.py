@@ -88,9 +88,9 @@ cases = [
     # full splits)
     (np.float16, 1, 3, 1, 40, 300, 64, False, True),
     # three query heads on one kv head of two query tiles each (the second partial), causal
-    # (the diagonal tiles masked; mirror pairs at head dim 128: each CTA a head's last tile,
-    # then its first, the third head's pair on the first CTA and two empty units on the
-    # second), bf16, head dim 128 (two 64-wide boxes a tile)
+    # (the diagonal tiles masked; the tiles read from the schedule's table: three mirror pairs
+    # on the simulator's two CTAs, all balanced tile by tile, three tiles a CTA), bf16, head
+    # dim 128 (two 64-wide boxes a tile)
     (ml_dtypes.bfloat16, 1, 3, 1, 130, 140, 128, True, False),
 ][int(sys.argv[1])]
 dt, B, H, Hk, Sq, Sk, D, causal, strided = cases
@@ -154,31 +154,57 @@ def test_split_kv_fills_a_short_last_wave():
     assert split > 1000
 
 
-def test_mirror_pairs_take_every_tile_once_and_even_work_a_cta():
-    """mirror_pair over pair_units' units, at every head count to 9, query tiles to 12 and
-    grids to 9 (and the H200's 132 CTAs): each tile of each head once, and the rest empty;
-    a CTA's units of rounds 2k and 2k+1 the last-but-i and the i-th tile of one head, so
-    every CTA's pairs take n_m + 1 tiles' keys; the example of the docstring."""
-    from codegen import cute
-    from codegen.attention_sm90 import mirror_pair, pair_units
+def _loads(s, n_m, keys):
+    """Each CTA's cost under CausalSchedule's model, and its tiles."""
+    from codegen.attention_schedule import UNIT_COST
 
-    cute.activate()                                       # (numba's integer types, on the host)
-    at = lambda u, g, n_m, heads: tuple(map(int, mirror_pair(u, g, n_m, heads)))   # noqa: E731
-    assert [at(u, 2, 3, 1) for u in range(8)] == [(0, 2), (0, 1), (0, 0), (0, -1), (1, -1), (1, -1), (1, -1), (1, -1)]
-    cases = [(h, n, g) for h in range(1, 10) for n in range(1, 13) for g in range(1, 10)] + [(64, 64, 132), (5, 43, 132)]
+    tiles = [s.tiles(c) for c in range(s.grid)]
+    return [sum(keys[t % n_m] + UNIT_COST for t in ts) for ts in tiles], tiles
+
+
+def test_causal_schedule_takes_every_tile_once_and_balances_the_ctas():
+    """CausalSchedule.plan at every head count to 9, query tiles to 12 and grids to 9 (and
+    shapes of the H200's 132 CTAs), paired and not, keys growing one or 128/176 a tile: every
+    tile once; the grid is the SMs or the tiles, whichever fewer, no CTA idle; with
+    ``paired`` the whole rounds are mirror pairs of one head (tiles n_m-1-i, then i); the
+    most loaded CTA costs at most the least loaded one plus a unit (the first and last
+    tiles of a head), and plus one tile in the GPU's shapes, where the tail is long (the
+    most loaded CTA's last tile went to the least loaded one), and within 1 % of an even
+    share in those where a CTA takes eight tiles or more; the docstring's example."""
+    from codegen.attention_schedule import TAIL_ROUNDS, UNIT_COST, CausalSchedule
+
+    s = CausalSchedule.plan(heads=1, n_m=4, keys=(1, 2, 3, 4), sms=2, paired=True)
+    assert s.grid == 2 and [s.tiles(c) for c in range(2)] == [[3, 0], [2, 1]]
+    cases = [(h, n, g) for h in range(1, 10) for n in range(1, 13) for g in range(1, 10)]
+    big = [(64, 64, 132), (64, 47, 132), (66, 64, 132), (256, 16, 132), (5, 43, 132), (3, 120, 132)]
+    cases += big + [(1, 1, 132)]
     for heads, n_m, g in cases:
-        units = pair_units(heads, n_m, g)
-        assert units % (2 * g) == 0
-        got = [at(u, g, n_m, heads) for u in range(units)]
-        tiles = [t for t in got if t[1] >= 0]
-        assert sorted(tiles) == [(h, m) for h in range(heads) for m in range(n_m)], (heads, n_m, g)
-        for u in range(0, units, 2 * g):                  # a double round: each CTA's two units
-            for c in range(g):
-                (h1, m1), (h2, m2) = got[u + c], got[u + g + c]
-                if m1 >= 0 and m2 >= 0:
-                    assert h1 == h2 and m1 + m2 == n_m - 1 and m1 >= m2, (heads, n_m, g, u, c)
-                else:
-                    assert m2 < 0 and (m1 < 0 or m1 == (n_m - 1) // 2), (heads, n_m, g, u, c)   # a middle tile alone
+        for keys in ([m + 1 for m in range(n_m)], [min(47, -(-(m + 1) * 128 // 176)) for m in range(n_m)]):
+            for paired in (True, False):
+                s = CausalSchedule.plan(heads, n_m, keys, g, paired)
+                assert s.table.dtype.name == "int32" and s.grid == min(g, heads * n_m)
+                loads, tiles = _loads(s, n_m, keys)
+                assert sorted(t for ts in tiles for t in ts) == list(range(heads * n_m)), (heads, n_m, g, paired)
+                assert all(tiles), (heads, n_m, g, paired)
+                biggest = max(keys) + UNIT_COST                 # a tile's cost; a unit's:
+                unit = biggest + (keys[0] + UNIT_COST if paired and n_m > 1 else 0)
+                bound = biggest if (heads, n_m, g) in big else unit
+                assert max(loads) - min(loads) <= bound, (heads, n_m, g, paired, loads)
+                if (heads, n_m, g) in big and heads * n_m >= 8 * g:   # many tiles a CTA: within 1 % of even
+                    assert max(loads) <= 1.01 * sum(loads) / len(loads), (heads, n_m, g, paired, loads)
+                units = heads * ((n_m + 1) // 2) if paired else heads * n_m
+                rounds = max(units // s.grid - TAIL_ROUNDS, 0)
+                if paired:
+                    for ts in tiles:
+                        i = 0
+                        for _ in range(rounds):                  # a pair, or a middle tile alone
+                            a = ts[i]
+                            if 2 * (a % n_m) == n_m - 1:
+                                i += 1
+                                continue
+                            b = ts[i + 1]
+                            assert a // n_m == b // n_m and a % n_m + b % n_m == n_m - 1 and a > b, (heads, n_m, g)
+                            i += 2
 
 
 def test_short_sequences_take_their_own_tile():

@@ -13,7 +13,7 @@ MODULES = [
     "layoutalg.cost.access", "layoutalg.cost.banks", "layoutalg.cost.sectors", "layoutalg.cost.legality",
     "codegen.cute.dynamic", "codegen.cute.device_tensor", "codegen.cute.offsets",
     "codegen.cute.atom_plan", "codegen.cute.params", "codegen.args", "codegen.cute.api", "codegen.cute.types",
-    "codegen.cute.sim",
+    "codegen.cute.sim", "codegen.attention_schedule",
 ]
 
 
