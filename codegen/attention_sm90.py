@@ -48,7 +48,7 @@ from .attention_schedule import PART_MIN, SPLITS_MAX, CausalSchedule, SplitKV  #
 from .cute.objects import device, device_object, late_import
 from .cute.params import KernelParams
 
-(cuda, float32, int64, uint32) = late_import("numba", "cuda", "float32", "int64", "uint32")
+(cuda, float32, int32, int64, uint32) = late_import("numba", "cuda", "float32", "int32", "int64", "uint32")
 (ex2_approx_f32, cvt_f16x2_f32, cvt_bf16x2_f32, st_global_b32, st_global_v2_b32, ld_global_b32, ld_global_nc_b64,
  u32_as_f32, acc_to_array, acc_from_array, named_barrier_sync, named_barrier_arrive) = late_import(
     "codegen.intrinsics", "ex2_approx_f32", "cvt_f16x2_f32", "cvt_bf16x2_f32", "st_global_b32", "st_global_v2_b32",
@@ -266,31 +266,38 @@ class HopperAttention:
         return cuda.blockIdx.x, p.units, cuda.gridDim.x
 
     @device
-    def tile(self, p, unit):
-        """Work unit ``unit`` of the launch (:meth:`units`): its tile's batch, head and first
-        query, and the key tiles ``[kt0, kt1)`` it takes (all of them, or a part's).
-        A head's query tiles are consecutive (CTAs at work together share its K and V in
-        L2); with ``causal`` (none split) the tile is the table's entry ``unit``
+    def entry(self, p, unit):
+        """What :meth:`tile` reads of work unit ``unit``: with ``causal``, the tile of the
+        table's entry ``unit`` (head * n_m + query tile; the loops load it a unit ahead, and
+        the launch pads the table with a word for the last CTA's); else the unit itself."""
+        if self.causal:
+            return int64(ld_global_b32(p.sched + 4 * unit))
+        return int64(unit)
+
+    @device
+    def tile(self, p, unit, t):
+        """Work unit ``unit`` of the launch (:meth:`units`), ``t`` its :meth:`entry`: its
+        tile's batch, head and first query, and the key tiles ``[kt0, kt1)`` it takes (all of
+        them, or a part's). A head's query tiles are consecutive (CTAs at work together share
+        its K and V in L2); with ``causal`` (none split) the tile is ``t``
         (:class:`CausalSchedule`)."""
         n_m = (p.Sq + self.bm - 1) // self.bm
         n_kt = (p.Sk + self.bn - 1) // self.bn
-        t = unit
         kt0 = int64(0)
         kt1 = n_kt
-        if self.causal:
-            t = int64(ld_global_b32(p.sched + 4 * unit))                 # head * n_m + query tile
-        elif unit >= p.whole:                                            # a part of a split tile
+        if not self.causal and unit >= p.whole:                          # a part of a split tile
             i = uint32(unit - p.whole) // uint32(p.splits)               # (32-bit divisions)
             part = uint32(unit - p.whole) - i * uint32(p.splits)
             t = p.whole + int64(i)
             kt0 = int64(uint32(part * n_kt) // uint32(p.splits))
             kt1 = int64(uint32((part + 1) * n_kt) // uint32(p.splits))
         if self.causal:
-            bh = int64(uint32(t) // uint32(n_m))                         # (a 32-bit division)
+            bh = int64(uint32(t) // uint32(n_m))                         # (32-bit divisions)
+            b = int64(uint32(bh) // uint32(p.H))
         else:
             bh = t // n_m
+            b = bh // p.H
         mb = t - bh * n_m
-        b = bh // p.H
         m0 = mb * self.bm
         if self.causal:
             kt1 = min(n_kt, (m0 + self.bm + self.bn - 1) // self.bn)                   # keys up to the tile's last query
@@ -311,8 +318,10 @@ class HopperAttention:
         sk = self.pipe_k.producer_start()
         sv = self.pipe_v.producer_start()
         first, end, step = self.units(p)
+        t = self.entry(p, first)
         for unit in range(first, end, step):
-            b, h, m0, kt0, kt1 = self.tile(p, unit)
+            b, h, m0, kt0, kt1 = self.tile(p, unit, t)
+            t = self.entry(p, unit + step)                               # the next unit's, in flight
             if kt1 == kt0:                                               # (never: see consumer)
                 continue
             hk = h // p.ratio
@@ -349,12 +358,17 @@ class HopperAttention:
         neg = float32(-math.inf)
         if (kt + 1) * self.bn > Sk or (self.causal and (kt + 1) * self.bn > wg_row0 + 1):
             keys = Sk - kt * self.bn - key0                              # this thread's keys inside Sk
-            diag = row0 - kt * self.bn - key0                                # its last key not after row slot 0
+            diag = row0 - kt * self.bn - key0                            # its last key not after row slot 0
+            lim = cuda.local.array(2, int32)                             # (ROWS) -> the row's columns kept
+            for r in range(self.rows):
+                x = keys
+                if self.causal:
+                    x = min(x, diag + self.slot_row[r] + 1)
+                lim[r] = int32(max(min(x, self.bn), -1))                 # (in [-1, bn]: one 32-bit test a score)
             for g in range(self.s_regs // 4):
                 for e in range(4):
                     i = 4 * g + e
-                    c = self.col_s(i)
-                    if c >= keys or (self.causal and c > diag + self.row_v(i)):
+                    if self.col_s(i) >= lim[self.slot_s(i)]:
                         s[i] = neg                                       # past Sk, or after the query
         part = cuda.local.array(8, float32)                              # (ROWS,PARTS) -> partial max, then sum
         for q in range(self.rows * PARTS):
@@ -441,8 +455,10 @@ class HopperAttention:
         sv = self.pipe_v.consumer_start()
         self.turn_first(c)                                               # consumer 0 issues first
         first, end, step = self.units(p)
+        t = self.entry(p, first)
         for unit in range(first, end, step):
-            b, h, m0, kt0, kt1 = self.tile(p, unit)
+            b, h, m0, kt0, kt1 = self.tile(p, unit, t)
+            t = self.entry(p, unit + step)                               # the next unit's, in flight
             if kt1 == kt0:                                               # (never; the test tells the compiler
                 continue                                                 # so: measured 0.5-2 % faster)
             sq, sk, sv = self.attend(p, c, unit, m0, kt0, kt1, b, h, sq, sk, sv)
@@ -739,11 +755,14 @@ def _schedule(fa, heads, n_m, Sk, sms, sim, keep, capturing):
     n_kt = (Sk + fa.bn - 1) // fa.bn
     shape = (heads, n_m, fa.bm, fa.bn, n_kt, sms, fa.d in PAIRED)
     if sim:
+        import numpy as np
+
         from .intrinsics.sim import register_global
 
         s = _plan_schedule(*shape)
-        keep.append(s.table)
-        return s.grid, register_global(s.table)
+        table = np.append(s.table, np.int32(0))                          # (a word of padding: HopperAttention.entry)
+        keep.append(table)
+        return s.grid, register_global(table)
     key = (driver.ensure_context(),) + shape
     hit = _SCHEDULES.get(key)
     if hit is None:
@@ -754,8 +773,8 @@ def _schedule(fa, heads, n_m, Sk, sms, sim, keep, capturing):
         if len(_SCHEDULES) >= _MAX_MAPS:
             _SCHEDULES.clear()             # (never freed, as the maps: a launch may read it)
         s = _plan_schedule(*shape)
-        hit = _SCHEDULES[key] = (s.grid, driver.mem_alloc(s.table.nbytes))
-        driver.copy_to_device(hit[1], s.table.tobytes())
+        hit = _SCHEDULES[key] = (s.grid, driver.mem_alloc(s.table.nbytes + 4))   # (a zero word of padding:
+        driver.copy_to_device(hit[1], s.table.tobytes())                  # HopperAttention.entry)
     return hit
 
 
