@@ -55,8 +55,8 @@ from .cute.params import KernelParams
     "ld_global_b32", "ld_global_nc_b64", "u32_as_f32", "acc_to_array", "acc_from_array", "named_barrier_sync",
     "named_barrier_arrive")
 
-__all__ = ["HopperAttention", "make_hopper_attention", "derive_hopper_ownership", "check_error", "SplitKV", "CausalSchedule",
-           "HOPPER_ARGS", "COMBINE_ARGS", "TILES", "BN"]
+__all__ = ["HopperAttention", "make_hopper_attention", "derive_hopper_ownership", "check_error", "SplitKV",
+           "CausalSchedule", "HOPPER_ARGS", "COMBINE_ARGS", "TILES", "BN"]
 
 BN = 128                    # keys a tile, unless TILES says otherwise
 #: The tile of a kernel by (head dim, causal): queries a CTA (``bm``, 64 a consumer
@@ -300,7 +300,7 @@ class HopperAttention:
         mb = t - bh * n_m
         m0 = mb * self.bm
         if self.causal:
-            kt1 = min(n_kt, (m0 + self.bm + self.bn - 1) // self.bn)                   # keys up to the tile's last query
+            kt1 = min(n_kt, (m0 + self.bm + self.bn - 1) // self.bn)    # keys up to the tile's last query
         return b, bh - b * p.H, m0, kt0, kt1
 
     @device
