@@ -16,9 +16,10 @@ does is a method of one compile-time object, :func:`codegen.attention_sm90.make_
   64 queries, the online softmax overlapped with ``P V``, the two consumers taking turns.
 
 This file writes the kernel's entry (warp specialization and register reallocation), encodes
-the tensor maps and launches one CTA per tile of 128 queries (the CTAs walk the tiles
-``gridDim.x`` apart, so ``codegen.attention``'s persistent grid of a CTA an SM runs the same
-kernel).
+the tensor maps and launches one CTA per tile of 128 queries. With ``causal`` each CTA reads
+its tiles from a table planned on the host (``codegen.attention_schedule.CausalSchedule``):
+planned here for a CTA a tile, and by ``codegen.attention`` for its persistent grid of a CTA
+an SM, so the same kernel runs either way.
 
 Run it: ``python examples/hopper_attention.py`` (on an H100/H200, or with
 ``NUMBA_ENABLE_CUDASIM=1``, which runs the two CTAs of a small problem).
@@ -29,6 +30,7 @@ import math
 import numpy as np
 
 from codegen import cute  # (before numba: see codegen/_numpy_compat.py)
+from codegen.attention_schedule import CausalSchedule
 from codegen.attention_sm90 import HOPPER_ARGS, LOG2E, make_hopper_attention
 from codegen.cute.launch import require_device
 from numba import cuda
@@ -41,8 +43,9 @@ Args = HOPPER_ARGS.tuple_class()                       # the kernel's arguments 
 
 
 def hopper_attention(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err, ws, whole, splits,
-                     units):
-    p = Args(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err, ws, whole, splits, units)
+                     units, sched):
+    p = Args(tmap_q, tmap_k, tmap_v, o, lse, B, Sq, Sk, H, ratio, osb, osh, oss, qk, err, ws, whole, splits, units,
+             sched)
     FA.init()                                          # the mbarriers, then every thread waits
     if cuda.threadIdx.x < 128:                         # warpgroup 0: the producer
         cute.setmaxnreg_dec(PRODUCER_REGS)             # gives registers up ...
@@ -84,10 +87,17 @@ def launch(q, k, v, o):
     tk = _device_map(FA.load_k.tensor_map_4d(_address(k, keep), (Sk, D), (D, 1), heads_batch(k), sim), keep)
     tv = _device_map(FA.load_v.tensor_map_4d(_address(v, keep), (D, Sk), (1, D), heads_batch(v), sim), keep)
     err = np.zeros(1, np.int32) if sim else cuda.to_device(np.zeros(1, np.int32))
-    grid = B * H * -(-Sq // FA.bm)                     # causal: a CTA a tile of bm queries ...
+    n_m, n_kt = -(-Sq // FA.bm), -(-Sk // FA.bn)       # query tiles a head, key tiles
+    keys = [min(n_kt, -(-(m + 1) * FA.bm // FA.bn)) for m in range(n_m)]   # a tile's keys: up to its last query
+    plan = CausalSchedule.plan(B * H, n_m, keys, sms=B * H * n_m, paired=False)   # causal: a CTA a tile ...
+    table = np.append(plan.table, np.int32(0))        # (a word of padding: the kernel loads an entry ahead)
+    if not sim:
+        table = cuda.to_device(table)
+        keep.append(table)
+    grid = plan.grid
     args = (tq, tk, tv, _address(o, keep), 0, B, Sq, Sk, H, H // Hk, H * Sq * D, Sq * D, D,
             np.float32(LOG2E / math.sqrt(D)), _address(err, keep),
-            0, grid, 1, grid)                          # ... each whole: no split-KV workspace
+            0, grid, 1, grid, _address(table, keep))   # ... each whole: no split-KV workspace
     if sim:
         cuda.jit(hopper_attention)[grid, FA.threads, 0, FA.smem](*args)
         return int(err[0])
