@@ -103,7 +103,8 @@ def launch(q, k, v, o):
         return int(err[0])
     from codegen.cute.launch import allow_dynamic_shared
 
-    kern = allow_dynamic_shared(cuda.jit(hopper_attention), nbytes=FA.smem, signature=HOPPER_ARGS.signature())
+    kern = cuda.jit(HOPPER_ARGS.signature(), launch_bounds=(FA.threads, 1))(hopper_attention)   # (384 threads:
+    kern = allow_dynamic_shared(kern, nbytes=FA.smem, signature=HOPPER_ARGS.signature())    # at most 168 registers)
     kern[grid, FA.threads, 0, FA.smem](*args)
     cuda.synchronize()
     return int(err.copy_to_host()[0])
