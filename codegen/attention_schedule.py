@@ -10,12 +10,11 @@
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SplitKV", "CausalSchedule", "SPLITS_MAX", "PART_MIN", "UNIT_COST", "TAIL_ROUNDS"]
+__all__ = ["SplitKV", "CausalSchedule", "causal_keys", "SPLITS_MAX", "PART_MIN", "UNIT_COST", "TAIL_ROUNDS"]
 
 #: Split-KV of a short last wave (:class:`SplitKV`): at most this many parts a tile, and at
 #: least this many key tiles a part.
@@ -84,8 +83,9 @@ class SplitKV:
 class CausalSchedule:
     """The ``causal`` tiles of a launch on ``grid`` persistent CTAs: ``table``, ``int32``,
     is ``grid + 1`` offsets into itself, then the tiles (``head * n_m + m``: query tile
-    ``m`` of a head of all batches); CTA ``c`` takes ``table[table[c]:table[c + 1]]`` in
-    order. Every tile is in it once.
+    ``m`` of a head of all batches), then a word of padding (the kernel loads the entry after
+    each of a CTA's while that one runs); CTA ``c`` takes ``table[table[c]:table[c + 1]]``
+    in order. Every tile is in it once.
 
     >>> s = CausalSchedule.plan(heads=1, n_m=4, keys=(1, 2, 3, 4), sms=2, paired=True)
     >>> s.grid, [s.tiles(c) for c in range(2)]
@@ -141,20 +141,31 @@ class CausalSchedule:
         rest = units[rounds * grid:].reshape(-1)
         rest = rest[rest >= 0]
         rest = rest[np.argsort(-cost[rest % n_m], kind="stable")]        # longest first
-        heap = [(int(x), c) for c, x in enumerate(load)]
+        load = load.tolist()
         extra = [[] for _ in range(grid)]
         for t in rest.tolist():
-            x, c = heapq.heappop(heap)
+            c = min(range(grid), key=load.__getitem__)
             extra[c].append(t)
-            heapq.heappush(heap, (x + int(cost[t % n_m]), c))
-        _even_out([x for x, _ in sorted(heap, key=lambda e: e[1])], extra, lambda t: int(cost[t % n_m]))
+            load[c] += int(cost[t % n_m])
+        _even_out(load, extra, lambda t: int(cost[t % n_m]))
         lists = [np.concatenate([walk[c][walk[c] >= 0], np.asarray(extra[c], np.int64)]) for c in range(grid)]
         offsets = grid + 1 + np.concatenate([[0], np.cumsum([len(x) for x in lists])])
-        return cls(grid, np.concatenate([offsets] + lists).astype(np.int32))
+        return cls(grid, np.concatenate([offsets] + lists + [[0]]).astype(np.int32))
 
     def tiles(self, c):
         """CTA ``c``'s tiles in order."""
         return self.table[self.table[c]:self.table[c + 1]].tolist()
+
+
+def causal_keys(n_m, bm, bn, key_tiles):
+    """The key tiles each of ``n_m`` query tiles of ``bm`` queries takes with ``causal`` (top
+    left aligned: the keys up to its last query, ``bn`` a tile), at most ``key_tiles``; the
+    host's count of what :meth:`codegen.attention_sm90.HopperAttention.tile` walks.
+
+    >>> causal_keys(4, 128, 176, 3)
+    [1, 2, 3, 3]
+    """
+    return [min(key_tiles, -(-(m + 1) * bm // bn)) for m in range(n_m)]
 
 
 def _even_out(load, extra, cost):

@@ -44,7 +44,7 @@ import math
 from dataclasses import dataclass
 
 from . import cute
-from .attention_schedule import PART_MIN, SPLITS_MAX, CausalSchedule, SplitKV  # noqa: F401  (re-exported)
+from .attention_schedule import PART_MIN, SPLITS_MAX, CausalSchedule, SplitKV, causal_keys  # noqa: F401  (re-exported)
 from .cute.objects import device, device_object, late_import
 from .cute.params import KernelParams
 
@@ -268,8 +268,8 @@ class HopperAttention:
     @device
     def entry(self, p, unit):
         """What :meth:`tile` reads of work unit ``unit``: with ``causal``, the tile of the
-        table's entry ``unit`` (head * n_m + query tile; the loops load it a unit ahead, and
-        the launch pads the table with a word for the last CTA's); else the unit itself."""
+        table's entry ``unit`` (head * n_m + query tile; the loops load it a unit ahead, the
+        table's padding word the last CTA's); else the unit itself."""
         if self.causal:
             return int64(ld_global_b32(p.sched + 4 * unit))
         return int64(unit)
@@ -755,14 +755,11 @@ def _schedule(fa, heads, n_m, Sk, sms, sim, keep, capturing):
     n_kt = (Sk + fa.bn - 1) // fa.bn
     shape = (heads, n_m, fa.bm, fa.bn, n_kt, sms, fa.d in PAIRED)
     if sim:
-        import numpy as np
-
         from .intrinsics.sim import register_global
 
         s = _plan_schedule(*shape)
-        table = np.append(s.table, np.int32(0))                          # (a word of padding: HopperAttention.entry)
-        keep.append(table)
-        return s.grid, register_global(table)
+        keep.append(s.table)
+        return s.grid, register_global(s.table)
     key = (driver.ensure_context(),) + shape
     hit = _SCHEDULES.get(key)
     if hit is None:
@@ -773,16 +770,14 @@ def _schedule(fa, heads, n_m, Sk, sms, sim, keep, capturing):
         if len(_SCHEDULES) >= _MAX_MAPS:
             _SCHEDULES.clear()             # (never freed, as the maps: a launch may read it)
         s = _plan_schedule(*shape)
-        hit = _SCHEDULES[key] = (s.grid, driver.mem_alloc(s.table.nbytes + 4))   # (a zero word of padding:
-        driver.copy_to_device(hit[1], s.table.tobytes())                  # HopperAttention.entry)
+        hit = _SCHEDULES[key] = (s.grid, driver.mem_alloc(s.table.nbytes))
+        driver.copy_to_device(hit[1], s.table.tobytes())
     return hit
 
 
 def _plan_schedule(heads, n_m, bm, bn, n_kt, sms, paired):
-    """:meth:`CausalSchedule.plan` of a launch: query tile ``m`` takes the key tiles up to its
-    last query (top-left aligned), at most ``n_kt``."""
-    keys = [min(n_kt, ((m + 1) * bm + bn - 1) // bn) for m in range(n_m)]
-    return CausalSchedule.plan(heads, n_m, keys, sms, paired)
+    """:meth:`CausalSchedule.plan` of a launch."""
+    return CausalSchedule.plan(heads, n_m, causal_keys(n_m, bm, bn, n_kt), sms, paired)
 
 
 _MAX_MAPS = 1024

@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from codegen import cute  # (before numba: see codegen/_numpy_compat.py)
-from codegen.attention_schedule import CausalSchedule
+from codegen.attention_schedule import CausalSchedule, causal_keys
 from codegen.attention_sm90 import HOPPER_ARGS, LOG2E, make_hopper_attention
 from codegen.cute.launch import require_device
 from numba import cuda
@@ -88,9 +88,9 @@ def launch(q, k, v, o):
     tv = _device_map(FA.load_v.tensor_map_4d(_address(v, keep), (D, Sk), (1, D), heads_batch(v), sim), keep)
     err = np.zeros(1, np.int32) if sim else cuda.to_device(np.zeros(1, np.int32))
     n_m, n_kt = -(-Sq // FA.bm), -(-Sk // FA.bn)       # query tiles a head, key tiles
-    keys = [min(n_kt, -(-(m + 1) * FA.bm // FA.bn)) for m in range(n_m)]   # a tile's keys: up to its last query
+    keys = causal_keys(n_m, FA.bm, FA.bn, n_kt)        # a tile's key tiles: up to its last query
     plan = CausalSchedule.plan(B * H, n_m, keys, sms=B * H * n_m, paired=False)   # causal: a CTA a tile ...
-    table = np.append(plan.table, np.int32(0))        # (a word of padding: the kernel loads an entry ahead)
+    table = plan.table
     if not sim:
         table = cuda.to_device(table)
         keep.append(table)

@@ -171,7 +171,7 @@ def test_causal_schedule_takes_every_tile_once_and_balances_the_ctas():
     tiles of a head), and plus one tile in the GPU's shapes, where the tail is long (the
     most loaded CTA's last tile went to the least loaded one), and within 1 % of an even
     share in those where a CTA takes eight tiles or more; the docstring's example."""
-    from codegen.attention_schedule import TAIL_ROUNDS, UNIT_COST, CausalSchedule
+    from codegen.attention_schedule import TAIL_ROUNDS, UNIT_COST, CausalSchedule, causal_keys
 
     s = CausalSchedule.plan(heads=1, n_m=4, keys=(1, 2, 3, 4), sms=2, paired=True)
     assert s.grid == 2 and [s.tiles(c) for c in range(2)] == [[3, 0], [2, 1]]
@@ -179,10 +179,11 @@ def test_causal_schedule_takes_every_tile_once_and_balances_the_ctas():
     big = [(64, 64, 132), (64, 47, 132), (66, 64, 132), (256, 16, 132), (5, 43, 132), (3, 120, 132)]
     cases += big + [(1, 1, 132)]
     for heads, n_m, g in cases:
-        for keys in ([m + 1 for m in range(n_m)], [min(47, -(-(m + 1) * 128 // 176)) for m in range(n_m)]):
+        for keys in ([m + 1 for m in range(n_m)], causal_keys(n_m, 128, 176, 47)):
             for paired in (True, False):
                 s = CausalSchedule.plan(heads, n_m, keys, g, paired)
                 assert s.table.dtype.name == "int32" and s.grid == min(g, heads * n_m)
+                assert len(s.table) == s.grid + 1 + heads * n_m + 1 and s.table[-1] == 0   # (the padding word)
                 loads, tiles = _loads(s, n_m, keys)
                 assert sorted(t for ts in tiles for t in ts) == list(range(heads * n_m)), (heads, n_m, g, paired)
                 assert all(tiles), (heads, n_m, g, paired)
@@ -193,7 +194,7 @@ def test_causal_schedule_takes_every_tile_once_and_balances_the_ctas():
                 if (heads, n_m, g) in big and heads * n_m >= 8 * g:   # many tiles a CTA: within 1 % of even
                     assert max(loads) <= 1.01 * sum(loads) / len(loads), (heads, n_m, g, paired, loads)
                 units = heads * ((n_m + 1) // 2) if paired else heads * n_m
-                rounds = max(units // s.grid - TAIL_ROUNDS, 0)
+                rounds = units // s.grid if units % s.grid == 0 else max(units // s.grid - TAIL_ROUNDS, 0)
                 if paired:
                     for ts in tiles:
                         i = 0
